@@ -1,0 +1,213 @@
+// Package app wires one router process together: config, store, scheduler,
+// the ext_proc gRPC server and the admin HTTP server, with a graceful
+// shutdown.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/llm-router/llm-router/admin"
+	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/envoy"
+	"github.com/llm-router/llm-router/extproc"
+	"github.com/llm-router/llm-router/metrics"
+	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
+)
+
+// Router is a running router process.
+type Router struct {
+	cfg      config.Config
+	log      *zap.Logger
+	metrics  *metrics.Metrics
+	store    scheduler.Store
+	sched    *scheduler.Scheduler
+	extproc  *extproc.Server
+	grpc     *grpc.Server
+	health   *health.Server
+	admin    *http.Server
+	draining atomic.Bool
+	ready    chan struct{}
+}
+
+// NewLogger builds the JSON logger for level.
+func NewLogger(level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.Sampling = nil // every decision line matters
+	zc.EncoderConfig.TimeKey = "ts"
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zc.Build()
+}
+
+// New builds a router from cfg; Serve starts it.
+func New(ctx context.Context, cfg config.Config, log *zap.Logger) (*Router, error) {
+	m := metrics.New()
+	store := state.NewMemory(nil)
+	if err := store.Register(ctx, specs(cfg.Workers)); err != nil {
+		return nil, fmt.Errorf("register workers: %w", err)
+	}
+	sched, err := scheduler.New(store, scheduler.Options{
+		Strategy:        cfg.Strategy,
+		Params:          Params(cfg),
+		Zone:            cfg.Locality.Zone,
+		Region:          cfg.Locality.Region,
+		ReplicaID:       cfg.ReplicaID,
+		RefreshInterval: cfg.RefreshInterval.D(),
+		EMAAlpha:        cfg.EMAAlpha,
+		Logger:          log.Named("scheduler"),
+		Metrics:         m,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := sched.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	r := &Router{cfg: cfg, log: log, metrics: m, store: store, sched: sched, ready: make(chan struct{})}
+	r.extproc = extproc.New(extproc.FromScheduler(sched), extproc.Options{
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		ClusterFor:   envoy.ClusterFor,
+		Logger:       log.Named("extproc"),
+		Metrics:      m,
+	})
+	r.grpc = grpc.NewServer(
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+	extprocv3.RegisterExternalProcessorServer(r.grpc, r.extproc)
+	r.health = health.NewServer()
+	healthpb.RegisterHealthServer(r.grpc, r.health)
+	r.admin = &http.Server{
+		Handler:           admin.Handler(sched, r, cfg.ReplicaID, m.Registry),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	return r, nil
+}
+
+// Params converts the config into scoring parameters.
+func Params(cfg config.Config) scoring.Params {
+	w := cfg.Scoring.Weights
+	return scoring.Params{
+		Weights: scoring.Weights{
+			Active: w.Active, Queue: w.Queue, Latency: w.Latency, JobCost: w.JobCost,
+			Throughput: w.Throughput, Distance: w.Distance, KVPressure: w.KVPressure, GPUUtil: w.GPUUtil,
+		},
+		JobCostScale: cfg.Scoring.JobCostScale.D(),
+		MinSamples:   int64(cfg.InferenceAware.MinSamples),
+		Staleness:    cfg.InferenceAware.Staleness.D(),
+		LoadPenalty:  cfg.InferenceAware.LoadPenalty,
+	}
+}
+
+func specs(ws []config.Worker) []state.WorkerSpec {
+	out := make([]state.WorkerSpec, len(ws))
+	for i, w := range ws {
+		out[i] = state.WorkerSpec{
+			ID: w.ID, Address: w.Address, Models: w.Models, Zone: w.Zone, Region: w.Region, MaxConcurrency: w.MaxConcurrency,
+		}
+	}
+	return out
+}
+
+// Status implements admin.Status.
+func (r *Router) Status() string {
+	if r.draining.Load() {
+		return "draining"
+	}
+	return "ok"
+}
+
+// Ready is closed once both listeners accept connections.
+func (r *Router) Ready() <-chan struct{} { return r.ready }
+
+// Scheduler exposes the scheduler (tests and the demo read decisions).
+func (r *Router) Scheduler() *scheduler.Scheduler { return r.sched }
+
+// Serve runs until ctx is cancelled, then shuts down gracefully: the gRPC
+// health service and /health turn NOT_SERVING, new requests are refused,
+// open ext_proc streams get up to shutdown_grace to finish, then it exits.
+func (r *Router) Serve(ctx context.Context) error {
+	grpcLn, err := net.Listen("tcp", r.cfg.ExtProcListen)
+	if err != nil {
+		return fmt.Errorf("extproc_listen: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", r.cfg.AdminListen)
+	if err != nil {
+		_ = grpcLn.Close()
+		return fmt.Errorf("admin_listen: %w", err)
+	}
+	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	r.health.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	defer stopBg()
+	go r.sched.Run(bgCtx)
+
+	errc := make(chan error, 2)
+	go func() { errc <- r.grpc.Serve(grpcLn) }()
+	go func() {
+		if err := r.admin.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	r.log.Info("llm-router serving",
+		zap.String("extproc", grpcLn.Addr().String()), zap.String("admin", adminLn.Addr().String()),
+		zap.String("strategy", r.sched.Strategy()), zap.String("replica", r.cfg.ReplicaID),
+		zap.Int("workers", len(r.cfg.Workers)))
+	close(r.ready)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	return r.shutdown()
+}
+
+func (r *Router) shutdown() error {
+	grace := r.cfg.ShutdownGrace.D()
+	r.log.Info("shutting down", zap.Duration("grace", grace), zap.Int("open_claims", r.sched.LiveClaims()))
+	r.draining.Store(true)
+	r.health.Shutdown() // NOT_SERVING: Envoy's health checks move traffic away
+	if d := r.cfg.ShutdownDelay.D(); d > 0 {
+		// Keep serving while Envoy notices the failing health check, so no
+		// request meets a closed listener.
+		time.Sleep(d)
+	}
+	r.extproc.Drain()
+
+	done := make(chan struct{})
+	go func() { r.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		r.log.Warn("shutdown grace expired; closing open streams", zap.Int("open_claims", r.sched.LiveClaims()))
+		r.grpc.Stop()
+		<-done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = r.admin.Shutdown(ctx)
+	r.log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,305 @@
+// Package config loads, defaults and validates the router's YAML
+// configuration and applies environment-variable overrides.
+//
+// The file is the contract operators write by hand, so loading is strict:
+// an unknown key, a wrong type or an out-of-range value fails at start with
+// a message that names the key (for example "workers[1].max_concurrency:
+// must be at least 1"). Every key, its default and its environment variable
+// are listed once, in Keys, which also generates the README table.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole router configuration.
+type Config struct {
+	ExtProcListen   string   `yaml:"extproc_listen"`
+	AdminListen     string   `yaml:"admin_listen"`
+	Strategy        string   `yaml:"strategy"`
+	LogLevel        string   `yaml:"log_level"`
+	ReplicaID       string   `yaml:"replica_id"`
+	MaxBodyBytes    int64    `yaml:"max_body_bytes"`
+	ShutdownGrace   Duration `yaml:"shutdown_grace"`
+	ShutdownDelay   Duration `yaml:"shutdown_delay"`
+	EMAAlpha        float64  `yaml:"ema_alpha"`
+	DecisionLogSize int      `yaml:"decision_log_size"`
+	// RefreshInterval bounds how stale the cached worker snapshot used for
+	// scoring may be. In-flight counts are never taken from it: the claim
+	// reads them atomically.
+	RefreshInterval Duration `yaml:"refresh_interval"`
+
+	Locality       Locality       `yaml:"locality"`
+	Envoy          Envoy          `yaml:"envoy"`
+	Scoring        Scoring        `yaml:"scoring"`
+	InferenceAware InferenceAware `yaml:"inference_aware"`
+	Workers        []Worker       `yaml:"workers"`
+}
+
+// Locality is where this router replica runs; workers elsewhere get a
+// node-distance penalty.
+type Locality struct {
+	Zone   string `yaml:"zone"`
+	Region string `yaml:"region"`
+}
+
+// Envoy holds what the rendered Envoy configuration needs beyond the workers.
+type Envoy struct {
+	Listen string `yaml:"listen"`
+	Admin  string `yaml:"admin"`
+	// ExtProcAddrs lists every router replica's ext_proc address; empty means
+	// just this router's extproc_listen.
+	ExtProcAddrs   []string `yaml:"extproc_addrs"`
+	RouteTimeout   Duration `yaml:"route_timeout"`
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	NumRetries     int      `yaml:"num_retries"`
+	MessageTimeout Duration `yaml:"message_timeout"`
+}
+
+// Scoring configures the scored strategy.
+type Scoring struct {
+	Weights Weights `yaml:"weights"`
+	// JobCostScale is the expected service time at which norm_job_cost
+	// reaches 0.5 (norm = cost / (cost + scale)).
+	JobCostScale Duration `yaml:"job_cost_scale"`
+}
+
+// Weights are the coefficients of the scored formula; lower totals win.
+type Weights struct {
+	Active     float64 `yaml:"active"`
+	Queue      float64 `yaml:"queue"`
+	Latency    float64 `yaml:"latency"`
+	JobCost    float64 `yaml:"job_cost"`
+	Throughput float64 `yaml:"throughput"`
+	Distance   float64 `yaml:"distance"`
+	KVPressure float64 `yaml:"kv_pressure"`
+	GPUUtil    float64 `yaml:"gpu_util"`
+}
+
+// InferenceAware configures the inference_aware strategy, named as in the
+// distributed-router brief.
+type InferenceAware struct {
+	MinSamples  int      `yaml:"min_samples"`
+	Staleness   Duration `yaml:"staleness"`
+	LoadPenalty float64  `yaml:"load_penalty"`
+}
+
+// Worker is one GPU inference server. Its ID is also its Envoy cluster name.
+type Worker struct {
+	ID             string   `yaml:"id"`
+	Address        string   `yaml:"address"`
+	Models         []string `yaml:"models"`
+	Zone           string   `yaml:"zone"`
+	Region         string   `yaml:"region"`
+	MaxConcurrency int      `yaml:"max_concurrency"`
+}
+
+// Strategies lists the accepted values of strategy.
+var Strategies = []string{"round_robin", "least_loaded", "latency_based", "inference_aware", "scored"}
+
+// Default returns the configuration every loaded file starts from.
+func Default() Config {
+	return Config{
+		ExtProcListen:   "127.0.0.1:9002",
+		AdminListen:     "127.0.0.1:9090",
+		Strategy:        "scored",
+		LogLevel:        "info",
+		MaxBodyBytes:    4 << 20,
+		ShutdownGrace:   Duration(30 * time.Second),
+		EMAAlpha:        0.2,
+		DecisionLogSize: 10000,
+		RefreshInterval: Duration(100 * time.Millisecond),
+		Envoy: Envoy{
+			Listen:         "127.0.0.1:8080",
+			Admin:          "127.0.0.1:9901",
+			RouteTimeout:   Duration(600 * time.Second),
+			ConnectTimeout: Duration(2 * time.Second),
+			NumRetries:     2,
+			MessageTimeout: Duration(time.Second),
+		},
+		Scoring: Scoring{
+			Weights: Weights{
+				Active: 100, Queue: 10, Latency: 5, JobCost: 2,
+				Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15,
+			},
+			JobCostScale: Duration(10 * time.Second),
+		},
+		InferenceAware: InferenceAware{
+			MinSamples:  3,
+			Staleness:   Duration(60 * time.Second),
+			LoadPenalty: 0.1,
+		},
+	}
+}
+
+// Load reads the file at path, applies env overrides from getenv (os.Getenv
+// when nil), fills defaults and validates.
+func Load(path string, getenv func(string) string) (Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(raw, getenv)
+}
+
+// Parse is Load on bytes already read.
+func Parse(raw []byte, getenv func(string) string) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cfg := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("config: %s", yamlMessage(err))
+	}
+	if err := applyEnv(&cfg, getenv); err != nil {
+		return Config{}, err
+	}
+	cfg.fill()
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// yamlMessage turns yaml.v3's "field foo not found in type config.Config"
+// into "unknown key foo" so the operator sees the key they wrote.
+func yamlMessage(err error) string {
+	msg := err.Error()
+	re := regexp.MustCompile(`field (\S+) not found in type (\S+)`)
+	return re.ReplaceAllString(msg, "unknown key $1")
+}
+
+func (c *Config) fill() {
+	if len(c.Envoy.ExtProcAddrs) == 0 {
+		c.Envoy.ExtProcAddrs = []string{c.ExtProcListen}
+	}
+	if c.ReplicaID == "" {
+		host, _ := os.Hostname()
+		c.ReplicaID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
+
+// Validate checks every key and names the first bad one.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, a...)))
+	}
+	checkAddr := func(key, v string) {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			bad(key, "want host:port, got %q", v)
+		}
+	}
+	checkAddr("extproc_listen", c.ExtProcListen)
+	checkAddr("admin_listen", c.AdminListen)
+	checkAddr("envoy.listen", c.Envoy.Listen)
+	checkAddr("envoy.admin", c.Envoy.Admin)
+	for i, a := range c.Envoy.ExtProcAddrs {
+		checkAddr(fmt.Sprintf("envoy.extproc_addrs[%d]", i), a)
+	}
+	if !slices.Contains(Strategies, c.Strategy) {
+		bad("strategy", "unknown strategy %q (want one of %s)", c.Strategy, strings.Join(Strategies, ", "))
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
+		bad("log_level", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if c.MaxBodyBytes < 1024 {
+		bad("max_body_bytes", "must be at least 1024, got %d", c.MaxBodyBytes)
+	}
+	if c.EMAAlpha <= 0 || c.EMAAlpha > 1 {
+		bad("ema_alpha", "must be in (0, 1], got %g", c.EMAAlpha)
+	}
+	if c.DecisionLogSize < 0 {
+		bad("decision_log_size", "must not be negative")
+	}
+	if c.RefreshInterval.D() <= 0 {
+		bad("refresh_interval", "must be positive")
+	}
+	if c.Envoy.NumRetries < 0 || c.Envoy.NumRetries > 10 {
+		bad("envoy.num_retries", "must be in [0, 10], got %d", c.Envoy.NumRetries)
+	}
+	if c.Envoy.RouteTimeout.D() <= 0 {
+		bad("envoy.route_timeout", "must be positive")
+	}
+	if c.Envoy.ConnectTimeout.D() <= 0 {
+		bad("envoy.connect_timeout", "must be positive")
+	}
+	if c.Envoy.MessageTimeout.D() < time.Millisecond {
+		bad("envoy.message_timeout", "must be at least 1ms")
+	}
+	if c.InferenceAware.MinSamples < 1 {
+		bad("inference_aware.min_samples", "must be at least 1")
+	}
+	if c.InferenceAware.LoadPenalty < 0 {
+		bad("inference_aware.load_penalty", "must not be negative")
+	}
+	if c.Scoring.JobCostScale.D() <= 0 {
+		bad("scoring.job_cost_scale", "must be positive")
+	}
+	c.validateWorkers(bad, checkAddr)
+	return errors.Join(errs...)
+}
+
+func (c *Config) validateWorkers(bad func(string, string, ...any), checkAddr func(string, string)) {
+	seenID := map[string]bool{}
+	seenAddr := map[string]string{}
+	for i, w := range c.Workers {
+		key := fmt.Sprintf("workers[%d]", i)
+		switch {
+		case w.ID == "":
+			bad(key+".id", "required")
+		case !idPattern.MatchString(w.ID):
+			bad(key+".id", "%q must be 1-63 letters, digits, '.', '_' or '-' (it is an Envoy cluster name)", w.ID)
+		case strings.HasPrefix(w.ID, "pool.") || strings.Contains(w.ID, ".via."):
+			bad(key+".id", "%q uses a name the rendered Envoy config reserves ('pool.' prefix, '.via.')", w.ID)
+		case seenID[w.ID]:
+			bad(key+".id", "duplicate worker id %q", w.ID)
+		}
+		seenID[w.ID] = true
+		checkAddr(key+".address", w.Address)
+		if other, dup := seenAddr[w.Address]; dup && w.Address != "" {
+			bad(key+".address", "%s is also the address of worker %q", w.Address, other)
+		}
+		seenAddr[w.Address] = w.ID
+		if len(w.Models) == 0 {
+			bad(key+".models", "at least one model is required")
+		}
+		for j, m := range w.Models {
+			if strings.TrimSpace(m) == "" || len(m) > 200 {
+				bad(fmt.Sprintf("%s.models[%d]", key, j), "model names must be 1-200 characters")
+			}
+		}
+		if w.MaxConcurrency < 1 {
+			bad(key+".max_concurrency", "must be at least 1, got %d", w.MaxConcurrency)
+		}
+	}
+}
+
+// Models returns every model served by some worker, sorted.
+func (c *Config) Models() []string {
+	var out []string
+	for _, w := range c.Workers {
+		for _, m := range w.Models {
+			if !slices.Contains(out, m) {
+				out = append(out, m)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}

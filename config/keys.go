@@ -1,0 +1,178 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Key documents one configuration key: its YAML path, its environment
+// variable (if any), its default and what it does. Env, when set, overrides
+// the file.
+type Key struct {
+	Path    string
+	Env     string
+	Default string
+	Doc     string
+	apply   func(c *Config, v string) error
+}
+
+// Keys lists every configuration key. The README's table is generated from
+// it (TestReadmeDocumentsEveryKey keeps them equal).
+var Keys = []Key{
+	{Path: "extproc_listen", Env: "EXTPROC_LISTEN", Default: "127.0.0.1:9002", Doc: "ext_proc gRPC listener (with the standard gRPC health service)", apply: setString(func(c *Config) *string { return &c.ExtProcListen })},
+	{Path: "admin_listen", Env: "ADMIN_LISTEN", Default: "127.0.0.1:9090", Doc: "admin HTTP listener: /health, /stats, /metrics", apply: setString(func(c *Config) *string { return &c.AdminListen })},
+	{Path: "strategy", Env: "ROUTING_STRATEGY", Default: "scored", Doc: "round_robin, least_loaded, latency_based, inference_aware or scored", apply: setString(func(c *Config) *string { return &c.Strategy })},
+	{Path: "log_level", Env: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error", apply: setString(func(c *Config) *string { return &c.LogLevel })},
+	{Path: "replica_id", Env: "REPLICA_ID", Default: "hostname-pid", Doc: "this replica's name in claims, logs and /health", apply: setString(func(c *Config) *string { return &c.ReplicaID })},
+	{Path: "max_body_bytes", Env: "MAX_BODY_BYTES", Default: "4194304", Doc: "largest request body accepted; larger gets 413", apply: setInt64(func(c *Config) *int64 { return &c.MaxBodyBytes })},
+	{Path: "shutdown_grace", Env: "SHUTDOWN_GRACE_SECONDS", Default: "30s", Doc: "how long open ext_proc streams may finish after SIGTERM", apply: setDuration(func(c *Config) *Duration { return &c.ShutdownGrace })},
+	{Path: "shutdown_delay", Env: "SHUTDOWN_DELAY_SECONDS", Default: "0s", Doc: "after SIGTERM, how long to keep serving with health NOT_SERVING before refusing new requests (set it above Envoy's health-check detection time when running several replicas)", apply: setDuration(func(c *Config) *Duration { return &c.ShutdownDelay })},
+	{Path: "ema_alpha", Env: "EMA_ALPHA", Default: "0.2", Doc: "smoothing of the latency, TTFT and tokens/s moving averages", apply: setFloat(func(c *Config) *float64 { return &c.EMAAlpha })},
+	{Path: "decision_log_size", Env: "DECISION_LOG_SIZE", Default: "10000", Doc: "decisions kept for explain", apply: setInt(func(c *Config) *int { return &c.DecisionLogSize })},
+	{Path: "refresh_interval", Env: "REFRESH_INTERVAL_SECONDS", Default: "100ms", Doc: "how often the worker snapshot used for scoring is reread (never the in-flight counts, which the claim reads atomically)", apply: setDuration(func(c *Config) *Duration { return &c.RefreshInterval })},
+	{Path: "locality.zone", Env: "ROUTER_ZONE", Default: "", Doc: "this replica's zone, for node_distance", apply: setString(func(c *Config) *string { return &c.Locality.Zone })},
+	{Path: "locality.region", Env: "ROUTER_REGION", Default: "", Doc: "this replica's region, for node_distance", apply: setString(func(c *Config) *string { return &c.Locality.Region })},
+	{Path: "envoy.listen", Env: "ENVOY_LISTEN", Default: "127.0.0.1:8080", Doc: "where the rendered Envoy config listens for clients", apply: setString(func(c *Config) *string { return &c.Envoy.Listen })},
+	{Path: "envoy.admin", Env: "ENVOY_ADMIN", Default: "127.0.0.1:9901", Doc: "Envoy's admin listener in the rendered config", apply: setString(func(c *Config) *string { return &c.Envoy.Admin })},
+	{Path: "envoy.extproc_addrs", Env: "ENVOY_EXTPROC_ADDRS", Default: "[extproc_listen]", Doc: "every router replica, comma-separated in the env var", apply: setList(func(c *Config) *[]string { return &c.Envoy.ExtProcAddrs })},
+	{Path: "envoy.route_timeout", Env: "NODE_TIMEOUT_SECONDS", Default: "600s", Doc: "Envoy's whole-request timeout toward a worker (long streams)", apply: setDuration(func(c *Config) *Duration { return &c.Envoy.RouteTimeout })},
+	{Path: "envoy.connect_timeout", Env: "CONNECT_TIMEOUT_SECONDS", Default: "2s", Doc: "Envoy's connect timeout to a worker", apply: setDuration(func(c *Config) *Duration { return &c.Envoy.ConnectTimeout })},
+	{Path: "envoy.num_retries", Env: "MAX_RETRIES", Default: "2", Doc: "Envoy retries on connect failure, reset or 503, on another worker of the model", apply: setInt(func(c *Config) *int { return &c.Envoy.NumRetries })},
+	{Path: "envoy.message_timeout", Env: "EXTPROC_MESSAGE_TIMEOUT_SECONDS", Default: "1s", Doc: "Envoy's wait for each ext_proc reply", apply: setDuration(func(c *Config) *Duration { return &c.Envoy.MessageTimeout })},
+	{Path: "scoring.weights.{active,queue,latency,job_cost,throughput,distance,kv_pressure,gpu_util}", Env: "", Default: "100,10,5,2,3,1,15,15", Doc: "weights of the scored formula (throughput is subtracted)"},
+	{Path: "scoring.job_cost_scale", Env: "JOB_COST_SCALE_SECONDS", Default: "10s", Doc: "service time at which norm_job_cost is 0.5", apply: setDuration(func(c *Config) *Duration { return &c.Scoring.JobCostScale })},
+	{Path: "inference_aware.min_samples", Env: "INFERENCE_AWARE_MIN_SAMPLES", Default: "3", Doc: "completed requests before a worker is scored on its telemetry", apply: setInt(func(c *Config) *int { return &c.InferenceAware.MinSamples })},
+	{Path: "inference_aware.staleness", Env: "INFERENCE_AWARE_STALENESS_SECONDS", Default: "60s", Doc: "telemetry older than this counts as no data", apply: setDuration(func(c *Config) *Duration { return &c.InferenceAware.Staleness })},
+	{Path: "inference_aware.load_penalty", Env: "INFERENCE_AWARE_LOAD_PENALTY", Default: "0.1", Doc: "per-active-request multiplier on the estimated latency", apply: setFloat(func(c *Config) *float64 { return &c.InferenceAware.LoadPenalty })},
+	{Path: "workers[].{id,address,models,zone,region,max_concurrency}", Env: "VLLM_NODES, MODEL_NAME", Default: "", Doc: "the GPU workers; id is also the Envoy cluster name. VLLM_NODES (comma-separated URLs) with MODEL_NAME replaces the list, with ids node-0.. and max_concurrency from MAX_CONCURRENCY_PER_NODE (default 4)", apply: nil},
+}
+
+func applyEnv(c *Config, getenv func(string) string) error {
+	for _, k := range Keys {
+		if k.Env == "" || k.apply == nil {
+			continue
+		}
+		if v := strings.TrimSpace(getenv(k.Env)); v != "" {
+			if err := k.apply(c, v); err != nil {
+				return fmt.Errorf("%s (from env %s): %w", k.Path, k.Env, err)
+			}
+		}
+	}
+	return applyNodesEnv(c, getenv)
+}
+
+// applyNodesEnv supports the distributed-router brief's VLLM_NODES list.
+func applyNodesEnv(c *Config, getenv func(string) string) error {
+	nodes := strings.TrimSpace(getenv("VLLM_NODES"))
+	if nodes == "" {
+		return nil
+	}
+	model := strings.TrimSpace(getenv("MODEL_NAME"))
+	if model == "" {
+		return fmt.Errorf("workers (from env VLLM_NODES): MODEL_NAME is required with VLLM_NODES")
+	}
+	maxConc := 4
+	if v := strings.TrimSpace(getenv("MAX_CONCURRENCY_PER_NODE")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("workers (from env MAX_CONCURRENCY_PER_NODE): %w", err)
+		}
+		maxConc = n
+	}
+	var ws []Worker
+	for i, raw := range strings.Split(nodes, ",") {
+		raw = strings.TrimSpace(raw)
+		addr := raw
+		if u, err := url.Parse(raw); err == nil && u.Host != "" {
+			addr = u.Host
+		}
+		ws = append(ws, Worker{ID: fmt.Sprintf("node-%d", i), Address: addr, Models: []string{model}, MaxConcurrency: maxConc})
+	}
+	c.Workers = ws
+	return nil
+}
+
+func setString(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *field(c) = v; return nil }
+}
+
+func setList(field func(*Config) *[]string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		var out []string
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		*field(c) = out
+		return nil
+	}
+}
+
+func setInt(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func setInt64(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("want an integer, got %q", v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func setFloat(field func(*Config) *float64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("want a number, got %q", v)
+		}
+		*field(c) = f
+		return nil
+	}
+}
+
+func setDuration(field func(*Config) *Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := parseDuration(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// MarkdownTable renders Keys as the README's configuration table.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| key | env var | default | what it does |\n|---|---|---|---|\n")
+	for _, k := range Keys {
+		env := k.Env
+		if env == "" {
+			env = "-"
+		} else {
+			env = "`" + strings.ReplaceAll(env, ", ", "`, `") + "`"
+		}
+		def := k.Default
+		if def == "" {
+			def = "-"
+		} else {
+			def = "`" + def + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Path, env, def, k.Doc)
+	}
+	return b.String()
+}

@@ -1,0 +1,301 @@
+package extproc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+
+	"github.com/llm-router/llm-router/scheduler"
+)
+
+// exchange is the state of one HTTP request across its ext_proc phases. It
+// lives exactly as long as the ext_proc stream; close releases the claim if
+// no phase did.
+type exchange struct {
+	srv *Server
+	ctx context.Context
+
+	requestID string
+	method    string
+	path      string
+	endpoint  Endpoint
+	body      Body
+
+	claim     Claim
+	claimedAt time.Time
+	status    int
+	stream    *streamObserver
+}
+
+func newExchange(s *Server, ctx context.Context) *exchange {
+	return &exchange{srv: s, ctx: ctx}
+}
+
+func (x *exchange) handle(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	switch r := req.Request.(type) {
+	case *extprocv3.ProcessingRequest_RequestHeaders:
+		return x.requestHeaders(r.RequestHeaders)
+	case *extprocv3.ProcessingRequest_RequestBody:
+		return x.requestBody(r.RequestBody)
+	case *extprocv3.ProcessingRequest_ResponseHeaders:
+		return x.responseHeaders(r.ResponseHeaders)
+	case *extprocv3.ProcessingRequest_ResponseBody:
+		return x.responseBody(r.ResponseBody)
+	case *extprocv3.ProcessingRequest_RequestTrailers:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}}
+	case *extprocv3.ProcessingRequest_ResponseTrailers:
+		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseTrailers{ResponseTrailers: &extprocv3.TrailersResponse{}}}
+	}
+	return nil
+}
+
+func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		switch hv.Key {
+		case ":method":
+			x.method = headerValue(hv)
+		case ":path":
+			x.path = headerValue(hv)
+		case headerRequestID:
+			x.requestID = sanitizeRequestID(headerValue(hv))
+		}
+	}
+	if x.requestID == "" {
+		x.requestID = newRequestID()
+	}
+	if x.srv.draining.Load() {
+		return x.fail(ErrUnavailable)
+	}
+	x.endpoint = endpointFor(x.path)
+	switch {
+	case x.endpoint == EndpointNone && x.method == "GET" && pathIs(x.path, "/v1/models"):
+		return x.listModels()
+	case x.endpoint == EndpointNone:
+		return x.fail(ErrNotFound)
+	case x.method != "POST":
+		return x.fail(ErrMethod)
+	case h.EndOfStream:
+		return x.fail(badParam("", "request body is empty; expected a JSON object"))
+	}
+	// Strip any routing header the client sent: only the body phase's
+	// decision may choose the upstream.
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
+		RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
+			HeaderMutation: &extprocv3.HeaderMutation{
+				RemoveHeaders: []string{headerCluster},
+				SetHeaders:    []*corev3.HeaderValueOption{setHeader(headerRequestID, x.requestID)},
+			},
+		}},
+	}}
+}
+
+func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	if int64(len(b.Body)) > x.srv.opts.MaxBodyBytes {
+		return x.fail(ErrTooLarge)
+	}
+	body, err := parseBody(x.endpoint, b.Body, x.defaultModel())
+	if err != nil {
+		return x.fail(err)
+	}
+	x.body = body
+	claim, err := x.srv.sched.Admit(x.ctx, scheduler.Request{
+		ID:           x.requestID,
+		Model:        body.Model,
+		PromptTokens: body.PromptTokens,
+		MaxTokens:    body.MaxTokens,
+		Stream:       body.Stream,
+		Priority:     "standard",
+	})
+	if err != nil {
+		return x.fail(err)
+	}
+	x.claim, x.claimedAt = claim, x.srv.now()
+	cluster := x.srv.opts.ClusterFor(claim.Worker(), body.Model)
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
+		RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
+			HeaderMutation: &extprocv3.HeaderMutation{
+				SetHeaders: []*corev3.HeaderValueOption{setHeader(headerCluster, cluster)},
+			},
+			ClearRouteCache: true,
+		}},
+	}}
+}
+
+func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	var upstream, upstreamHost, contentType string
+	for _, hv := range h.GetHeaders().GetHeaders() {
+		switch hv.Key {
+		case ":status":
+			x.status, _ = strconv.Atoi(headerValue(hv))
+		case headerUpstream:
+			upstream = headerValue(hv)
+		case headerUpstreamHost:
+			upstreamHost = headerValue(hv)
+		case "content-type":
+			contentType = headerValue(hv)
+		}
+	}
+	mut := &extprocv3.HeaderMutation{
+		RemoveHeaders: []string{headerUpstream, headerUpstreamHost},
+		SetHeaders:    []*corev3.HeaderValueOption{setHeader(headerRequestID, x.requestID)},
+	}
+	resp := &extprocv3.ProcessingResponse{}
+	if x.claim != nil {
+		if actual := x.actualWorker(upstream, upstreamHost); actual != "" {
+			x.claim.Moved(actual)
+		}
+		mut.SetHeaders = append(mut.SetHeaders, setHeader(headerRoutedNode, x.claim.Worker()))
+		switch {
+		case h.EndOfStream:
+			x.finish(false)
+		case strings.HasPrefix(contentType, "text/event-stream") && x.status < 300:
+			// Only streamed responses pay for body phases: they are how the
+			// router sees tokens arrive and the stream end.
+			x.stream = newStreamObserver(x.claimedAt)
+			resp.ModeOverride = &extprocfilterv3.ProcessingMode{
+				ResponseHeaderMode: extprocfilterv3.ProcessingMode_SEND,
+				ResponseBodyMode:   extprocfilterv3.ProcessingMode_STREAMED,
+			}
+		default:
+			// A non-streamed answer arrives in one piece after generation
+			// ends: the worker is done when its headers come back.
+			x.finish(false)
+		}
+	}
+	resp.Response = &extprocv3.ProcessingResponse_ResponseHeaders{
+		ResponseHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{HeaderMutation: mut}},
+	}
+	return resp
+}
+
+func (x *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	if x.stream != nil {
+		x.stream.observe(b.Body, x.srv.now())
+	}
+	if b.EndOfStream {
+		x.finish(false)
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{
+		ResponseBody: &extprocv3.BodyResponse{},
+	}}
+}
+
+// finish releases the claim once, with what the response phases observed.
+func (x *exchange) finish(aborted bool) {
+	if x.claim == nil {
+		return
+	}
+	o := scheduler.Outcome{
+		Status:          x.status,
+		Aborted:         aborted,
+		UpstreamFailure: x.status >= 500,
+	}
+	if x.stream != nil {
+		o.TTFT, o.TokensPerSec, o.CompletionTokens = x.stream.result()
+		if aborted && x.stream.done {
+			o.Aborted = false // the stream completed; Envoy just closed early
+		}
+	}
+	if o.Aborted {
+		// A stream that ends before any response from the worker: the
+		// client went away, or Envoy timed out (reported as such).
+		if ce := x.srv.log.Check(zap.DebugLevel, "request ended early"); ce != nil {
+			ce.Write(zap.String("request_id", x.requestID), zap.String("worker", x.claim.Worker()), zap.Int("status", x.status))
+		}
+	}
+	x.claim.Finish(o)
+	x.claim = nil
+}
+
+func (x *exchange) close() {
+	x.finish(true)
+}
+
+func (x *exchange) fail(err error) *extprocv3.ProcessingResponse {
+	e := classify(err)
+	if e.Status >= 500 {
+		x.srv.log.Warn("request refused", zap.String("request_id", x.requestID), zap.Int("status", e.Status), zap.Error(err))
+	} else if ce := x.srv.log.Check(zap.DebugLevel, "request refused"); ce != nil {
+		ce.Write(zap.String("request_id", x.requestID), zap.Int("status", e.Status), zap.Error(err))
+	}
+	return e.immediate(x.requestID)
+}
+
+func (x *exchange) listModels() *extprocv3.ProcessingResponse {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, m := range x.srv.sched.Models() {
+		list.Data = append(list.Data, model{ID: m, Object: "model", OwnedBy: "llm-router"})
+	}
+	body, _ := json.Marshal(list)
+	return immediateOK(body, x.requestID)
+}
+
+func (x *exchange) defaultModel() string {
+	if ms := x.srv.sched.Models(); len(ms) == 1 {
+		return ms[0]
+	}
+	return ""
+}
+
+func (x *exchange) actualWorker(upstream, upstreamHost string) string {
+	if upstream != "" {
+		return upstream
+	}
+	if upstreamHost != "" {
+		if id, ok := x.srv.sched.WorkerByAddress(upstreamHost); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+func headerValue(h *corev3.HeaderValue) string {
+	if len(h.RawValue) > 0 {
+		return string(h.RawValue)
+	}
+	return h.Value
+}
+
+func pathIs(path, want string) bool {
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path = path[:i]
+	}
+	return strings.TrimSuffix(path, "/") == want
+}
+
+// sanitizeRequestID keeps a client's request id only if it is short and
+// printable: it is echoed in headers and used as a lookup key.
+func sanitizeRequestID(s string) string {
+	if len(s) == 0 || len(s) > 128 {
+		return ""
+	}
+	for _, c := range s {
+		if c < 0x21 || c > 0x7e {
+			return ""
+		}
+	}
+	return s
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

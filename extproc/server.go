@@ -1,0 +1,146 @@
+// Package extproc is the Envoy protocol adapter: an ext_proc gRPC server
+// that reads the few fields the router needs from each request, asks the
+// scheduler for a worker, and tells Envoy where to send the request by
+// setting the x-llm-cluster header. Envoy does the proxying, streaming,
+// retries and failover; this package only decides and observes.
+//
+// One ext_proc stream is one HTTP request. Its phases are: request headers
+// (path, auth, request id), request body (buffered: model, max_tokens,
+// stream; the decision), response headers (status, which worker really
+// served after any Envoy retry) and, for streamed responses only, response
+// body chunks (time to first token, token counts, the end of the stream).
+package extproc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync/atomic"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/llm-router/llm-router/metrics"
+	"github.com/llm-router/llm-router/scheduler"
+)
+
+// Header names the router reads or writes.
+const (
+	// headerCluster carries the routing decision to Envoy's route
+	// (cluster_header). Always overwritten; a client's copy is removed.
+	headerCluster = "x-llm-cluster"
+	// headerUpstream is added by the rendered Envoy route to each response
+	// and names the worker that actually served it; removed before the
+	// client sees the response.
+	headerUpstream = "x-llm-upstream"
+	// headerUpstreamHost is the upstream address fallback for configs that
+	// do not carry worker metadata.
+	headerUpstreamHost = "x-llm-upstream-host"
+	headerRoutedNode   = "x-routed-node"
+	headerRequestID    = "x-request-id"
+)
+
+// Scheduler is what the adapter needs from the scheduler.
+type Scheduler interface {
+	Admit(ctx context.Context, r scheduler.Request) (Claim, error)
+	WorkerByAddress(addr string) (string, bool)
+	Models() []string
+}
+
+// Claim is one admitted request's hold on a worker.
+type Claim interface {
+	Worker() string
+	Moved(to string)
+	Finish(o scheduler.Outcome)
+}
+
+// Options configure the server.
+type Options struct {
+	MaxBodyBytes int64
+	// ClusterFor names the Envoy cluster for a worker and model.
+	ClusterFor func(worker, model string) string
+	Logger     *zap.Logger
+	Metrics    *metrics.Metrics
+	Now        func() time.Time
+}
+
+// Server implements Envoy's ExternalProcessor service.
+type Server struct {
+	extprocv3.UnimplementedExternalProcessorServer
+
+	sched    Scheduler
+	opts     Options
+	log      *zap.Logger
+	m        *metrics.Metrics
+	now      func() time.Time
+	draining atomic.Bool
+}
+
+// New returns a server deciding with sched.
+func New(sched Scheduler, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ClusterFor == nil {
+		opts.ClusterFor = func(worker, _ string) string { return worker }
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 4 << 20
+	}
+	return &Server{sched: sched, opts: opts, log: opts.Logger, m: opts.Metrics, now: opts.Now}
+}
+
+// Drain makes the server refuse new requests (503) while open streams
+// finish; used during graceful shutdown.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Process handles one HTTP request's ext_proc stream.
+func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
+	s.m.ExtProcStreamsActive.Inc()
+	defer s.m.ExtProcStreamsActive.Dec()
+
+	x := newExchange(s, stream.Context())
+	defer x.close()
+	for {
+		req, err := stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) || status.Code(err) == codes.Canceled || stream.Context().Err() != nil {
+				return nil // Envoy ended the stream: a normal end
+			}
+			return err
+		}
+		resp := x.handle(req)
+		if resp == nil {
+			continue
+		}
+		if err := stream.Send(resp); err != nil {
+			if status.Code(err) == codes.Canceled || stream.Context().Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// schedulerAdapter lets *scheduler.Scheduler satisfy Scheduler.
+type schedulerAdapter struct{ *scheduler.Scheduler }
+
+func (a schedulerAdapter) Admit(ctx context.Context, r scheduler.Request) (Claim, error) {
+	t, err := a.Scheduler.Admit(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// FromScheduler adapts the real scheduler.
+func FromScheduler(s *scheduler.Scheduler) Scheduler { return schedulerAdapter{s} }

@@ -1,0 +1,102 @@
+package extproc
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// maxLine bounds a buffered partial SSE line; longer lines are skipped, not
+// buffered without limit.
+const maxLine = 1 << 20
+
+// streamObserver watches a streamed (SSE) response go by without changing
+// it: when the first content token arrives, how many tokens follow, and
+// whether the stream reached its end marker.
+type streamObserver struct {
+	claimedAt time.Time
+	partial   []byte
+	skipping  bool
+
+	first, last time.Time
+	deltas      int // content-bearing events
+	usageTokens int // completion_tokens from a usage chunk, if any
+	done        bool
+}
+
+func newStreamObserver(claimedAt time.Time) *streamObserver {
+	return &streamObserver{claimedAt: claimedAt}
+}
+
+// observe consumes one body chunk received at now.
+func (o *streamObserver) observe(chunk []byte, now time.Time) {
+	for len(chunk) > 0 {
+		i := bytes.IndexByte(chunk, '\n')
+		if i < 0 {
+			if !o.skipping && len(o.partial)+len(chunk) <= maxLine {
+				o.partial = append(o.partial, chunk...)
+			} else {
+				o.skipping, o.partial = true, o.partial[:0]
+			}
+			return
+		}
+		line := chunk[:i]
+		if len(o.partial) > 0 {
+			line = append(o.partial, line...)
+			o.partial = o.partial[:0]
+		}
+		if !o.skipping {
+			o.line(bytes.TrimRight(line, "\r"), now)
+		}
+		o.skipping = false
+		chunk = chunk[i+1:]
+	}
+}
+
+func (o *streamObserver) line(line []byte, now time.Time) {
+	payload, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return
+	}
+	payload = bytes.TrimSpace(payload)
+	if bytes.Equal(payload, []byte("[DONE]")) {
+		o.done = true
+		return
+	}
+	if !gjson.ValidBytes(payload) {
+		return
+	}
+	// OpenAI chat (delta.content), completions (text), llama.cpp (content).
+	res := gjson.GetManyBytes(payload, "choices.0.delta.content", "choices.0.text", "content", "usage.completion_tokens", "stop")
+	if res[0].String() != "" || res[1].String() != "" || res[2].String() != "" {
+		if o.deltas == 0 {
+			o.first = now
+		}
+		o.deltas++
+		o.last = now
+	}
+	if res[3].Exists() {
+		o.usageTokens = int(res[3].Int())
+	}
+	if res[4].Type == gjson.True { // llama.cpp's final event
+		o.done = true
+	}
+}
+
+// result returns TTFT (from the claim), the decode rate and the completion
+// tokens (the worker's usage when sent, else the counted deltas).
+func (o *streamObserver) result() (ttft time.Duration, tps float64, tokens int) {
+	tokens = o.deltas
+	if o.usageTokens > 0 {
+		tokens = o.usageTokens
+	}
+	if o.deltas == 0 {
+		return 0, 0, tokens
+	}
+	ttft = o.first.Sub(o.claimedAt)
+	if span := o.last.Sub(o.first).Seconds(); span > 0 && tokens > 1 {
+		tps = float64(tokens-1) / span
+	}
+	return ttft, tps, tokens
+}

@@ -1,0 +1,141 @@
+// Package metrics defines every Prometheus metric the router exports, on a
+// registry it creates (never the global default), under one namespace:
+// llm_router_. Label names are shared slices so the same label always has
+// the same name.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Namespace prefixes every metric name.
+const Namespace = "llm_router"
+
+var (
+	labelsNode       = []string{"node"}
+	labelsModel      = []string{"model"}
+	labelsModelNode  = []string{"model", "node"}
+	labelsCodeNode   = []string{"code", "node"}
+	labelsRequest    = []string{"model", "code"}
+	labelsReason     = []string{"model", "reason"}
+	labelsPick       = []string{"strategy", "outcome"}
+	labelsStoreOp    = []string{"op"}
+	labelsNodeTerm   = []string{"node", "term"}
+	labelsPriority   = []string{"model", "priority"}
+	labelsStrategy   = []string{"strategy"}
+	labelsNodeHealth = []string{"node", "state"}
+)
+
+// Buckets named in the distributed-router brief.
+var (
+	TTFTBuckets      = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5}
+	TPSBuckets       = []float64{1, 5, 10, 25, 50, 100, 200, 500}
+	LatencyBuckets   = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+	DecisionBuckets  = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1}
+	QueueWaitBuckets = []float64{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+)
+
+// Metrics holds the router's collectors.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// The distributed-router brief's list.
+	RequestsTotal        *prometheus.CounterVec   // model, code
+	RequestLatency       *prometheus.HistogramVec // model
+	QueueDepth           *prometheus.GaugeVec     // model, priority
+	RequestsRejected     *prometheus.CounterVec   // model, reason
+	RequestsPerNode      *prometheus.CounterVec   // node
+	NodeActiveRequests   *prometheus.GaugeVec     // node
+	NodeFailures         *prometheus.CounterVec   // node
+	UpstreamErrors       *prometheus.CounterVec   // code, node
+	TimeToFirstToken     *prometheus.HistogramVec // node
+	TokensPerSecond      *prometheus.HistogramVec // node
+	TokensGenerated      *prometheus.CounterVec   // model, node
+	TokensPrompt         *prometheus.CounterVec   // model, node
+	QueueWait            *prometheus.HistogramVec // model, priority
+	DecisionDuration     *prometheus.HistogramVec // strategy
+	Picks                *prometheus.CounterVec   // strategy, outcome
+	ClaimConflicts       prometheus.Counter
+	ClaimRetries         prometheus.Counter
+	StoreRoundTrips      *prometheus.CounterVec // op
+	StoreErrors          *prometheus.CounterVec // op
+	StoreDegraded        prometheus.Gauge
+	NodeHealth           *prometheus.GaugeVec // node, state
+	NodeScoreTerm        *prometheus.GaugeVec // node, term
+	RetriedElsewhere     *prometheus.CounterVec
+	ExtProcStreamsActive prometheus.Gauge
+}
+
+// New creates the collectors on a fresh registry, with the Go and process
+// collectors beside them.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return NewOn(reg)
+}
+
+// NewOn registers the router's collectors on reg.
+func NewOn(reg *prometheus.Registry) *Metrics {
+	f := factory{reg}
+	return &Metrics{
+		Registry:           reg,
+		RequestsTotal:      f.counter("requests_total", "Requests the router decided on, by model and final HTTP status.", labelsRequest),
+		RequestLatency:     f.histogram("request_latency_seconds", "End-to-end latency of requests as the router saw them, from the decision to the end of the response.", LatencyBuckets, labelsModel),
+		QueueDepth:         f.gauge("queue_depth", "Requests waiting for a worker, as counted by this replica.", labelsPriority),
+		RequestsRejected:   f.counter("requests_rejected_total", "Requests answered with an error by the router itself, by reason.", labelsReason),
+		RequestsPerNode:    f.counter("requests_per_node_total", "Requests served per worker (the worker that actually served, after any Envoy retry).", labelsNode),
+		NodeActiveRequests: f.gauge("node_active_requests", "In-flight requests per worker across all replicas, as of the last snapshot.", labelsNode),
+		NodeFailures:       f.counter("node_failures_total", "Requests that failed on a worker (5xx, reset or connect failure).", labelsNode),
+		UpstreamErrors:     f.counter("upstream_errors_total", "Upstream error responses by HTTP status and worker.", labelsCodeNode),
+		TimeToFirstToken:   f.histogram("time_to_first_token_seconds", "Time from the claim to the first content token of a streamed response.", TTFTBuckets, labelsNode),
+		TokensPerSecond:    f.histogram("tokens_per_second", "Per-request decode rate of streamed responses.", TPSBuckets, labelsNode),
+		TokensGenerated:    f.counter("tokens_generated_total", "Completion tokens generated.", labelsModelNode),
+		TokensPrompt:       f.counter("tokens_prompt_total", "Prompt tokens sent.", labelsModelNode),
+		QueueWait:          f.histogram("queue_wait_seconds", "Time requests spent waiting for a worker.", QueueWaitBuckets, labelsPriority),
+		DecisionDuration:   f.histogram("decision_duration_seconds", "Time to score and claim a worker, store round trip included.", DecisionBuckets, labelsStrategy),
+		Picks:              f.counter("picks_total", "Scheduling decisions by strategy and outcome.", labelsPick),
+		ClaimConflicts:     f.counter1("claim_conflicts_total", "Claims where the live state changed the choice made on the cached snapshot."),
+		ClaimRetries:       f.counter1("claim_retries_total", "Claims retried because the first attempt found no worker available."),
+		StoreRoundTrips:    f.counter("store_round_trips_total", "Round trips to the state store by operation.", labelsStoreOp),
+		StoreErrors:        f.counter("store_errors_total", "Failed state store operations.", labelsStoreOp),
+		StoreDegraded:      f.gauge1("store_degraded", "1 while the shared store is unreachable and the router routes on local state."),
+		NodeHealth:         f.gauge("node_health", "1 for the worker's current health state, 0 for the others.", labelsNodeHealth),
+		NodeScoreTerm:      f.gauge("node_score_term", "The last value of each score term per worker (before weighting).", labelsNodeTerm),
+		RetriedElsewhere:   f.counter("retried_elsewhere_total", "Requests Envoy served on another worker than the one the router picked.", labelsNode),
+		ExtProcStreamsActive: f.gauge1("extproc_streams_active",
+			"Open ext_proc streams (one per HTTP request in flight through Envoy)."),
+	}
+}
+
+type factory struct{ reg *prometheus.Registry }
+
+func (f factory) counter(name, help string, labels []string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) counter1(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
+	f.reg.MustRegister(c)
+	return c
+}
+
+func (f factory) gauge(name, help string, labels []string) *prometheus.GaugeVec {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f factory) gauge1(name, help string) prometheus.Gauge {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
+	f.reg.MustRegister(g)
+	return g
+}
+
+func (f factory) histogram(name, help string, buckets []float64, labels []string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels)
+	f.reg.MustRegister(h)
+	return h
+}

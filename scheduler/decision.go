@@ -1,0 +1,120 @@
+package scheduler
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/llm-router/llm-router/scoring"
+)
+
+// Decision is the full record of one scheduling decision: what was asked,
+// every candidate's terms and total at the live counts the claim saw, who
+// won and why the others did not. It answers "why was this slow?".
+type Decision struct {
+	RequestID    string             `json:"request_id"`
+	Time         time.Time          `json:"time"`
+	Replica      string             `json:"replica"`
+	Model        string             `json:"model"`
+	Priority     string             `json:"priority"`
+	Tenant       string             `json:"tenant,omitempty"`
+	PromptTokens int                `json:"prompt_tokens_est"`
+	MaxTokens    int                `json:"max_tokens"`
+	Stream       bool               `json:"stream"`
+	Strategy     string             `json:"strategy"`
+	Fallback     string             `json:"fallback,omitempty"`
+	Outcome      string             `json:"outcome"`
+	Worker       string             `json:"worker,omitempty"`
+	WaitSeconds  float64            `json:"wait_seconds"`
+	DecideMicros float64            `json:"decide_us"`
+	SnapshotAge  float64            `json:"snapshot_age_seconds"`
+	Conflict     bool               `json:"conflict,omitempty"`
+	Unknown      []string           `json:"unknown_terms,omitempty"`
+	Candidates   []scoring.Line     `json:"candidates"`
+	Excluded     []scoring.Excluded `json:"excluded,omitempty"`
+}
+
+// Outcomes recorded in Decision.Outcome.
+const (
+	OutcomeClaimed     = "claimed"
+	OutcomeAtCapacity  = "at_capacity"
+	OutcomeNoHealthy   = "no_healthy_worker"
+	OutcomeStoreFailed = "store_failed"
+)
+
+// Recorder keeps decisions for explain.
+type Recorder interface {
+	Record(d *Decision)
+}
+
+// logDecision writes the decision as one structured line.
+func logDecision(log *zap.Logger, d *Decision) {
+	ce := log.Check(zap.InfoLevel, "decision")
+	if ce == nil {
+		return
+	}
+	ce.Write(
+		zap.String("request_id", d.RequestID),
+		zap.String("model", d.Model),
+		zap.String("priority", d.Priority),
+		zap.String("tenant", d.Tenant),
+		zap.String("strategy", d.Strategy),
+		zap.String("fallback", d.Fallback),
+		zap.String("outcome", d.Outcome),
+		zap.String("worker", d.Worker),
+		zap.Float64("wait_seconds", d.WaitSeconds),
+		zap.Float64("decide_us", d.DecideMicros),
+		zap.Float64("snapshot_age_seconds", d.SnapshotAge),
+		zap.Bool("conflict", d.Conflict),
+		zap.Strings("unknown_terms", d.Unknown),
+		zap.Array("candidates", lines(d.Candidates)),
+		zap.Array("excluded", excluded(d.Excluded)),
+	)
+}
+
+type lines []scoring.Line
+
+func (ls lines) MarshalLogArray(enc zapcore.ArrayEncoder) error {
+	for _, l := range ls {
+		if err := enc.AppendObject(line(l)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type line scoring.Line
+
+func (l line) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddString("worker", l.Worker)
+	enc.AddInt("active", l.Active)
+	enc.AddInt("cap", l.Cap)
+	if l.Full {
+		enc.AddBool("full", true)
+	}
+	enc.AddFloat64("total", l.Total)
+	return enc.AddObject("terms", terms(l.Terms))
+}
+
+type terms []scoring.Term
+
+func (ts terms) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	for _, t := range ts {
+		if t.Unknown {
+			enc.AddString(t.Name, "unknown")
+			continue
+		}
+		enc.AddFloat64(t.Name, t.Value)
+	}
+	return nil
+}
+
+type excluded []scoring.Excluded
+
+func (es excluded) MarshalLogArray(enc zapcore.ArrayEncoder) error {
+	for _, e := range es {
+		enc.AppendString(e.Worker + ":" + e.Reason)
+	}
+	return nil
+}

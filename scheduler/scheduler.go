@@ -1,0 +1,232 @@
+// Package scheduler decides where each request runs. It keeps a cached view
+// of the workers for scoring, asks the scoring package for a plan, and has
+// the store claim the best worker atomically on live counts. It owns the
+// claims it makes: their leases, their release, and the decision record.
+package scheduler
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/llm-router/llm-router/metrics"
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
+)
+
+// Snapshotter reads every worker's state in one batch.
+type Snapshotter interface {
+	Snapshot(ctx context.Context) (state.Snapshot, error)
+}
+
+// Claimer claims and releases workers atomically.
+type Claimer interface {
+	Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error)
+	Release(ctx context.Context, r state.Release) (bool, error)
+}
+
+// LeaseKeeper keeps claims alive and re-attributes them.
+type LeaseKeeper interface {
+	Renew(ctx context.Context, ids []string, lease time.Duration) error
+	Move(ctx context.Context, id, to string) error
+}
+
+// Store is everything the scheduler needs from the state store.
+type Store interface {
+	Snapshotter
+	Claimer
+	LeaseKeeper
+}
+
+var (
+	_ Store = (*state.Memory)(nil)
+)
+
+// Options configure a Scheduler.
+type Options struct {
+	Strategy        string
+	Params          scoring.Params
+	Zone, Region    string
+	ReplicaID       string
+	Lease           time.Duration // claim lease; renewed every Lease/3
+	RefreshInterval time.Duration
+	EMAAlpha        float64
+	Logger          *zap.Logger
+	Metrics         *metrics.Metrics
+	Recorder        Recorder
+	Now             func() time.Time
+}
+
+// Scheduler places requests on workers. It is safe for concurrent use.
+type Scheduler struct {
+	opts     Options
+	store    Store
+	strategy scoring.Strategy
+	log      *zap.Logger
+	m        *metrics.Metrics
+	now      func() time.Time
+
+	view     atomic.Pointer[view]
+	cursor   atomic.Uint64
+	idPrefix string
+	seq      atomic.Uint64
+
+	mu   sync.Mutex
+	live map[string]*Ticket // claims held by this replica, for lease renewal
+}
+
+// New builds a scheduler; call Refresh (or Run) before Admit.
+func New(store Store, opts Options) (*Scheduler, error) {
+	strat, err := scoring.New(opts.Strategy, opts.Params)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = 10 * time.Second
+	}
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = 100 * time.Millisecond
+	}
+	if opts.EMAAlpha <= 0 {
+		opts.EMAAlpha = 0.2
+	}
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("claim id prefix: %w", err)
+	}
+	return &Scheduler{
+		opts:     opts,
+		store:    store,
+		strategy: strat,
+		log:      opts.Logger,
+		m:        opts.Metrics,
+		now:      opts.Now,
+		idPrefix: hex.EncodeToString(b[:]),
+		live:     map[string]*Ticket{},
+	}, nil
+}
+
+// Strategy names the active strategy.
+func (s *Scheduler) Strategy() string { return s.strategy.Name() }
+
+// Run refreshes the snapshot and renews leases until ctx ends.
+func (s *Scheduler) Run(ctx context.Context) {
+	refresh := time.NewTicker(s.opts.RefreshInterval)
+	defer refresh.Stop()
+	renew := time.NewTicker(s.opts.Lease / 3)
+	defer renew.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-refresh.C:
+			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("refresh worker snapshot", zap.Error(err))
+			}
+		case <-renew.C:
+			s.renew(ctx)
+		}
+	}
+}
+
+// Refresh rereads the worker snapshot used for scoring.
+func (s *Scheduler) Refresh(ctx context.Context) error {
+	s.m.StoreRoundTrips.WithLabelValues("snapshot").Inc()
+	snap, err := s.store.Snapshot(ctx)
+	if err != nil {
+		s.m.StoreErrors.WithLabelValues("snapshot").Inc()
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region))
+	for _, w := range snap.Workers {
+		s.m.NodeActiveRequests.WithLabelValues(w.Spec.ID).Set(float64(w.InFlight))
+		for _, h := range []string{state.Healthy, state.Unhealthy, state.Recovering} {
+			v := 0.0
+			if w.Health == h {
+				v = 1
+			}
+			s.m.NodeHealth.WithLabelValues(w.Spec.ID, h).Set(v)
+		}
+	}
+	return nil
+}
+
+// Snapshot returns the last snapshot read (for /health and /stats).
+func (s *Scheduler) Snapshot() state.Snapshot {
+	if v := s.view.Load(); v != nil {
+		return v.snap
+	}
+	return state.Snapshot{}
+}
+
+// WorkerByAddress maps an upstream address (host:port) to a worker id.
+func (s *Scheduler) WorkerByAddress(addr string) (string, bool) {
+	v := s.view.Load()
+	if v == nil {
+		return "", false
+	}
+	id, ok := v.byAddr[addr]
+	return id, ok
+}
+
+// HasWorker reports whether id is a known worker.
+func (s *Scheduler) HasWorker(id string) bool {
+	v := s.view.Load()
+	if v == nil {
+		return false
+	}
+	_, ok := v.index[id]
+	return ok
+}
+
+// Models lists the models some known worker serves.
+func (s *Scheduler) Models() []string {
+	v := s.view.Load()
+	if v == nil {
+		return nil
+	}
+	return v.models
+}
+
+// LiveClaims is the number of claims this replica holds.
+func (s *Scheduler) LiveClaims() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.live)
+}
+
+func (s *Scheduler) renew(ctx context.Context) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.live))
+	for id := range s.live {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	s.m.StoreRoundTrips.WithLabelValues("renew").Inc()
+	if err := s.store.Renew(ctx, ids, s.opts.Lease); err != nil {
+		s.m.StoreErrors.WithLabelValues("renew").Inc()
+		s.log.Warn("renew claim leases", zap.Int("claims", len(ids)), zap.Error(err))
+	}
+}
+
+func (s *Scheduler) newClaimID() string {
+	return fmt.Sprintf("%s-%x", s.idPrefix, s.seq.Add(1))
+}

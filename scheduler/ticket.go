@@ -1,0 +1,134 @@
+package scheduler
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/llm-router/llm-router/state"
+)
+
+// releaseTimeout bounds the release round trip; it runs detached from the
+// request's context, which is often already cancelled (client abort).
+const releaseTimeout = 2 * time.Second
+
+// Ticket is one claimed worker for one request. Finish must be called when
+// the request ends, whatever ends it; it releases the claim exactly once.
+type Ticket struct {
+	s            *Scheduler
+	ID           string
+	Decision     *Decision
+	model        string
+	promptTokens int
+	start        time.Time
+
+	mu       sync.Mutex
+	worker   string
+	finished bool
+}
+
+// Outcome is what the response phase observed about a finished request.
+type Outcome struct {
+	Status           int  // HTTP status sent to the client; 0 if none
+	Aborted          bool // the client or Envoy ended the stream early
+	UpstreamFailure  bool // 5xx, reset or connect failure on the worker
+	TTFT             time.Duration
+	TokensPerSec     float64
+	CompletionTokens int
+}
+
+// Worker is the worker the request currently counts against.
+func (t *Ticket) Worker() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.worker
+}
+
+// Moved re-attributes the claim when Envoy served the request on another
+// worker (a retry after a failure). Unknown workers are ignored.
+func (t *Ticket) Moved(to string) {
+	t.mu.Lock()
+	from := t.worker
+	if to == "" || to == from || t.finished || !t.s.HasWorker(to) {
+		t.mu.Unlock()
+		return
+	}
+	t.worker = to
+	t.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	t.s.m.StoreRoundTrips.WithLabelValues("move").Inc()
+	if err := t.s.store.Move(ctx, t.ID, to); err != nil {
+		t.s.m.StoreErrors.WithLabelValues("move").Inc()
+		t.s.log.Warn("move claim", zap.String("request_id", t.Decision.RequestID), zap.String("from", from), zap.String("to", to), zap.Error(err))
+	}
+	t.s.m.RetriedElsewhere.WithLabelValues(from).Inc()
+	t.s.m.NodeFailures.WithLabelValues(from).Inc()
+}
+
+// Finish releases the claim and records the outcome; only the first call
+// has an effect.
+func (t *Ticket) Finish(o Outcome) {
+	t.mu.Lock()
+	if t.finished {
+		t.mu.Unlock()
+		return
+	}
+	t.finished = true
+	worker := t.worker
+	t.mu.Unlock()
+
+	s := t.s
+	s.mu.Lock()
+	delete(s.live, t.ID)
+	s.mu.Unlock()
+
+	elapsed := s.now().Sub(t.start)
+	rel := state.Release{ID: t.ID, Alpha: s.opts.EMAAlpha, Failed: o.UpstreamFailure}
+	// Aborted requests say nothing about the worker's speed.
+	if !o.Aborted && !o.UpstreamFailure {
+		rel.Latency = elapsed
+		rel.TTFT = o.TTFT
+		rel.TokensPerSec = o.TokensPerSec
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	s.m.StoreRoundTrips.WithLabelValues("release").Inc()
+	if _, err := s.store.Release(ctx, rel); err != nil {
+		s.m.StoreErrors.WithLabelValues("release").Inc()
+		s.log.Warn("release claim", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
+	}
+	s.observe(t, worker, elapsed, o)
+}
+
+func (s *Scheduler) observe(t *Ticket, worker string, elapsed time.Duration, o Outcome) {
+	code := strconv.Itoa(o.Status)
+	if o.Aborted && o.Status == 0 {
+		code = "499"
+	}
+	s.m.RequestsTotal.WithLabelValues(t.model, code).Inc()
+	s.m.RequestLatency.WithLabelValues(t.model).Observe(elapsed.Seconds())
+	s.m.RequestsPerNode.WithLabelValues(worker).Inc()
+	if o.UpstreamFailure {
+		s.m.NodeFailures.WithLabelValues(worker).Inc()
+	}
+	if o.Status >= 400 && !o.Aborted {
+		s.m.UpstreamErrors.WithLabelValues(code, worker).Inc()
+	}
+	if o.TTFT > 0 {
+		s.m.TimeToFirstToken.WithLabelValues(worker).Observe(o.TTFT.Seconds())
+	}
+	if o.TokensPerSec > 0 {
+		s.m.TokensPerSecond.WithLabelValues(worker).Observe(o.TokensPerSec)
+	}
+	if o.CompletionTokens > 0 {
+		s.m.TokensGenerated.WithLabelValues(t.model, worker).Add(float64(o.CompletionTokens))
+	}
+	if t.promptTokens > 0 {
+		s.m.TokensPrompt.WithLabelValues(t.model, worker).Add(float64(t.promptTokens))
+	}
+}

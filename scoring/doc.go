@@ -1,0 +1,52 @@
+// Package scoring is the router's pure decision code: given a job and a view
+// of the candidate workers, it filters them and turns each strategy into
+// per-worker score curves. It performs no I/O, reads no clock and holds no
+// globals; callers pass ages and random tie-break ranks in.
+//
+// # Why curves, not numbers
+//
+// The number a strategy computes for a worker depends on that worker's live
+// in-flight count, and that count must be read in the same atomic step that
+// claims the worker (otherwise concurrent requests all see the same idle
+// "best" worker: the herd race). So a strategy does not return a number but a
+// Curve: score(a) = (Base + Slope·a) · (1 + Mult·a), where a is the live
+// in-flight count. Everything except a is computed here from a snapshot that
+// may be slightly stale; the store evaluates the curves against the live
+// counts, filters workers at their cap, and claims the minimum in one atomic
+// step. Pick is the reference implementation of that evaluation; the Redis
+// script mirrors it and a test keeps them equal.
+//
+// # The scored formula
+//
+//	score = 100·active + 10·queue + 5·norm_latency + 2·norm_job_cost
+//	        − 3·norm_throughput + 1·node_distance + 15·kv_pressure + 15·gpu_util
+//
+// lowest wins, weights configurable. Definitions, over the eligible workers E
+// (serve the model, healthy, not draining; the cap is checked at claim time):
+//
+//   - active: the worker's live in-flight requests through this router (all
+//     replicas). Not normalised: one more request always costs Weights.Active.
+//   - queue: requests waiting inside the worker, as it reports them (vLLM
+//     num_requests_waiting and its equivalents). Not normalised. Unknown → 0.
+//   - norm_latency = latency_w / max_{e∈E, known} latency_e, in [0,1], where
+//     latency is the moving average of end-to-end request latency. Unknown → 0.
+//   - norm_job_cost = cost_w / (cost_w + JobCostScale), in [0,1), where
+//     cost_w = ttft_w + out_est / tokens_per_second_w is the expected service
+//     time of this job on w in seconds, out_est = 0.5·max_tokens (or
+//     DefaultOutputTokens when the client sent none). A saturating form rather
+//     than division by the maximum, so that it grows with the job's size: a
+//     long job pays more for a slow worker than a short one. Unknown when the
+//     worker has no tokens/s average → 0.
+//   - norm_throughput = tps_w / max_{e∈E, known} tps_e, in [0,1] (tokens/s
+//     moving average). Subtracted. Unknown → 0.
+//   - node_distance: 0 same zone, 0.5 same region but another zone, 1 another
+//     region; 0 when either side's locality is unset.
+//   - kv_pressure: the worker's KV-cache usage fraction in [0,1]. Unknown → 0.
+//   - gpu_util: GPU utilisation fraction in [0,1] (DCGM). Unknown → 0.
+//
+// A term whose signal is unknown (never measured, or older than its staleness
+// bound) contributes 0 and is listed as unknown in the breakdown, so a
+// missing metric is visible rather than silently read as "idle".
+//
+// Ties are broken by caller-supplied random ranks, never by list order.
+package scoring

@@ -1,0 +1,53 @@
+package scoring
+
+// Pick is the reference evaluation of a plan against live in-flight counts:
+// among candidates with active[i] < Cap (and available[i], when given), the
+// lowest Curve.At(active[i]) wins, ties going to the lower index. It returns
+// -1 when every candidate is full. The stores implement exactly this inside
+// their atomic claim.
+func Pick(cands []Candidate, active []int, available []bool) int {
+	best := -1
+	bestScore := 0.0
+	for i, c := range cands {
+		if active[i] >= c.Cap || (available != nil && !available[i]) {
+			continue
+		}
+		s := c.Curve.At(active[i])
+		if best < 0 || s < bestScore {
+			best, bestScore = i, s
+		}
+	}
+	return best
+}
+
+// Line is one candidate's line in a decision breakdown.
+type Line struct {
+	Worker string `json:"worker"`
+	Active int    `json:"active"`
+	Cap    int    `json:"cap"`
+	Full   bool   `json:"full,omitempty"`
+	Terms  []Term `json:"terms"`
+	Total  float64 `json:"total"`
+}
+
+// Breakdown evaluates every candidate at the live counts the claim saw, so
+// the decision log shows the numbers the choice was actually made on.
+func Breakdown(cands []Candidate, active []int) []Line {
+	out := make([]Line, len(cands))
+	for i, c := range cands {
+		a := 0
+		if i < len(active) {
+			a = active[i]
+		}
+		terms := make([]Term, 0, len(c.Terms)+2)
+		if c.Curve.Slope != 0 {
+			terms = append(terms, Term{Name: "active", Weight: c.Curve.Slope, Value: float64(a)})
+		}
+		terms = append(terms, c.Terms...)
+		if c.Curve.Mult != 0 {
+			terms = append(terms, Term{Name: "load_factor", Weight: 1, Value: 1 + c.Curve.Mult*float64(a)})
+		}
+		out[i] = Line{Worker: c.Worker, Active: a, Cap: c.Cap, Full: a >= c.Cap, Terms: terms, Total: c.Curve.At(a)}
+	}
+	return out
+}

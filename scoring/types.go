@@ -1,0 +1,146 @@
+package scoring
+
+import (
+	"math"
+	"time"
+)
+
+// DefaultOutputTokens stands in for max_tokens when a client sends none.
+const DefaultOutputTokens = 256
+
+// Job is what the router knows about the request being placed.
+type Job struct {
+	Model        string
+	PromptTokens int // estimated from the body size
+	MaxTokens    int // 0 when the client sent none
+}
+
+// OutputEstimate is the inference-aware brief's estimate of generated
+// tokens: half of max_tokens, treating it as an upper bound.
+func (j Job) OutputEstimate() float64 {
+	if j.MaxTokens > 0 {
+		return float64(j.MaxTokens) * 0.5
+	}
+	return DefaultOutputTokens * 0.5
+}
+
+// Signal is a measured value that may be unknown: never measured, or older
+// than its staleness bound.
+type Signal struct {
+	Value float64
+	Known bool
+}
+
+// Known returns a known signal.
+func Known(v float64) Signal { return Signal{Value: v, Known: true} }
+
+// Average is a moving average with its sample count and age.
+type Average struct {
+	Value   float64
+	Samples int64
+	Age     time.Duration // since the last sample
+}
+
+// Health is a worker's health as the router sees it.
+type Health string
+
+// Health states. Only Healthy workers receive new requests; Recovering is a
+// worker that passed a check after failing and is on probation.
+const (
+	Healthy    Health = "healthy"
+	Unhealthy  Health = "unhealthy"
+	Recovering Health = "recovering"
+)
+
+// Worker is the scoring view of one candidate.
+type Worker struct {
+	ID             string
+	Models         []string
+	Health         Health
+	Draining       bool
+	MaxConcurrency int
+	// Active is the in-flight count from the snapshot. Strategies use it only
+	// for explanation; the store evaluates curves on the live count.
+	Active int
+
+	Queue      Signal // requests waiting inside the worker
+	KVPressure Signal // 0..1
+	GPUUtil    Signal // 0..1
+	Distance   float64
+
+	Latency      Average // end-to-end seconds
+	TTFT         Average // seconds
+	TokensPerSec Average
+}
+
+// Serves reports whether w serves model.
+func (w *Worker) Serves(model string) bool {
+	for _, m := range w.Models {
+		if m == model {
+			return true
+		}
+	}
+	return false
+}
+
+// Curve is a worker's score as a function of its live in-flight count a:
+// (Base + Slope·a)·(1 + Mult·a). Lower is better.
+type Curve struct {
+	Base  float64
+	Slope float64
+	Mult  float64
+}
+
+// At evaluates the curve at a in-flight requests.
+func (c Curve) At(a int) float64 {
+	x := float64(a)
+	return (c.Base + c.Slope*x) * (1 + c.Mult*x)
+}
+
+// Infinite is the base given to a worker a strategy cannot score (no data).
+// It is finite so that the store's arithmetic stays well defined; any worker
+// with data beats it.
+const Infinite = 1e300
+
+// IsInfinite reports whether v stands for "no data".
+func IsInfinite(v float64) bool { return v >= Infinite/10 || math.IsInf(v, 1) }
+
+// Term is one named part of a score, for the decision log.
+type Term struct {
+	Name    string  `json:"name"`
+	Weight  float64 `json:"weight"`
+	Value   float64 `json:"value"`
+	Unknown bool    `json:"unknown,omitempty"`
+}
+
+// Contribution is Weight·Value (0 when unknown).
+func (t Term) Contribution() float64 {
+	if t.Unknown {
+		return 0
+	}
+	return t.Weight * t.Value
+}
+
+// Candidate is one eligible worker with its curve and the terms that do not
+// depend on the live in-flight count.
+type Candidate struct {
+	Worker string
+	Cap    int
+	Curve  Curve
+	Terms  []Term
+}
+
+// Excluded is a worker that serves the model but was filtered out.
+type Excluded struct {
+	Worker string `json:"worker"`
+	Reason string `json:"reason"`
+}
+
+// Plan is a strategy's output for one job: the candidates in a random tie
+// order (index order is the tie-break) and what was filtered out.
+type Plan struct {
+	Strategy   string
+	Fallback   string // set when the strategy fell back (inference_aware → least_loaded)
+	Candidates []Candidate
+	Excluded   []Excluded
+}

@@ -1,0 +1,136 @@
+// Package state holds the router's shared worker state and its two stores:
+// Memory, the embedded single-replica default, and Redis, which lets any
+// number of replicas share one state.
+//
+// Both stores implement the same contract, checked by one conformance suite
+// (state/storetest):
+//
+//   - Claim reads the live in-flight counts of the candidates, evaluates each
+//     candidate's score curve at its live count, skips workers at their cap,
+//     draining or unhealthy, and claims the lowest, all in one atomic step. No
+//     other claim, on any replica, can interleave with it. This is what keeps
+//     simultaneous requests from all landing on the same idle worker.
+//   - Every claim carries a lease. The replica holding it renews it while the
+//     request lives; a claim whose lease lapses (its replica died) is dropped
+//     and its in-flight count given back.
+//   - Release gives a claim back exactly once: releasing twice, or releasing a
+//     claim whose lease already lapsed, changes nothing. The same call folds
+//     the request's measurements into the worker's moving averages, so the
+//     hot path costs two store round trips: claim and release.
+package state
+
+import (
+	"errors"
+	"time"
+)
+
+// WorkerSpec is a worker's static description, from config or registration.
+type WorkerSpec struct {
+	ID             string   `json:"id"`
+	Address        string   `json:"address"`
+	Models         []string `json:"models"`
+	Zone           string   `json:"zone,omitempty"`
+	Region         string   `json:"region,omitempty"`
+	MaxConcurrency int      `json:"max_concurrency"`
+}
+
+// Health values stored per worker.
+const (
+	Healthy    = "healthy"
+	Unhealthy  = "unhealthy"
+	Recovering = "recovering"
+)
+
+// EMA is an exponential moving average with its sample count and the time of
+// its last sample.
+type EMA struct {
+	Value   float64   `json:"value"`
+	Samples int64     `json:"samples"`
+	Updated time.Time `json:"updated"`
+}
+
+// Observe folds x into the average with smoothing alpha; the first sample
+// sets the value.
+func (e EMA) Observe(x, alpha float64, at time.Time) EMA {
+	if e.Samples == 0 {
+		e.Value = x
+	} else {
+		e.Value = alpha*x + (1-alpha)*e.Value
+	}
+	e.Samples++
+	e.Updated = at
+	return e
+}
+
+// Stats are a worker's request history.
+type Stats struct {
+	Latency      EMA   `json:"latency_seconds"`
+	TTFT         EMA   `json:"ttft_seconds"`
+	TokensPerSec EMA   `json:"tokens_per_second"`
+	Requests     int64 `json:"requests"`
+	Errors       int64 `json:"errors"`
+}
+
+// Worker is one worker's full state as a snapshot shows it.
+type Worker struct {
+	Spec     WorkerSpec `json:"spec"`
+	Health   string     `json:"health"`
+	Draining bool       `json:"draining"`
+	InFlight int        `json:"in_flight"`
+	Stats    Stats      `json:"stats"`
+}
+
+// Snapshot is every worker's state at one moment, read in one batch.
+type Snapshot struct {
+	Workers []Worker
+	At      time.Time
+}
+
+// Candidate is one worker offered to Claim with its score curve
+// (Base + Slope·a)·(1 + Mult·a) at a live in-flight requests. Lower wins;
+// ties go to the earlier candidate.
+type Candidate struct {
+	Worker string
+	Cap    int
+	Base   float64
+	Slope  float64
+	Mult   float64
+}
+
+// Score evaluates the candidate's curve at a in-flight requests.
+func (c Candidate) Score(a int) float64 {
+	x := float64(a)
+	return (c.Base + c.Slope*x) * (1 + c.Mult*x)
+}
+
+// ClaimRequest asks for the best available candidate.
+type ClaimRequest struct {
+	ID         string // unique per request; also the lease's name
+	Candidates []Candidate
+	Lease      time.Duration
+}
+
+// ClaimResult says which candidate was claimed (Index -1: none available)
+// and the live in-flight counts the choice was made on, before the claim.
+type ClaimResult struct {
+	Index     int
+	Active    []int
+	Available []bool // false: draining or not healthy at claim time
+}
+
+// Release ends a claim and records what the request measured. Zero
+// durations and rates mean "no sample".
+type Release struct {
+	ID           string
+	Failed       bool
+	Latency      time.Duration
+	TTFT         time.Duration
+	TokensPerSec float64
+	Alpha        float64
+}
+
+// Errors shared by both stores.
+var (
+	ErrUnknownWorker = errors.New("unknown worker")
+	ErrUnknownClaim  = errors.New("unknown claim")
+)
