@@ -22,11 +22,11 @@ func Pick(cands []Candidate, active []int, available []bool) int {
 
 // Line is one candidate's line in a decision breakdown.
 type Line struct {
-	Worker string `json:"worker"`
-	Active int    `json:"active"`
-	Cap    int    `json:"cap"`
-	Full   bool   `json:"full,omitempty"`
-	Terms  []Term `json:"terms"`
+	Worker string  `json:"worker"`
+	Active int     `json:"active"`
+	Cap    int     `json:"cap"`
+	Full   bool    `json:"full,omitempty"`
+	Terms  []Term  `json:"terms"`
 	Total  float64 `json:"total"`
 }
 
