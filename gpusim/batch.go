@@ -1,0 +1,111 @@
+package gpusim
+
+import "time"
+
+// batchScheduler is continuous batching with chunked prefill, as in vLLM V1:
+// each plan is one forward pass. Running sequences come first, in admission
+// order (one token for a decode, a chunk for a prefill), then waiting ones
+// while the token budget, max_num_seqs and the KV cache allow. The pass
+// takes the profiled linear-layer time for its tokens plus the time to read
+// its sequences' KV from HBM.
+type batchScheduler struct {
+	e      *Engine
+	prof   *Profile
+	budget int
+
+	step     []stepItem
+	lastStep stepInfo
+	start    time.Duration // when the pass in flight started
+}
+
+type stepItem struct {
+	s *seq
+	n int // tokens of s in this pass
+}
+
+// stepInfo describes the last planned forward pass.
+type stepInfo struct {
+	tokens, contextTokens, seqs int
+	base                        time.Duration // before slowdown
+	dur                         time.Duration
+}
+
+func (b *batchScheduler) interruptible() bool { return false }
+
+func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
+	e := b.e
+	b.step = b.step[:0]
+	budget := b.budget
+	preempted := false
+	for i := 0; i < len(e.running) && budget > 0; i++ {
+		s := e.running[i]
+		n := 1
+		if s.computed < s.target {
+			n = min(s.target-s.computed, budget)
+		}
+		for !e.pool.reserve(s, s.computed+n) {
+			// Out of KV: evict the newest (possibly s itself) and retry.
+			preempted = true
+			if e.preemptNewest() == s {
+				n = 0
+				break
+			}
+		}
+		if n > 0 {
+			b.step = append(b.step, stepItem{s, n})
+			budget -= n
+		}
+	}
+	// vLLM admits nothing in a pass that had to preempt; an empty pass
+	// admits anyway so the GPU cannot stall.
+	if !preempted || len(b.step) == 0 {
+		for budget > 0 && e.canAdmit() {
+			s := e.waiting[0]
+			n := min(s.target, budget)
+			if !e.pool.reserve(s, n) {
+				break
+			}
+			e.admit(now)
+			b.step = append(b.step, stepItem{s, n})
+			budget -= n
+		}
+	}
+	if len(b.step) == 0 {
+		return 0, false
+	}
+	info := stepInfo{seqs: len(b.step)}
+	for _, it := range b.step {
+		info.tokens += it.n
+		info.contextTokens += it.s.computed + it.n
+	}
+	info.base = b.prof.StepTime(info.tokens, info.contextTokens)
+	info.dur = duration(float64(info.base) * e.knobs.Slowdown)
+	b.lastStep, b.start = info, now
+	return info.dur, true
+}
+
+func (b *batchScheduler) retime(now time.Duration) time.Duration {
+	b.lastStep.dur = duration(float64(b.lastStep.base) * b.e.knobs.Slowdown)
+	return max(0, b.start+b.lastStep.dur-now)
+}
+
+func (b *batchScheduler) advance(now time.Duration) {
+	e := b.e
+	if len(b.step) == 0 {
+		return
+	}
+	e.steps++
+	e.busySum += uint64(len(b.step))
+	for _, it := range b.step {
+		s := it.s
+		if s.state != stateRunning {
+			continue // cancelled during the pass
+		}
+		s.computed += it.n
+		if s.computed >= s.target {
+			e.emit(s, 1, now)
+		}
+	}
+	b.step = b.step[:0]
+	e.compact()
+}

@@ -1,0 +1,90 @@
+// Package gpusim simulates GPU inference servers for demos, end-to-end tests
+// and benchmarks. A simulated GPU speaks the OpenAI and llama.cpp HTTP APIs
+// and exposes vLLM, SGLang, llama.cpp or TensorRT-LLM metrics that reflect
+// its real simulated state: the queue, the running batch and the KV cache.
+//
+// # Timing models
+//
+// Simple mode (no --profile): each request gets its first token
+// --ttft-ms after admission, then --tokens-per-second tokens per second,
+// independently of the others. --max-concurrency bounds the requests
+// generating at once (the rest wait FIFO; 0 = unlimited). KV usage is the
+// context tokens of the running requests over the nominal capacity
+// --kv-capacity-tokens; it limits nothing and saturates at 1.
+// --ttft-ms 0 --tokens-per-second 0 is instant: every token at once.
+//
+// Calibrated mode (--profile h100-llama2-7b|a100-llama3-8b|a40-llama2-7b)
+// is continuous batching with chunked prefill as in vLLM V1. One scheduler
+// loop per GPU runs forward passes: each takes the running sequences (one
+// token per decode, a chunk per prefill), then admits waiting ones while
+// --max-num-seqs, the --max-batched-tokens budget and the KV cache allow.
+// A pass lasts the profiled linear-layer time for its tokens (vidur operator
+// profiles, interpolated) plus the time to read its sequences' KV cache from
+// HBM. The KV cache is paged in blocks of 16 tokens, sized from the GPU's
+// memory, --gpu-mem-util, the weights and an activation reserve, and never
+// over-committed: when a decode needs a block and none is free, the newest
+// running request is preempted by recompute and re-queued at the front.
+//
+// llama.cpp mode (--slots N, with either timing): N slots of --ctx-size
+// tokens each; requests beyond the slots wait and count as deferred; no
+// preemption.
+//
+// The engine takes time as a parameter, so the same code runs in real time
+// (the server: one timer per step per GPU) and in virtual time (Simulate:
+// the clock jumps from step to step; FindSaturation replays a trace).
+//
+// # HTTP API (per GPU)
+//
+//	POST /v1/chat/completions, /v1/completions   OpenAI, streamed (SSE) or not
+//	POST /completion                             llama.cpp native
+//	GET  /v1/models, /health, /metrics
+//	GET  /slots, /props                          with --slots
+//	GET|POST /admin/config                       slowdown, error_rate, ttft_ms, tokens_per_second
+//	GET  /admin/state                            running, waiting, KV, preemptions, completed, served_total
+//
+// Every response carries x-gpusim-id. A request generates exactly
+// max_tokens (or max_completion_tokens, or llama.cpp's n_predict) tokens,
+// 16 when unset, at most 8192; the prompt length is characters / 4 unless
+// the body sets "gpusim_prompt_tokens". A client that disconnects frees its
+// slot and KV at once.
+//
+// # Faults
+//
+// --error-rate answers that fraction of inference requests 503;
+// --loading-ms answers /health and inference 503 "Loading model" for that
+// long after start; --exit-after N stops the GPU's listener once N inference
+// responses are fully written (requests past the Nth get their connection
+// closed), and the process exits when every GPU has stopped. /admin/config
+// changes slowdown and error rate at run time.
+//
+// # Fleet file
+//
+// gpusim --fleet FILE serves several GPUs from one process, one listener
+// each. The file is a YAML list; each entry takes the flag names with
+// underscores, and flags given on the command line are defaults for every
+// entry. An entry without a seed gets --seed plus its index.
+//
+//   - id: gpu-a               # default: listen
+//     listen: 127.0.0.1:8001  # required
+//     models: [llama-3-8b]    # required
+//     profile: a100-llama3-8b # omit for simple mode
+//     max_num_seqs: 256
+//     max_batched_tokens: 512
+//     gpu_mem_util: 0.9
+//     metrics_format: vllm    # vllm|vllm-legacy|vllm-v1|sglang|llamacpp|trtllm
+//   - id: gpu-b
+//     listen: 127.0.0.1:8002
+//     models: [llama-3-8b]
+//     tokens_per_second: 30   # simple mode
+//     ttft_ms: 80
+//     max_concurrency: 8
+//     kv_capacity_tokens: 65536
+//     slots: 0                # >0: llama.cpp slots of ctx_size tokens
+//     ctx_size: 4096
+//     error_rate: 0.1
+//     exit_after: 0
+//     loading_ms: 0
+//     seed: 7
+//
+// testdata/fleet-example.yaml is a complete example.
+package gpusim

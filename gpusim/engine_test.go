@@ -1,0 +1,232 @@
+package gpusim
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func simConfig(mut func(*Config)) Config {
+	c := DefaultConfig()
+	c.Listen, c.Models = "sim", []string{"m"}
+	if mut != nil {
+		mut(&c)
+	}
+	return c
+}
+
+// heavyLoad is a burst of long requests, far more than the KV cache holds.
+func heavyLoad(n int, seed uint64) []SimRequest {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	reqs := make([]SimRequest, n)
+	for i := range reqs {
+		reqs[i] = SimRequest{
+			Arrival:      time.Duration(rng.Int64N(int64(2 * time.Second))),
+			PromptTokens: 1000 + rng.IntN(5000),
+			OutputTokens: 100 + rng.IntN(1500),
+		}
+	}
+	return reqs
+}
+
+func TestCalibratedInvariantsUnderPressure(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"a40 paged", simConfig(func(c *Config) { c.Profile = "a40-llama2-7b" })},
+		{"h100 small batch budget", simConfig(func(c *Config) { c.Profile = "h100-llama2-7b"; c.MaxBatchedTokens = 128; c.GPUMemUtil = 0.3 })},
+		{"a100 few seqs", simConfig(func(c *Config) { c.Profile = "a100-llama3-8b"; c.MaxNumSeqs = 8; c.GPUMemUtil = 0.3 })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reqs := heavyLoad(150, 7)
+			steps := 0
+			res, st, err := simulate(tt.cfg, reqs, func(e *Engine) error {
+				steps++
+				return e.checkInvariants()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			preempted := 0
+			for i, r := range res {
+				if r.Rejected || r.Tokens != reqs[i].OutputTokens || r.Done < r.FirstToken || r.FirstToken < r.Arrival {
+					t.Fatalf("request %d: %+v, want %d tokens", i, r, reqs[i].OutputTokens)
+				}
+				if r.Preemptions > 0 {
+					preempted++
+				}
+			}
+			if st.Running != 0 || st.Waiting != 0 || st.KVUsedTokens != 0 || st.Completed != uint64(len(reqs)) {
+				t.Errorf("end state %+v", st)
+			}
+			t.Logf("%d steps, %d preemptions over %d requests", steps, st.Preemptions, preempted)
+			if tt.cfg.MaxNumSeqs > 8 && st.Preemptions == 0 {
+				t.Error("no preemption under a load far beyond the KV cache")
+			}
+		})
+	}
+}
+
+func TestSlotsNeverExceeded(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{"simple timing", simConfig(func(c *Config) { c.Slots = 3; c.CtxSize = 8192 })},
+		{"calibrated timing", simConfig(func(c *Config) { c.Slots = 3; c.CtxSize = 8192; c.Profile = "a40-llama2-7b" })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reqs := heavyLoad(40, 3)
+			maxRunning, maxWaiting := 0, 0
+			res, st, err := simulate(tt.cfg, reqs, func(e *Engine) error {
+				maxRunning = max(maxRunning, len(e.running))
+				maxWaiting = max(maxWaiting, len(e.waiting))
+				return e.checkInvariants()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if maxRunning != 3 || maxWaiting == 0 || st.Preemptions != 0 {
+				t.Errorf("max running %d (want 3), max deferred %d, preemptions %d", maxRunning, maxWaiting, st.Preemptions)
+			}
+			for i, r := range res {
+				if r.Tokens != reqs[i].OutputTokens {
+					t.Fatalf("request %d: %d tokens, want %d", i, r.Tokens, reqs[i].OutputTokens)
+				}
+			}
+		})
+	}
+}
+
+func TestSimpleTiming(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name      string
+		cfg       Config
+		reqs      []SimRequest
+		wantFirst []time.Duration
+		wantDone  []time.Duration
+	}{
+		{
+			name:      "ttft then fixed rate",
+			cfg:       simConfig(func(c *Config) { c.TTFTMs, c.TokensPerSecond = 50, 50 }),
+			reqs:      []SimRequest{{0, 10, 10}, {5 * ms, 10, 1}},
+			wantFirst: []time.Duration{50 * ms, 55 * ms},
+			wantDone:  []time.Duration{230 * ms, 55 * ms},
+		},
+		{
+			name:      "instant",
+			cfg:       simConfig(func(c *Config) { c.TTFTMs, c.TokensPerSecond = 0, 0 }),
+			reqs:      []SimRequest{{0, 10, 8192}, {time.Second, 10, 3}},
+			wantFirst: []time.Duration{0, time.Second},
+			wantDone:  []time.Duration{0, time.Second},
+		},
+		{
+			name:      "max concurrency queues FIFO",
+			cfg:       simConfig(func(c *Config) { c.TTFTMs, c.TokensPerSecond, c.MaxConcurrency = 10, 100, 1 }),
+			reqs:      []SimRequest{{0, 10, 5}, {0, 10, 5}, {0, 10, 1}},
+			wantFirst: []time.Duration{10 * ms, 60 * ms, 110 * ms},
+			wantDone:  []time.Duration{50 * ms, 100 * ms, 110 * ms},
+		},
+		{
+			name:      "nominal KV capacity limits nothing",
+			cfg:       simConfig(func(c *Config) { c.TTFTMs, c.TokensPerSecond, c.KVCapacityTokens = 10, 100, 100 }),
+			reqs:      []SimRequest{{0, 60, 5}, {0, 60, 5}},
+			wantFirst: []time.Duration{10 * ms, 10 * ms},
+			wantDone:  []time.Duration{50 * ms, 50 * ms},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _, err := simulate(tt.cfg, tt.reqs, func(e *Engine) error { return e.checkInvariants() })
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range res {
+				if r.FirstToken != tt.wantFirst[i] || r.Done != tt.wantDone[i] || r.Tokens != tt.reqs[i].OutputTokens {
+					t.Errorf("request %d: first %v done %v tokens %d; want %v %v %d",
+						i, r.FirstToken, r.Done, r.Tokens, tt.wantFirst[i], tt.wantDone[i], tt.reqs[i].OutputTokens)
+				}
+			}
+		})
+	}
+}
+
+func TestCalibratedPrefillTiming(t *testing.T) {
+	cfg := simConfig(func(c *Config) { c.Profile = "a100-llama3-8b" })
+	p, _ := LookupProfile(cfg.Profile)
+	res, _, err := Simulate(cfg, []SimRequest{{0, 1000, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Chunked prefill: 512 then 488 tokens, then two decodes.
+	want := p.StepTime(512, 512) + p.StepTime(488, 1000)
+	if got := res[0].TTFT(); got != want {
+		t.Errorf("TTFT %v, want %v", got, want)
+	}
+	want += p.StepTime(1, 1001) + p.StepTime(1, 1002)
+	if res[0].Done != want {
+		t.Errorf("done at %v, want %v", res[0].Done, want)
+	}
+}
+
+func TestRejectsWhatNeverFits(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		req  SimRequest
+	}{
+		{"slot context", simConfig(func(c *Config) { c.Slots, c.CtxSize = 2, 100 }), SimRequest{0, 90, 20}},
+		{"paged cache", simConfig(func(c *Config) { c.Profile = "a40-llama2-7b" }), SimRequest{0, 60_000, 20}},
+	}
+	for _, tt := range tests {
+		res, _, err := Simulate(tt.cfg, []SimRequest{tt.req, {0, 10, 2}})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if !res[0].Rejected || res[1].Rejected || res[1].Tokens != 2 {
+			t.Errorf("%s: %+v", tt.name, res)
+		}
+	}
+	e, _ := newEngine(simConfig(nil), &virtualClock{})
+	if _, err := e.Submit(Request{Model: "other", PromptTokens: 1, MaxTokens: 1}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("unknown model: %v", err)
+	}
+}
+
+func TestCancelFreesAtOnce(t *testing.T) {
+	for _, cfg := range []Config{
+		simConfig(nil),
+		simConfig(func(c *Config) { c.Profile = "h100-llama2-7b" }),
+		simConfig(func(c *Config) { c.Slots = 1 }),
+	} {
+		e, err := newEngine(cfg, &virtualClock{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := e.Submit(Request{Model: "m", PromptTokens: 100, MaxTokens: 10})
+		b, _ := e.Submit(Request{Model: "m", PromptTokens: 100, MaxTokens: 10})
+		e.mu.Lock()
+		e.sched.plan(0)
+		e.mu.Unlock()
+		if st := e.State(); st.Running == 0 || st.KVUsedTokens == 0 {
+			t.Fatalf("after admission: %+v", st)
+		}
+		a.Close()
+		b.Close()
+		b.Close()
+		e.mu.Lock()
+		e.sched.advance(time.Second) // the step in flight must skip them
+		e.mu.Unlock()
+		if st := e.State(); st.Running != 0 || st.Waiting != 0 || st.KVUsedTokens != 0 {
+			t.Errorf("after cancel: %+v", st)
+		}
+		if err := e.checkInvariants(); err != nil {
+			t.Error(err)
+		}
+	}
+}

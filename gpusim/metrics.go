@@ -1,0 +1,126 @@
+package gpusim
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// promText writes the Prometheus text exposition format (0.0.4).
+type promText struct{ b bytes.Buffer }
+
+func (p *promText) family(name, typ, help string) {
+	p.b.WriteString("# HELP " + name + " " + help + "\n# TYPE " + name + " " + typ + "\n")
+}
+
+// sample writes one series; labels are name, value pairs.
+func (p *promText) sample(name string, v float64, labels ...string) {
+	p.b.WriteString(name)
+	if len(labels) > 0 {
+		p.b.WriteByte('{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				p.b.WriteByte(',')
+			}
+			p.b.WriteString(labels[i] + `="` + escapeLabel(labels[i+1]) + `"`)
+		}
+		p.b.WriteByte('}')
+	}
+	p.b.WriteByte(' ')
+	p.b.WriteString(formatValue(v))
+	p.b.WriteByte('\n')
+}
+
+func (p *promText) histogram(name string, h histogram, labels ...string) {
+	var cum uint64
+	for i, le := range h.bounds {
+		cum += h.counts[i]
+		p.sample(name+"_bucket", float64(cum), append(labels, "le", formatValue(le))...)
+	}
+	p.sample(name+"_bucket", float64(h.count), append(labels, "le", "+Inf")...)
+	p.sample(name+"_sum", h.sum, labels...)
+	p.sample(name+"_count", float64(h.count), labels...)
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+
+func formatValue(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// perModel writes a family with one series per model.
+func (p *promText) perModel(sn snapshot, name, typ, help string, v func(modelStats) float64) {
+	p.family(name, typ, help)
+	for _, m := range sn.models {
+		p.sample(name, v(sn.perModel[m]), "model_name", m)
+	}
+}
+
+// renderMetrics renders sn under the metric names of format. Queue gauges
+// and counters are per model; KV figures are the GPU's, repeated on each
+// model's series.
+func renderMetrics(format string, sn snapshot) []byte {
+	var p promText
+	kv := sn.KVUsage()
+	same := func(v float64) func(modelStats) float64 { return func(modelStats) float64 { return v } }
+	running := func(m modelStats) float64 { return float64(m.Running) }
+	waiting := func(m modelStats) float64 { return float64(m.Waiting) }
+	switch format {
+	case FormatVLLM, FormatVLLMLegacy, FormatVLLMV1:
+		p.perModel(sn, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", running)
+		p.perModel(sn, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", waiting)
+		if format != FormatVLLMLegacy {
+			p.perModel(sn, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", same(kv))
+		}
+		if format != FormatVLLMV1 {
+			p.perModel(sn, "vllm:gpu_cache_usage_perc", "gauge", "GPU KV-cache usage. 1 means 100 percent usage.", same(kv))
+		}
+		p.perModel(sn, "vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
+			func(m modelStats) float64 { return float64(m.PromptTokens) })
+		p.perModel(sn, "vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
+			func(m modelStats) float64 { return float64(m.GenerationTokens) })
+		p.perModel(sn, "vllm:num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.",
+			func(m modelStats) float64 { return float64(m.Preemptions) })
+		p.family("vllm:request_success_total", "counter", "Count of successfully processed requests.")
+		for _, name := range sn.models {
+			m := sn.perModel[name]
+			p.sample("vllm:request_success_total", float64(m.SuccessLength), "model_name", name, "finished_reason", "length")
+			p.sample("vllm:request_success_total", float64(m.SuccessStop), "model_name", name, "finished_reason", "stop")
+		}
+		p.family("vllm:time_to_first_token_seconds", "histogram", "Histogram of time to first token in seconds.")
+		for _, name := range sn.models {
+			p.histogram("vllm:time_to_first_token_seconds", sn.perModel[name].TTFT, "model_name", name)
+		}
+		p.family("vllm:e2e_request_latency_seconds", "histogram", "Histogram of end to end request latency in seconds.")
+		for _, name := range sn.models {
+			p.histogram("vllm:e2e_request_latency_seconds", sn.perModel[name].E2E, "model_name", name)
+		}
+	case FormatSGLang:
+		p.perModel(sn, "sglang:num_running_reqs", "gauge", "The number of running requests.", running)
+		p.perModel(sn, "sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.", waiting)
+		p.perModel(sn, "sglang:token_usage", "gauge", "The token usage.", same(kv))
+		p.perModel(sn, "sglang:num_used_tokens", "gauge", "The number of used tokens.", same(float64(sn.KVUsedTokens)))
+		p.perModel(sn, "sglang:gen_throughput", "gauge", "The generation throughput (token/s).", same(sn.genThroughput))
+	case FormatLlamaCpp:
+		var prompt, predicted uint64
+		for _, m := range sn.perModel {
+			prompt += m.PromptTokens
+			predicted += m.GenerationTokens
+		}
+		p.family("llamacpp:prompt_tokens_total", "counter", "Number of prompt tokens processed.")
+		p.sample("llamacpp:prompt_tokens_total", float64(prompt))
+		p.family("llamacpp:tokens_predicted_total", "counter", "Number of generation tokens processed.")
+		p.sample("llamacpp:tokens_predicted_total", float64(predicted))
+		p.family("llamacpp:n_busy_slots_per_decode", "gauge", "Average number of busy slots per llama_decode() call.")
+		p.sample("llamacpp:n_busy_slots_per_decode", sn.busyPerStep)
+		p.family("llamacpp:requests_processing", "gauge", "Number of requests processing.")
+		p.sample("llamacpp:requests_processing", float64(sn.Running))
+		p.family("llamacpp:requests_deferred", "gauge", "Number of requests deferred.")
+		p.sample("llamacpp:requests_deferred", float64(sn.Waiting))
+	case FormatTRTLLM:
+		p.perModel(sn, "trtllm_num_requests_waiting", "gauge", "Number of requests waiting.", waiting)
+		p.perModel(sn, "trtllm_num_requests_running", "gauge", "Number of requests running.", running)
+		p.perModel(sn, "trtllm_kv_cache_utilization", "gauge", "KV cache utilization, 0 to 1.", same(kv))
+	}
+	return p.b.Bytes()
+}

@@ -1,0 +1,85 @@
+package gpusim
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+type seqState uint8
+
+const (
+	stateWaiting seqState = iota
+	stateRunning
+	stateDone
+	stateCancelled
+)
+
+// seq is one request inside the engine. Fields above the line are guarded
+// by Engine.mu; the atomics below are what its client reads.
+type seq struct {
+	id         uint64
+	model      string
+	stats      *modelStats
+	stopReason string
+	prompt     int
+	maxTokens  int
+
+	state     seqState
+	scheduled bool
+	// target is the number of tokens to (re)compute before the next token:
+	// the prompt, plus the tokens already sent after a preemption.
+	target   int
+	computed int // tokens whose KV is in the cache
+	emittedN int // tokens sent to the client
+	blocks   int // paged KV blocks held
+	held     int // reserved KV tokens (reservedPool)
+	// ctxTokens is the context counted by reservedPool.
+	ctxTokens   int
+	slot        int
+	nextAt      time.Duration // simple mode: when the next token is due
+	preemptions int
+
+	arrival, admittedAt, firstTokenAt, doneAt time.Duration
+
+	emitted  atomic.Int64
+	finished atomic.Bool
+	notify   chan struct{}
+}
+
+func (s *seq) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Stream is a client's handle on a submitted request.
+type Stream struct {
+	e    *Engine
+	s    *seq
+	seen int
+}
+
+// Next blocks until tokens beyond those already returned are generated, or
+// the request is done, and returns how many new tokens there are. done is
+// true once every token has been returned. The error is ctx's.
+func (st *Stream) Next(ctx context.Context) (n int, done bool, err error) {
+	for {
+		total := int(st.s.emitted.Load())
+		fin := st.s.finished.Load()
+		if total > st.seen || fin {
+			n, st.seen = total-st.seen, total
+			return n, fin && total == st.s.maxTokens, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false, ctx.Err()
+		case <-st.s.notify:
+		}
+	}
+}
+
+// Close releases the request's slot and KV at once if it is not finished.
+// It is safe to call more than once.
+func (st *Stream) Close() { st.e.cancel(st.s) }

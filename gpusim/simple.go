@@ -1,0 +1,84 @@
+package gpusim
+
+import "time"
+
+// simpleScheduler is the uncalibrated timing model: each running request
+// gets its first token ttft after admission and then one token every
+// 1/tokens_per_second, independent of the others. Admission is FIFO,
+// limited by max_concurrency only (or the slots in llama.cpp mode).
+// tokens_per_second 0 means all tokens at once,
+// so ttft 0 with tokens_per_second 0 adds no delay at all. Due times are
+// derived from the current knobs at every event, so /admin/config changes
+// apply to streams already running.
+type simpleScheduler struct{ e *Engine }
+
+func (p *simpleScheduler) interruptible() bool { return true }
+
+// retime is 0: due times are recomputed from the knobs at every plan.
+func (p *simpleScheduler) retime(time.Duration) time.Duration { return 0 }
+
+// interval is the time between two tokens of one stream (0 = no delay).
+func (p *simpleScheduler) interval() time.Duration {
+	k := p.e.knobs
+	if k.TokensPerSecond <= 0 {
+		return 0
+	}
+	return duration(float64(time.Second) * k.Slowdown / k.TokensPerSecond)
+}
+
+// due is when the next token of s is due. s.nextAt holds the due time of
+// its last token, or its admission time before the first.
+func (p *simpleScheduler) due(s *seq, interval time.Duration) time.Duration {
+	if s.emittedN == 0 {
+		k := p.e.knobs
+		return s.nextAt + duration(k.TTFTMs*k.Slowdown*float64(time.Millisecond))
+	}
+	return s.nextAt + interval
+}
+
+func (p *simpleScheduler) plan(now time.Duration) (time.Duration, bool) {
+	e := p.e
+	for e.canAdmit() {
+		s := e.waiting[0]
+		if !e.pool.reserve(s, s.prompt) {
+			break
+		}
+		e.admit(now)
+		s.computed, s.nextAt = s.prompt, now
+	}
+	if len(e.running) == 0 {
+		return 0, false
+	}
+	iv := p.interval()
+	next := p.due(e.running[0], iv)
+	for _, s := range e.running[1:] {
+		next = min(next, p.due(s, iv))
+	}
+	return max(0, next-now), true
+}
+
+func (p *simpleScheduler) advance(now time.Duration) {
+	e := p.e
+	iv := p.interval()
+	busy := 0
+	for _, s := range e.running {
+		due := p.due(s, iv)
+		if due > now {
+			continue
+		}
+		n := s.maxTokens - s.emittedN
+		if iv > 0 {
+			n = min(n, 1+int((now-due)/iv))
+		}
+		s.nextAt = due + time.Duration(n-1)*iv
+		busy++
+		s.computed += n
+		e.pool.reserve(s, s.prompt+s.emittedN+n) // cannot fail: nothing or a whole slot is held
+		e.emit(s, n, now)
+	}
+	if busy > 0 {
+		e.steps++
+		e.busySum += uint64(busy)
+	}
+	e.compact()
+}

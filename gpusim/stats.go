@@ -1,0 +1,89 @@
+package gpusim
+
+import (
+	"slices"
+	"time"
+)
+
+// Histogram buckets, in seconds, chosen to resolve both a fast H100 prefill
+// and a saturated queue.
+var (
+	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640}
+	e2eBuckets  = []float64{0.05, 0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 60, 120, 240, 480, 960}
+)
+
+// histogram is a cumulative-on-render Prometheus histogram.
+type histogram struct {
+	bounds []float64
+	counts []uint64 // per bucket, not cumulative; last is +Inf
+	sum    float64
+	count  uint64
+}
+
+func newHistogram(bounds []float64) histogram {
+	return histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(v float64) {
+	i, _ := slices.BinarySearch(h.bounds, v)
+	h.counts[i]++
+	h.sum += v
+	h.count++
+}
+
+func (h histogram) clone() histogram {
+	h.counts = slices.Clone(h.counts)
+	return h
+}
+
+// modelStats are the per-model counters behind /metrics.
+type modelStats struct {
+	Running, Waiting int // filled in by snapshot
+	PromptTokens     uint64
+	GenerationTokens uint64
+	Preemptions      uint64
+	SuccessLength    uint64
+	SuccessStop      uint64
+	TTFT, E2E        histogram
+}
+
+func newModelStats() *modelStats {
+	return &modelStats{TTFT: newHistogram(ttftBuckets), E2E: newHistogram(e2eBuckets)}
+}
+
+func (m *modelStats) clone() modelStats {
+	c := *m
+	c.TTFT = m.TTFT.clone()
+	c.E2E = m.E2E.clone()
+	return c
+}
+
+// rateWindow counts events in one-second buckets to give a recent rate.
+type rateWindow struct {
+	sec    [16]int64
+	counts [16]uint64
+}
+
+const rateSpan = 5 // seconds averaged by rate
+
+func (w *rateWindow) add(now time.Duration, n int) {
+	s := int64(now / time.Second)
+	i := s % int64(len(w.sec))
+	if w.sec[i] != s {
+		w.sec[i], w.counts[i] = s, 0
+	}
+	w.counts[i] += uint64(n)
+}
+
+// rate is the mean per second over the last rateSpan whole seconds before
+// now's second.
+func (w *rateWindow) rate(now time.Duration) float64 {
+	cur := int64(now / time.Second)
+	var total uint64
+	for i, s := range w.sec {
+		if s < cur && s >= cur-rateSpan {
+			total += w.counts[i]
+		}
+	}
+	return float64(total) / rateSpan
+}
