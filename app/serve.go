@@ -211,3 +211,21 @@ func (r *Router) shutdown() error {
 	r.log.Info("stopped")
 	return nil
 }
+
+// healthSetter is the part of the store that records worker health.
+type healthSetter interface {
+	SetHealth(ctx context.Context, worker, health string) error
+}
+
+// SetHealth records a worker's health in the store and refreshes the
+// snapshot, so the change applies to the next decision.
+func (r *Router) SetHealth(ctx context.Context, worker, health string) error {
+	hs, ok := r.store.(healthSetter)
+	if !ok {
+		return fmt.Errorf("store cannot record health")
+	}
+	if err := hs.SetHealth(ctx, worker, health); err != nil {
+		return err
+	}
+	return r.sched.Refresh(ctx)
+}

@@ -162,7 +162,7 @@ func Parse(raw []byte, getenv func(string) string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("config: %s", yamlMessage(err))
+		return Config{}, fmt.Errorf("config: %s", yamlMessage(err, raw))
 	}
 	if err := applyEnv(&cfg, getenv); err != nil {
 		return Config{}, err
@@ -174,12 +174,62 @@ func Parse(raw []byte, getenv func(string) string) (Config, error) {
 	return cfg, nil
 }
 
-// yamlMessage turns yaml.v3's "field foo not found in type config.Config"
-// into "unknown key foo" so the operator sees the key they wrote.
-func yamlMessage(err error) string {
-	msg := err.Error()
-	re := regexp.MustCompile(`field (\S+) not found in type (\S+)`)
-	return re.ReplaceAllString(msg, "unknown key $1")
+var (
+	lineRe    = regexp.MustCompile(`line (\d+): `)
+	unknownRe = regexp.MustCompile(`field (\S+) not found in type \S+`)
+)
+
+// yamlMessage rewrites yaml.v3's errors so each names the key the operator
+// wrote: "line 3: field listn not found in type config.Envoy" becomes
+// "envoy.listn (line 3): unknown key listn".
+func yamlMessage(err error, raw []byte) string {
+	paths := map[string]string{}
+	var root yaml.Node
+	if yaml.Unmarshal(raw, &root) == nil {
+		collectPaths(&root, "", paths)
+	}
+	msg := unknownRe.ReplaceAllString(err.Error(), "unknown key $1")
+	return lineRe.ReplaceAllStringFunc(msg, func(m string) string {
+		line := lineRe.FindStringSubmatch(m)[1]
+		if p, ok := paths[line]; ok {
+			return p + " (line " + line + "): "
+		}
+		return m
+	})
+}
+
+// collectPaths maps each line that holds a key or list item to its dotted
+// path.
+func collectPaths(n *yaml.Node, prefix string, out map[string]string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			collectPaths(c, prefix, out)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			p := k.Value
+			if prefix != "" {
+				p = prefix + "." + k.Value
+			}
+			out[fmt.Sprint(k.Line)] = p
+			if v.Line != k.Line || v.Kind == yaml.ScalarNode {
+				if _, taken := out[fmt.Sprint(v.Line)]; !taken {
+					out[fmt.Sprint(v.Line)] = p
+				}
+			}
+			collectPaths(v, p, out)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := fmt.Sprintf("%s[%d]", prefix, i)
+			if _, taken := out[fmt.Sprint(c.Line)]; !taken {
+				out[fmt.Sprint(c.Line)] = p
+			}
+			collectPaths(c, p, out)
+		}
+	}
 }
 
 func (c *Config) fill() {

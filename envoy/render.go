@@ -136,7 +136,11 @@ func build(cfg config.Config) (data, error) {
 	if d.Admin, err = parseEndpoint(cfg.Envoy.Admin); err != nil {
 		return d, fmt.Errorf("envoy.admin: %w", err)
 	}
-	for i, a := range cfg.Envoy.ExtProcAddrs {
+	extprocAddrs := cfg.Envoy.ExtProcAddrs
+	if len(extprocAddrs) == 0 {
+		extprocAddrs = []string{cfg.ExtProcListen}
+	}
+	for i, a := range extprocAddrs {
 		ep, err := parseEndpoint(a)
 		if err != nil {
 			return d, fmt.Errorf("envoy.extproc_addrs[%d]: %w", i, err)
@@ -203,4 +207,37 @@ func parseEndpoint(addr string) (endpoint, error) {
 // dur formats a duration the way Envoy's YAML wants it: seconds with an s.
 func dur(d time.Duration) string {
 	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
+}
+
+//go:embed templates/baseline.yaml.tmpl
+var baselineTemplate string
+
+var baselineTmpl = template.Must(template.New("baseline").Parse(baselineTemplate))
+
+// RenderBaseline renders Envoy alone, without the router: every request
+// goes to one pool of all the config's workers with lbPolicy (ROUND_ROBIN,
+// LEAST_REQUEST, ...). It is the comparison point of the benchmarks: what a
+// platform team gets from Envoy without a scheduler.
+func RenderBaseline(cfg config.Config, lbPolicy string) ([]byte, error) {
+	d, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var all []workerData
+	static := true
+	for _, w := range d.Workers {
+		all = append(all, w)
+		static = static && w.Static
+	}
+	var buf bytes.Buffer
+	err = baselineTmpl.Execute(&buf, struct {
+		data
+		LBPolicy string
+		All      []workerData
+		Static   bool
+	}{d, lbPolicy, all, static})
+	if err != nil {
+		return nil, fmt.Errorf("render baseline envoy config: %w", err)
+	}
+	return buf.Bytes(), nil
 }

@@ -16,11 +16,10 @@ import (
 
 // Request-level error kinds detected at the protocol boundary.
 var (
-	ErrTooLarge      = errors.New("request body too large")
-	ErrNotFound      = errors.New("unknown path")
-	ErrMethod        = errors.New("method not allowed")
-	ErrUnavailable   = errors.New("router is shutting down")
-	errInternalPanic = errors.New("internal error")
+	ErrTooLarge    = errors.New("request body too large")
+	ErrNotFound    = errors.New("unknown path")
+	ErrMethod      = errors.New("method not allowed")
+	ErrUnavailable = errors.New("router is shutting down")
 )
 
 // httpError is the client-facing form of an error: the one place where

@@ -36,7 +36,7 @@ type exchange struct {
 	stream    *streamObserver
 }
 
-func newExchange(s *Server, ctx context.Context) *exchange {
+func newExchange(ctx context.Context, s *Server) *exchange {
 	return &exchange{srv: s, ctx: ctx}
 }
 
@@ -77,7 +77,10 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 	}
 	x.endpoint = endpointFor(x.path)
 	switch {
-	case x.endpoint == EndpointNone && x.method == "GET" && pathIs(x.path, "/v1/models"):
+	case x.endpoint == EndpointNone && pathIs(x.path, "/v1/models"):
+		if x.method != "GET" {
+			return x.fail(ErrMethod)
+		}
 		return x.listModels()
 	case x.endpoint == EndpointNone:
 		return x.fail(ErrNotFound)

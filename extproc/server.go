@@ -108,7 +108,7 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 	s.m.ExtProcStreamsActive.Inc()
 	defer s.m.ExtProcStreamsActive.Dec()
 
-	x := newExchange(s, stream.Context())
+	x := newExchange(stream.Context(), s)
 	defer x.close()
 	for {
 		req, err := stream.Recv()

@@ -21,7 +21,6 @@ var (
 	labelsReason     = []string{"model", "reason"}
 	labelsPick       = []string{"strategy", "outcome"}
 	labelsStoreOp    = []string{"op"}
-	labelsNodeTerm   = []string{"node", "term"}
 	labelsPriority   = []string{"model", "priority"}
 	labelsStrategy   = []string{"strategy"}
 	labelsNodeHealth = []string{"node", "state"}
@@ -35,6 +34,13 @@ var (
 	DecisionBuckets  = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1}
 	QueueWaitBuckets = []float64{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 )
+
+// ScoreTermDesc describes llm_router_node_score_term, collected at scrape
+// time from each model's latest decision (see scheduler), so scoring pays
+// nothing per decision for it.
+var ScoreTermDesc = prometheus.NewDesc(Namespace+"_node_score_term",
+	"Each score term of each worker (before weighting) in the latest decision for the model; unknown terms are omitted.",
+	[]string{"model", "node", "term"}, nil)
 
 // Metrics holds the router's collectors.
 type Metrics struct {
@@ -62,7 +68,6 @@ type Metrics struct {
 	StoreErrors          *prometheus.CounterVec // op
 	StoreDegraded        prometheus.Gauge
 	NodeHealth           *prometheus.GaugeVec // node, state
-	NodeScoreTerm        *prometheus.GaugeVec // node, term
 	RetriedElsewhere     *prometheus.CounterVec
 	ExtProcStreamsActive prometheus.Gauge
 }
@@ -101,7 +106,6 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 		StoreErrors:        f.counter("store_errors_total", "Failed state store operations.", labelsStoreOp),
 		StoreDegraded:      f.gauge1("store_degraded", "1 while the shared store is unreachable and the router routes on local state."),
 		NodeHealth:         f.gauge("node_health", "1 for the worker's current health state, 0 for the others.", labelsNodeHealth),
-		NodeScoreTerm:      f.gauge("node_score_term", "The last value of each score term per worker (before weighting).", labelsNodeTerm),
 		RetriedElsewhere:   f.counter("retried_elsewhere_total", "Requests Envoy served on another worker than the one the router picked.", labelsNode),
 		ExtProcStreamsActive: f.gauge1("extproc_streams_active",
 			"Open ext_proc streams (one per HTTP request in flight through Envoy)."),

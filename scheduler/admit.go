@@ -108,12 +108,8 @@ func (s *Scheduler) finishDecision(d *Decision) {
 	d.DecideMicros = float64(elapsed.Microseconds())
 	s.m.DecisionDuration.WithLabelValues(d.Strategy).Observe(elapsed.Seconds())
 	s.m.Picks.WithLabelValues(d.Strategy, d.Outcome).Inc()
-	for _, c := range d.Candidates {
-		for _, t := range c.Terms {
-			if !t.Unknown {
-				s.m.NodeScoreTerm.WithLabelValues(c.Worker, t.Name).Set(t.Value)
-			}
-		}
+	if len(d.Candidates) > 0 {
+		s.last.Store(d.Model, d)
 	}
 	logDecision(s.log, d)
 	if s.opts.Recorder != nil {

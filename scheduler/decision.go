@@ -94,13 +94,20 @@ func (l line) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 		enc.AddBool("full", true)
 	}
 	enc.AddFloat64("total", l.Total)
-	return enc.AddObject("terms", terms(l.Terms))
+	return enc.AddObject("terms", terms(l))
 }
 
-type terms []scoring.Term
+// terms logs the live active count first, then every other term.
+type terms scoring.Line
 
-func (ts terms) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	for _, t := range ts {
+func (l terms) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	if l.ActiveWeight != 0 {
+		enc.AddInt("active", l.Active)
+	}
+	if l.LoadFactor != 0 {
+		enc.AddFloat64("load_factor", l.LoadFactor)
+	}
+	for _, t := range l.Terms {
 		if t.Unknown {
 			enc.AddString(t.Name, "unknown")
 			continue

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/metrics"
@@ -44,9 +45,7 @@ type Store interface {
 	LeaseKeeper
 }
 
-var (
-	_ Store = (*state.Memory)(nil)
-)
+var _ Store = (*state.Memory)(nil)
 
 // Options configure a Scheduler.
 type Options struct {
@@ -79,11 +78,13 @@ type Scheduler struct {
 
 	mu   sync.Mutex
 	live map[string]*Ticket // claims held by this replica, for lease renewal
+
+	last sync.Map // model → *Decision, the latest with candidates (node_score_term)
 }
 
 // New builds a scheduler; call Refresh (or Run) before Admit.
 func New(store Store, opts Options) (*Scheduler, error) {
-	strat, err := scoring.New(opts.Strategy, opts.Params)
+	strategy, err := scoring.New(opts.Strategy, opts.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -109,16 +110,40 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("claim id prefix: %w", err)
 	}
-	return &Scheduler{
+	s := &Scheduler{
 		opts:     opts,
 		store:    store,
-		strategy: strat,
+		strategy: strategy,
 		log:      opts.Logger,
 		m:        opts.Metrics,
 		now:      opts.Now,
 		idPrefix: hex.EncodeToString(b[:]),
 		live:     map[string]*Ticket{},
-	}, nil
+	}
+	if err := opts.Metrics.Registry.Register(scoreTerms{s}); err != nil {
+		return nil, fmt.Errorf("register node_score_term: %w", err)
+	}
+	return s, nil
+}
+
+// scoreTerms collects llm_router_node_score_term from the latest decisions.
+type scoreTerms struct{ s *Scheduler }
+
+func (c scoreTerms) Describe(ch chan<- *prometheus.Desc) { ch <- metrics.ScoreTermDesc }
+
+func (c scoreTerms) Collect(ch chan<- prometheus.Metric) {
+	c.s.last.Range(func(k, v any) bool {
+		d := v.(*Decision)
+		for _, cand := range d.Candidates {
+			for _, t := range cand.Terms {
+				if t.Unknown {
+					continue
+				}
+				ch <- prometheus.MustNewConstMetric(metrics.ScoreTermDesc, prometheus.GaugeValue, t.Value, d.Model, cand.Worker, t.Name)
+			}
+		}
+		return true
+	})
 }
 
 // Strategy names the active strategy.

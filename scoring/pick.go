@@ -20,14 +20,19 @@ func Pick(cands []Candidate, active []int, available []bool) int {
 	return best
 }
 
-// Line is one candidate's line in a decision breakdown.
+// Line is one candidate's line in a decision breakdown: the terms that do
+// not depend on the live count (shared with the plan, never modified), the
+// live count, and the total at that count. Total = (Σ contributions +
+// ActiveWeight·Active)·LoadFactor.
 type Line struct {
-	Worker string  `json:"worker"`
-	Active int     `json:"active"`
-	Cap    int     `json:"cap"`
-	Full   bool    `json:"full,omitempty"`
-	Terms  []Term  `json:"terms"`
-	Total  float64 `json:"total"`
+	Worker       string  `json:"worker"`
+	Active       int     `json:"active"`
+	Cap          int     `json:"cap"`
+	Full         bool    `json:"full,omitempty"`
+	ActiveWeight float64 `json:"active_weight,omitempty"`
+	LoadFactor   float64 `json:"load_factor,omitempty"` // 1 + Mult·Active, when the strategy is multiplicative
+	Terms        []Term  `json:"terms"`
+	Total        float64 `json:"total"`
 }
 
 // Breakdown evaluates every candidate at the live counts the claim saw, so
@@ -39,15 +44,11 @@ func Breakdown(cands []Candidate, active []int) []Line {
 		if i < len(active) {
 			a = active[i]
 		}
-		terms := make([]Term, 0, len(c.Terms)+2)
-		if c.Curve.Slope != 0 {
-			terms = append(terms, Term{Name: "active", Weight: c.Curve.Slope, Value: float64(a)})
-		}
-		terms = append(terms, c.Terms...)
+		l := Line{Worker: c.Worker, Active: a, Cap: c.Cap, Full: a >= c.Cap, ActiveWeight: c.Curve.Slope, Terms: c.Terms, Total: c.Curve.At(a)}
 		if c.Curve.Mult != 0 {
-			terms = append(terms, Term{Name: "load_factor", Weight: 1, Value: 1 + c.Curve.Mult*float64(a)})
+			l.LoadFactor = 1 + c.Curve.Mult*float64(a)
 		}
-		out[i] = Line{Worker: c.Worker, Active: a, Cap: c.Cap, Full: a >= c.Cap, Terms: terms, Total: c.Curve.At(a)}
+		out[i] = l
 	}
 	return out
 }

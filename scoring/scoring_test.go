@@ -259,7 +259,7 @@ func TestBreakdownTotalsMatchCurves(t *testing.T) {
 	plan := Build(s, Input{Job: Job{Model: "m"}, Workers: ws})
 	bd := Breakdown(plan.Candidates, []int{2, 4})
 	for i, b := range bd {
-		sum := 0.0
+		sum := b.ActiveWeight * float64(b.Active)
 		for _, tm := range b.Terms {
 			sum += tm.Contribution()
 		}

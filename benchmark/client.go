@@ -1,0 +1,181 @@
+// Package benchmark is the load generator and the comparison harness behind
+// cmd/llm-bench: clients that measure what users feel (TTFT, inter-token
+// latency, end-to-end latency, tokens/s), closed- and open-loop drivers, and
+// the runs that put the router beside the alternatives on the same
+// workload.
+package benchmark
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Request is one request to send.
+type Request struct {
+	Model        string
+	MaxTokens    int
+	PromptTokens int // used to size the prompt and told to gpusim
+	Stream       bool
+	Priority     string // x-llm-priority, when set
+	// Body overrides the generated JSON body when set.
+	Body []byte
+}
+
+// Result is what one request measured.
+type Result struct {
+	Start   time.Duration // since the run started
+	Latency time.Duration // end to end
+	TTFT    time.Duration // streams: to the first content token
+	ITLMax  time.Duration // streams: the longest gap between tokens
+	ITLs    []time.Duration
+	Tokens  int
+	Status  int
+	Node    string // x-routed-node
+	Err     string
+}
+
+// OK reports a 200 that completed.
+func (r Result) OK() bool { return r.Err == "" && r.Status == http.StatusOK }
+
+// TokensPerSecond is the request's decode rate after its first token.
+func (r Result) TokensPerSecond() float64 {
+	if r.Tokens < 2 || r.Latency <= r.TTFT {
+		return 0
+	}
+	return float64(r.Tokens-1) / (r.Latency - r.TTFT).Seconds()
+}
+
+// Client sends OpenAI chat requests and measures them.
+type Client struct {
+	base   string
+	http   *http.Client
+	apiKey string
+}
+
+// NewClient returns a client for base (e.g. http://127.0.0.1:8080) keeping
+// up to conns connections alive.
+func NewClient(base string, conns int, apiKey string) *Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &Client{base: strings.TrimSuffix(base, "/"), http: &http.Client{Transport: tr}, apiKey: apiKey}
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Body renders the request's JSON: a prompt of about PromptTokens tokens
+// (four characters each) and gpusim's prompt-size hint.
+func (r Request) body() []byte {
+	if r.Body != nil {
+		return r.Body
+	}
+	n := r.PromptTokens
+	if n < 1 {
+		n = 8
+	}
+	prompt := strings.Repeat("word ", n)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"model":%q,"messages":[{"role":"user","content":%q}],"max_tokens":%d,"stream":%v,"gpusim_prompt_tokens":%d`,
+		r.Model, strings.TrimSpace(prompt), r.MaxTokens, r.Stream, n)
+	if r.Stream {
+		b.WriteString(`,"stream_options":{"include_usage":true}`)
+	}
+	b.WriteString("}")
+	return b.Bytes()
+}
+
+// Do sends r and measures it; the result's Start is relative to epoch.
+func (c *Client) Do(ctx context.Context, r Request, epoch time.Time) Result {
+	start := time.Now()
+	res := Result{Start: start.Sub(epoch)}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/chat/completions", bytes.NewReader(r.body()))
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	if r.Priority != "" {
+		req.Header.Set("x-llm-priority", r.Priority)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		res.Err = err.Error()
+		res.Latency = time.Since(start)
+		return res
+	}
+	defer resp.Body.Close()
+	res.Status = resp.StatusCode
+	res.Node = resp.Header.Get("x-routed-node")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		_, err = io.Copy(io.Discard, resp.Body)
+		res.Latency = time.Since(start)
+		if err != nil {
+			res.Err = err.Error()
+		}
+		if res.Status == http.StatusOK {
+			res.Tokens = r.MaxTokens
+		}
+		return res
+	}
+	c.readStream(resp.Body, start, &res)
+	res.Latency = time.Since(start)
+	return res
+}
+
+// readStream reads SSE events, timing every content-bearing one.
+func (c *Client) readStream(body io.Reader, start time.Time, res *Result) {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var last time.Time
+	done := false
+	for sc.Scan() {
+		line := sc.Bytes()
+		payload, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue
+		}
+		payload = bytes.TrimSpace(payload)
+		if bytes.Equal(payload, []byte("[DONE]")) {
+			done = true
+			continue
+		}
+		if !bytes.Contains(payload, []byte(`"content":"`)) && !bytes.Contains(payload, []byte(`"text":"`)) {
+			continue
+		}
+		if bytes.Contains(payload, []byte(`"content":""`)) {
+			continue
+		}
+		now := time.Now()
+		if res.Tokens == 0 {
+			res.TTFT = now.Sub(start)
+		} else {
+			gap := now.Sub(last)
+			res.ITLs = append(res.ITLs, gap)
+			if gap > res.ITLMax {
+				res.ITLMax = gap
+			}
+		}
+		last = now
+		res.Tokens++
+	}
+	if err := sc.Err(); err != nil {
+		res.Err = err.Error()
+	} else if !done {
+		res.Err = "stream ended without [DONE]"
+	}
+}

@@ -1,0 +1,14 @@
+package state_test
+
+import (
+	"testing"
+
+	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/storetest"
+)
+
+// TestMemoryConformance runs the store suite on the in-memory store; its
+// "replicas" share one store, as goroutines of one process would.
+func TestMemoryConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) storetest.Store { return state.NewMemory(nil) }, nil)
+}
