@@ -35,7 +35,9 @@ type Router struct {
 	cfg      config.Config
 	log      *zap.Logger
 	metrics  *metrics.Metrics
-	store    scheduler.Store
+	store    routerStore
+	storeRun func(context.Context)
+	degraded func() bool
 	sched    *scheduler.Scheduler
 	extproc  *extproc.Server
 	grpc     *grpc.Server
@@ -59,10 +61,34 @@ func NewLogger(level string) (*zap.Logger, error) {
 	return zc.Build()
 }
 
+// Option adjusts how New builds a router.
+type Option func(*options)
+
+type options struct {
+	store Store
+}
+
+// WithStore makes the router use store instead of building one from the
+// config: several routers in one process sharing one in-memory store behave
+// as replicas sharing Redis do (tests of the herd race use it).
+func WithStore(s Store) Option { return func(o *options) { o.store = s } }
+
 // New builds a router from cfg; Serve starts it.
-func New(ctx context.Context, cfg config.Config, log *zap.Logger) (*Router, error) {
+func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option) (*Router, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
 	m := metrics.New()
-	store := state.NewMemory(nil)
+	store, storeRun, degraded := o.store, func(context.Context) {}, func() bool { return false }
+	if store == nil {
+		var err error
+		if store, storeRun, degraded, err = newStore(cfg, log.Named("store"), m); err != nil {
+			return nil, err
+		}
+	}
+	// Merged into the shared registry without clobbering live state; with
+	// Redis down this registers locally and restores into Redis later.
 	if err := store.Register(ctx, specs(cfg.Workers)); err != nil {
 		return nil, fmt.Errorf("register workers: %w", err)
 	}
@@ -73,6 +99,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger) (*Router, erro
 		Region:          cfg.Locality.Region,
 		ReplicaID:       cfg.ReplicaID,
 		RefreshInterval: cfg.RefreshInterval.D(),
+		Lease:           cfg.ClaimLease.D(),
+		NonAtomicClaim:  !cfg.AtomicClaim,
+		LogCandidates:   cfg.DecisionLogCandidates,
 		EMAAlpha:        cfg.EMAAlpha,
 		Logger:          log.Named("scheduler"),
 		Metrics:         m,
@@ -83,7 +112,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger) (*Router, erro
 	if err := sched.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	r := &Router{cfg: cfg, log: log, metrics: m, store: store, sched: sched, ready: make(chan struct{})}
+	r := &Router{cfg: cfg, log: log, metrics: m, store: store, storeRun: storeRun, degraded: degraded, sched: sched, ready: make(chan struct{})}
 	r.extproc = extproc.New(extproc.FromScheduler(sched), extproc.Options{
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		ClusterFor:   envoy.ClusterFor,
@@ -131,14 +160,20 @@ func specs(ws []config.Worker) []state.WorkerSpec {
 
 // Status implements admin.Status.
 func (r *Router) Status() string {
-	if r.draining.Load() {
+	switch {
+	case r.draining.Load():
 		return "draining"
+	case r.degraded():
+		return "degraded"
 	}
 	return "ok"
 }
 
 // Ready is closed once both listeners accept connections.
 func (r *Router) Ready() <-chan struct{} { return r.ready }
+
+// Store exposes the store (tests read and change worker state through it).
+func (r *Router) Store() Store { return r.store }
 
 // Scheduler exposes the scheduler (tests and the demo read decisions).
 func (r *Router) Scheduler() *scheduler.Scheduler { return r.sched }
@@ -162,6 +197,7 @@ func (r *Router) Serve(ctx context.Context) error {
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
 	go r.sched.Run(bgCtx)
+	go r.storeRun(bgCtx)
 
 	errc := make(chan error, 2)
 	go func() { errc <- r.grpc.Serve(grpcLn) }()
@@ -212,19 +248,10 @@ func (r *Router) shutdown() error {
 	return nil
 }
 
-// healthSetter is the part of the store that records worker health.
-type healthSetter interface {
-	SetHealth(ctx context.Context, worker, health string) error
-}
-
 // SetHealth records a worker's health in the store and refreshes the
 // snapshot, so the change applies to the next decision.
 func (r *Router) SetHealth(ctx context.Context, worker, health string) error {
-	hs, ok := r.store.(healthSetter)
-	if !ok {
-		return fmt.Errorf("store cannot record health")
-	}
-	if err := hs.SetHealth(ctx, worker, health); err != nil {
+	if err := r.store.SetHealth(ctx, worker, health); err != nil {
 		return err
 	}
 	return r.sched.Refresh(ctx)

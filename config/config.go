@@ -35,17 +35,49 @@ type Config struct {
 	ShutdownDelay   Duration `yaml:"shutdown_delay"`
 	EMAAlpha        float64  `yaml:"ema_alpha"`
 	DecisionLogSize int      `yaml:"decision_log_size"`
+	// DecisionLogCandidates bounds the candidates in each decision's log
+	// line (the best by total); explain always has all. 0: all.
+	DecisionLogCandidates int `yaml:"decision_log_candidates"`
 	// RefreshInterval bounds how stale the cached worker snapshot used for
 	// scoring may be. In-flight counts are never taken from it: the claim
 	// reads them atomically.
 	RefreshInterval Duration `yaml:"refresh_interval"`
 
+	// ClaimLease bounds how long a dead replica's claims keep counting:
+	// live replicas renew their claims every ClaimLease/3.
+	ClaimLease Duration `yaml:"claim_lease"`
+	// AtomicClaim off makes the scheduler claim the worker it picked on the
+	// cached snapshot without re-reading live counts: the herd race, kept
+	// only so the herd benchmark can show it. Never turn it off in production.
+	AtomicClaim bool `yaml:"atomic_claim"`
+
+	Redis          Redis          `yaml:"redis"`
 	Locality       Locality       `yaml:"locality"`
 	Envoy          Envoy          `yaml:"envoy"`
 	Scoring        Scoring        `yaml:"scoring"`
 	InferenceAware InferenceAware `yaml:"inference_aware"`
 	Workers        []Worker       `yaml:"workers"`
 }
+
+// Redis configures the shared store. Empty (no url, no addrs): the
+// in-memory store, for a single replica.
+type Redis struct {
+	URL        string   `yaml:"url"`
+	Addrs      []string `yaml:"addrs"`
+	MasterName string   `yaml:"master_name"`
+	Username   string   `yaml:"username"`
+	Password   string   `yaml:"password"`
+	DB         int      `yaml:"db"`
+	KeyPrefix  string   `yaml:"key_prefix"`
+	Cluster    bool     `yaml:"cluster"`
+	PoolSize   int      `yaml:"pool_size"`
+	// Timeout bounds each Redis command; past it the router routes on local
+	// state (degraded) until Redis answers again.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Enabled reports whether a Redis is configured.
+func (r Redis) Enabled() bool { return r.URL != "" || len(r.Addrs) > 0 }
 
 // Locality is where this router replica runs; workers elsewhere get a
 // node-distance penalty.
@@ -111,15 +143,19 @@ var Strategies = []string{"round_robin", "least_loaded", "latency_based", "infer
 // Default returns the configuration every loaded file starts from.
 func Default() Config {
 	return Config{
-		ExtProcListen:   "127.0.0.1:9002",
-		AdminListen:     "127.0.0.1:9090",
-		Strategy:        "scored",
-		LogLevel:        "info",
-		MaxBodyBytes:    4 << 20,
-		ShutdownGrace:   Duration(30 * time.Second),
-		EMAAlpha:        0.2,
-		DecisionLogSize: 10000,
-		RefreshInterval: Duration(100 * time.Millisecond),
+		ExtProcListen:         "127.0.0.1:9002",
+		AdminListen:           "127.0.0.1:9090",
+		Strategy:              "scored",
+		LogLevel:              "info",
+		MaxBodyBytes:          4 << 20,
+		ShutdownGrace:         Duration(30 * time.Second),
+		EMAAlpha:              0.2,
+		DecisionLogSize:       10000,
+		DecisionLogCandidates: 8,
+		RefreshInterval:       Duration(100 * time.Millisecond),
+		ClaimLease:            Duration(10 * time.Second),
+		AtomicClaim:           true,
+		Redis:                 Redis{KeyPrefix: "llmr", Timeout: Duration(300 * time.Millisecond), PoolSize: 64},
 		Envoy: Envoy{
 			Listen:         "127.0.0.1:8080",
 			Admin:          "127.0.0.1:9901",
@@ -277,8 +313,32 @@ func (c *Config) Validate() error {
 	if c.DecisionLogSize < 0 {
 		bad("decision_log_size", "must not be negative")
 	}
+	if c.DecisionLogCandidates < 0 {
+		bad("decision_log_candidates", "must not be negative")
+	}
 	if c.RefreshInterval.D() <= 0 {
 		bad("refresh_interval", "must be positive")
+	}
+	if c.ClaimLease.D() < 500*time.Millisecond || c.ClaimLease.D() > 30*time.Second {
+		bad("claim_lease", "must be between 500ms and 30s, got %s", c.ClaimLease)
+	}
+	if c.Redis.URL != "" && len(c.Redis.Addrs) > 0 {
+		bad("redis", "set url or addrs, not both")
+	}
+	if c.Redis.URL != "" && !strings.HasPrefix(c.Redis.URL, "redis://") && !strings.HasPrefix(c.Redis.URL, "rediss://") {
+		bad("redis.url", "want redis://host:port/db or rediss://..., got %q", c.Redis.URL)
+	}
+	if c.Redis.MasterName != "" && len(c.Redis.Addrs) == 0 {
+		bad("redis.master_name", "needs redis.addrs (the Sentinel addresses)")
+	}
+	if c.Redis.PoolSize < 1 {
+		bad("redis.pool_size", "must be at least 1")
+	}
+	if c.Redis.Timeout.D() <= 0 {
+		bad("redis.timeout", "must be positive")
+	}
+	if !idPattern.MatchString(c.Redis.KeyPrefix) {
+		bad("redis.key_prefix", "%q must be letters, digits, '.', '_' or '-'", c.Redis.KeyPrefix)
 	}
 	if c.Envoy.NumRetries < 0 || c.Envoy.NumRetries > 10 {
 		bad("envoy.num_retries", "must be in [0, 10], got %d", c.Envoy.NumRetries)

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -119,15 +120,30 @@ func TestEmptyFileIsAllDefaults(t *testing.T) {
 	}
 }
 
+var updateReadme = flag.Bool("update-readme", false, "rewrite the README's configuration table from Keys")
+
 // TestReadmeDocumentsEveryKey keeps the README's configuration table equal
-// to Keys.
+// to Keys (`go test ./config -run Readme -update-readme` rewrites it).
 func TestReadmeDocumentsEveryKey(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	const start, end = "<!-- config-table:start -->\n", "<!-- config-table:end -->"
+	raw, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), MarkdownTable()) {
-		t.Fatalf("README.md's configuration table is stale; paste this:\n\n%s", MarkdownTable())
+	readme := string(raw)
+	i, j := strings.Index(readme, start), strings.Index(readme, end)
+	if i < 0 || j < i {
+		t.Fatal("README.md lacks the config-table markers")
+	}
+	want := readme[:i+len(start)] + MarkdownTable() + readme[j:]
+	if *updateReadme {
+		if err := os.WriteFile("../README.md", []byte(want), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want != readme {
+		t.Fatalf("README.md's configuration table is stale: run go test ./config -run Readme -update-readme")
 	}
 }
 

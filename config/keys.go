@@ -31,7 +31,20 @@ var Keys = []Key{
 	{Path: "shutdown_delay", Env: "SHUTDOWN_DELAY_SECONDS", Default: "0s", Doc: "after SIGTERM, how long to keep serving with health NOT_SERVING before refusing new requests (set it above Envoy's health-check detection time when running several replicas)", apply: setDuration(func(c *Config) *Duration { return &c.ShutdownDelay })},
 	{Path: "ema_alpha", Env: "EMA_ALPHA", Default: "0.2", Doc: "smoothing of the latency, TTFT and tokens/s moving averages", apply: setFloat(func(c *Config) *float64 { return &c.EMAAlpha })},
 	{Path: "decision_log_size", Env: "DECISION_LOG_SIZE", Default: "10000", Doc: "decisions kept for explain", apply: setInt(func(c *Config) *int { return &c.DecisionLogSize })},
+	{Path: "decision_log_candidates", Env: "DECISION_LOG_CANDIDATES", Default: "8", Doc: "candidates written in each decision's log line, the best by total (explain has them all); 0 writes all", apply: setInt(func(c *Config) *int { return &c.DecisionLogCandidates })},
 	{Path: "refresh_interval", Env: "REFRESH_INTERVAL_SECONDS", Default: "100ms", Doc: "how often the worker snapshot used for scoring is reread (never the in-flight counts, which the claim reads atomically)", apply: setDuration(func(c *Config) *Duration { return &c.RefreshInterval })},
+	{Path: "claim_lease", Env: "CLAIM_LEASE_SECONDS", Default: "10s", Doc: "lease of each claim, renewed every third of it while the request lives; a dead replica's claims stop counting after it (500ms to 30s)", apply: setDuration(func(c *Config) *Duration { return &c.ClaimLease })},
+	{Path: "atomic_claim", Env: "ATOMIC_CLAIM", Default: "true", Doc: "false claims the worker picked on the cached snapshot without re-reading live counts: the herd race, for the herd benchmark only", apply: setBool(func(c *Config) *bool { return &c.AtomicClaim })},
+	{Path: "redis.url", Env: "REDIS_URL", Default: "", Doc: "shared store, redis://[user:pass@]host:port/db; empty and no addrs: in-memory (one replica)", apply: setString(func(c *Config) *string { return &c.Redis.URL })},
+	{Path: "redis.addrs", Env: "REDIS_ADDRS", Default: "", Doc: "Sentinel or Cluster seed addresses, comma-separated in the env var", apply: setList(func(c *Config) *[]string { return &c.Redis.Addrs })},
+	{Path: "redis.master_name", Env: "REDIS_MASTER_NAME", Default: "", Doc: "Sentinel master name (with redis.addrs)", apply: setString(func(c *Config) *string { return &c.Redis.MasterName })},
+	{Path: "redis.username", Env: "REDIS_USERNAME", Default: "", Doc: "ACL user", apply: setString(func(c *Config) *string { return &c.Redis.Username })},
+	{Path: "redis.password", Env: "REDIS_PASSWORD", Default: "", Doc: "password (prefer the env var to the file)", apply: setString(func(c *Config) *string { return &c.Redis.Password })},
+	{Path: "redis.db", Env: "REDIS_DB", Default: "0", Doc: "database number (not with Cluster)", apply: setInt(func(c *Config) *int { return &c.Redis.DB })},
+	{Path: "redis.key_prefix", Env: "REDIS_KEY_PREFIX", Default: "llmr", Doc: "prefix of every key, wrapped in a {hash tag} so all keys share one Cluster slot", apply: setString(func(c *Config) *string { return &c.Redis.KeyPrefix })},
+	{Path: "redis.cluster", Env: "REDIS_CLUSTER", Default: "false", Doc: "treat a single redis.addrs entry as a Cluster endpoint (several addrs without master_name already mean Cluster)", apply: setBool(func(c *Config) *bool { return &c.Redis.Cluster })},
+	{Path: "redis.pool_size", Env: "REDIS_POOL_SIZE", Default: "64", Doc: "connections per replica", apply: setInt(func(c *Config) *int { return &c.Redis.PoolSize })},
+	{Path: "redis.timeout", Env: "REDIS_TIMEOUT_SECONDS", Default: "300ms", Doc: "bound on each Redis command; past it the router routes on local state (degraded) until Redis answers", apply: setDuration(func(c *Config) *Duration { return &c.Redis.Timeout })},
 	{Path: "locality.zone", Env: "ROUTER_ZONE", Default: "", Doc: "this replica's zone, for node_distance", apply: setString(func(c *Config) *string { return &c.Locality.Zone })},
 	{Path: "locality.region", Env: "ROUTER_REGION", Default: "", Doc: "this replica's region, for node_distance", apply: setString(func(c *Config) *string { return &c.Locality.Region })},
 	{Path: "envoy.listen", Env: "ENVOY_LISTEN", Default: "127.0.0.1:8080", Doc: "where the rendered Envoy config listens for clients", apply: setString(func(c *Config) *string { return &c.Envoy.Listen })},
@@ -107,6 +120,17 @@ func setList(field func(*Config) *[]string) func(*Config, string) error {
 			}
 		}
 		*field(c) = out
+		return nil
+	}
+}
+
+func setBool(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		*field(c) = b
 		return nil
 	}
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -59,16 +60,25 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	}
 
 	id := s.newClaimID()
-	req := state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Lease: s.opts.Lease}
-	s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
-	res, err := s.store.Claim(ctx, req)
+	snapActive := snapshotActive(plan.Candidates, workers)
+	snapPick := scoring.Pick(plan.Candidates, snapActive, nil)
+	var res state.ClaimResult
+	var err error
+	if s.opts.NonAtomicClaim {
+		res, err = s.claimNonAtomic(ctx, id, plan.Candidates, snapActive, snapPick)
+	} else {
+		s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
+		res, err = s.store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Lease: s.opts.Lease})
+	}
 	if err != nil {
 		s.m.StoreErrors.WithLabelValues("claim").Inc()
 		return nil, s.fail(d, OutcomeStoreFailed, "store_error", fmt.Errorf("claim for %s: %w: %w", r.Model, ErrStore, err))
 	}
 	d.Candidates = scoring.Breakdown(plan.Candidates, res.Active)
 	d.Unknown = unknownTerms(plan.Candidates)
-	if snapPick := scoring.Pick(plan.Candidates, snapshotActive(plan.Candidates, workers), nil); snapPick != res.Index {
+	if snapPick != res.Index {
+		// The live counts changed the choice the cached snapshot would have
+		// made: the atomic claim at work (most often, a herd averted).
 		d.Conflict = true
 		s.m.ClaimConflicts.Inc()
 	}
@@ -111,7 +121,7 @@ func (s *Scheduler) finishDecision(d *Decision) {
 	if len(d.Candidates) > 0 {
 		s.last.Store(d.Model, d)
 	}
-	logDecision(s.log, d)
+	logDecision(s.log, d, s.opts.LogCandidates)
 	if s.opts.Recorder != nil {
 		s.opts.Recorder.Record(d)
 	}
@@ -166,4 +176,26 @@ func anyTrue(bs []bool) bool {
 		}
 	}
 	return false
+}
+
+// claimNonAtomic is the read-then-write claim every naive router does: it
+// takes the worker the cached snapshot ranks best and claims it with no cap
+// check against live counts. Only for the herd benchmark.
+func (s *Scheduler) claimNonAtomic(ctx context.Context, id string, cands []scoring.Candidate, snapActive []int, pick int) (state.ClaimResult, error) {
+	res := state.ClaimResult{Index: -1, Active: snapActive, Available: make([]bool, len(cands))}
+	for i := range res.Available {
+		res.Available[i] = true
+	}
+	if pick < 0 {
+		return res, nil
+	}
+	one := toStateCandidates(cands[pick : pick+1])
+	one[0].Cap = math.MaxInt32
+	s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
+	r, err := s.store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: one, Lease: s.opts.Lease})
+	if err != nil || r.Index < 0 {
+		return res, err
+	}
+	res.Index = pick
+	return res, nil
 }

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -48,11 +50,19 @@ type Recorder interface {
 	Record(d *Decision)
 }
 
-// logDecision writes the decision as one structured line.
-func logDecision(log *zap.Logger, d *Decision) {
+// logDecision writes the decision as one structured line. With more than
+// top candidates (top > 0), the line carries the top best by total (the
+// winner among them) and the count of the rest; the full breakdown stays in
+// the decision record that explain serves. Encoding 64 candidates' terms on
+// every request would cost more than the decision itself.
+func logDecision(log *zap.Logger, d *Decision, top int) {
 	ce := log.Check(zap.InfoLevel, "decision")
 	if ce == nil {
 		return
+	}
+	cands := d.Candidates
+	if top > 0 && len(cands) > top {
+		cands = bestLines(cands, top)
 	}
 	ce.Write(
 		zap.String("request_id", d.RequestID),
@@ -68,7 +78,8 @@ func logDecision(log *zap.Logger, d *Decision) {
 		zap.Float64("snapshot_age_seconds", d.SnapshotAge),
 		zap.Bool("conflict", d.Conflict),
 		zap.Strings("unknown_terms", d.Unknown),
-		zap.Array("candidates", lines(d.Candidates)),
+		zap.Int("candidates_total", len(d.Candidates)),
+		zap.Array("candidates", lines(cands)),
 		zap.Array("excluded", excluded(d.Excluded)),
 	)
 }
@@ -124,4 +135,18 @@ func (es excluded) MarshalLogArray(enc zapcore.ArrayEncoder) error {
 		enc.AppendString(e.Worker + ":" + e.Reason)
 	}
 	return nil
+}
+
+// bestLines returns the n lines with the lowest totals, in ascending order.
+func bestLines(ls []scoring.Line, n int) []scoring.Line {
+	idx := make([]int, len(ls))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(ls[a].Total, ls[b].Total) })
+	out := make([]scoring.Line, n)
+	for i := range out {
+		out[i] = ls[idx[i]]
+	}
+	return out
 }

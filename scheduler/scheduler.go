@@ -49,17 +49,24 @@ var _ Store = (*state.Memory)(nil)
 
 // Options configure a Scheduler.
 type Options struct {
-	Strategy        string
-	Params          scoring.Params
-	Zone, Region    string
-	ReplicaID       string
-	Lease           time.Duration // claim lease; renewed every Lease/3
+	Strategy     string
+	Params       scoring.Params
+	Zone, Region string
+	ReplicaID    string
+	Lease        time.Duration // claim lease; renewed every Lease/3
+	// NonAtomicClaim claims the worker picked on the cached snapshot
+	// without re-reading live counts: the herd race, for the herd
+	// benchmark only.
+	NonAtomicClaim  bool
 	RefreshInterval time.Duration
 	EMAAlpha        float64
 	Logger          *zap.Logger
 	Metrics         *metrics.Metrics
 	Recorder        Recorder
-	Now             func() time.Time
+	// LogCandidates bounds the candidates written in each decision's log
+	// line (the best ones); 0 writes all.
+	LogCandidates int
+	Now           func() time.Time
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.

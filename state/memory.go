@@ -109,18 +109,21 @@ func (m *Memory) Release(_ context.Context, r Release) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	c, ok := m.claims[r.ID]
-	if !ok {
-		return false, nil
+	c, held := m.claims[r.ID]
+	worker := r.Worker
+	if held {
+		delete(m.claims, r.ID)
+		worker = c.worker
 	}
-	delete(m.claims, r.ID)
-	w, ok := m.workers[c.worker]
+	w, ok := m.workers[worker]
 	if !ok {
-		return true, nil
+		return held, nil
 	}
-	w.InFlight--
+	if held {
+		w.InFlight--
+	}
 	w.Stats = observe(w.Stats, r, now)
-	return true, nil
+	return held, nil
 }
 
 // observe applies a release's measurements to a worker's stats.
@@ -212,6 +215,29 @@ func (m *Memory) purgeLocked(now time.Time, force bool) {
 			if w, ok := m.workers[c.worker]; ok {
 				w.InFlight--
 			}
+		}
+	}
+}
+
+// seed replaces the store's content with a snapshot taken from another
+// store and registers claims (id → worker) as held here. Each worker's count
+// becomes the others' claims as of the snapshot (its count minus
+// oursAtSnap, the claims of ours the snapshot included) plus ours now.
+func (m *Memory) seed(snap Snapshot, claims map[string]string, oursAtSnap map[string]int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.workers, m.order, m.claims = map[string]*memWorker{}, nil, map[string]*memClaim{}
+	for _, w := range snap.Workers {
+		w.Spec.Models = slices.Clone(w.Spec.Models)
+		w.InFlight = max(0, w.InFlight-oursAtSnap[w.Spec.ID])
+		m.workers[w.Spec.ID] = &memWorker{Worker: w}
+		m.order = append(m.order, w.Spec.ID)
+	}
+	far := m.now().Add(100 * 365 * 24 * time.Hour)
+	for id, w := range claims {
+		m.claims[id] = &memClaim{worker: w, expiry: far}
+		if mw, ok := m.workers[w]; ok {
+			mw.InFlight++
 		}
 	}
 }

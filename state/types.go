@@ -121,7 +121,10 @@ type ClaimResult struct {
 // Release ends a claim and records what the request measured. Zero
 // durations and rates mean "no sample".
 type Release struct {
-	ID           string
+	ID string
+	// Worker, when set, receives the measurements even if the claim is no
+	// longer held (its lease lapsed during a store outage).
+	Worker       string
 	Failed       bool
 	Latency      time.Duration
 	TTFT         time.Duration

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/llm-router/llm-router/benchmark"
 )
@@ -28,6 +29,7 @@ const usage = `usage: llm-bench <command> [flags]
 
 commands:
   overhead   Envoy straight to one instant gpusim vs Envoy with llm-router, same requests
+  picks      scheduler decisions per second against one real redis-server, 1 and 3 replicas
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -38,6 +40,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "overhead":
 		return overhead(ctx, args[1:], stdout, stderr)
+	case "picks":
+		return picks(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
@@ -63,4 +67,19 @@ func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rep.Print(stdout)
 	return nil
+}
+
+func picks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("picks", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := benchmark.PicksOptions{Out: stdout, Replicas: []int{1, 3}}
+	fs.IntVar(&o.Workers, "workers", 64, "registered workers")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measurement time per replica count")
+	fs.IntVar(&o.Concurrency, "concurrency", 16, "concurrent decisions per replica")
+	fs.StringVar(&o.ResultsDir, "results", "", "write picks.json here")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	_, err := benchmark.Picks(ctx, o)
+	return err
 }

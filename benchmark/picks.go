@@ -1,0 +1,194 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/metrics"
+	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
+)
+
+// PicksOptions configure the pick-throughput benchmark.
+type PicksOptions struct {
+	Workers     int
+	Replicas    []int // e.g. 1 and 3
+	Duration    time.Duration
+	Concurrency int // goroutines per replica
+	Out         io.Writer
+	ResultsDir  string
+}
+
+// PicksResult is one replica count's throughput.
+type PicksResult struct {
+	Replicas       int     `json:"replicas"`
+	Workers        int     `json:"workers"`
+	Picks          int64   `json:"picks"`
+	PicksPerSecond float64 `json:"picks_per_second"`
+	P50Micros      float64 `json:"pick_p50_us"`
+	P99Micros      float64 `json:"pick_p99_us"`
+	Errors         int64   `json:"errors"`
+	RoundTrips     float64 `json:"redis_round_trips_per_pick"`
+}
+
+// Picks measures full scheduler decisions (snapshot-based plan, atomic
+// claim in Redis, release with the average update) per second against one
+// real redis-server, for each replica count: replicas are scheduler
+// instances with their own Redis connection pools, every decision logged
+// (JSON, discarded) as in production.
+func Picks(ctx context.Context, o PicksOptions) ([]PicksResult, error) {
+	dir, err := os.MkdirTemp("", "llmr-picks-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := stack.StartRedis(ctx, dir, "")
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop(2 * time.Second)
+
+	var out []PicksResult
+	for _, n := range o.Replicas {
+		res, err := picksRun(ctx, srv.Addr, fmt.Sprintf("picks%d", n), n, o)
+		if err != nil {
+			return out, err
+		}
+		fmt.Fprintf(o.Out, "%d replica(s), %d workers: %.0f picks/s, p50 %.0f µs, p99 %.0f µs, %.2f Redis round trips per pick\n",
+			res.Replicas, res.Workers, res.PicksPerSecond, res.P50Micros, res.P99Micros, res.RoundTrips)
+		out = append(out, res)
+	}
+	if o.ResultsDir != "" {
+		if err := writeJSON(o.ResultsDir+"/picks.json", out); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func picksRun(ctx context.Context, addr, prefix string, replicas int, o PicksOptions) (PicksResult, error) {
+	var specs []state.WorkerSpec
+	for i := 0; i < o.Workers; i++ {
+		specs = append(specs, state.WorkerSpec{ID: fmt.Sprintf("gpu-%d", i), Address: fmt.Sprintf("10.0.%d.%d:8000", i/250, i%250), Models: []string{"m"}, MaxConcurrency: 1 << 20})
+	}
+	discard := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zap.InfoLevel))
+	var scheds []*scheduler.Scheduler
+	var clients []*redis.Client
+	bg, stopBg := context.WithCancel(ctx)
+	defer stopBg()
+	for r := 0; r < replicas; r++ {
+		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Concurrency + 4, MaxRetries: -1})
+		clients = append(clients, c)
+		store := state.NewRedis(c, prefix)
+		if err := store.Register(ctx, specs); err != nil {
+			return PicksResult{}, err
+		}
+		s, err := scheduler.New(store, scheduler.Options{
+			Strategy: scoring.Scored,
+			Params: scoring.Params{
+				Weights:      scoring.Weights{Active: 100, Queue: 10, Latency: 5, JobCost: 2, Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15},
+				JobCostScale: 10 * time.Second, MinSamples: 3, Staleness: time.Minute, LoadPenalty: 0.1,
+			},
+			ReplicaID:     fmt.Sprintf("r%d", r),
+			Logger:        discard,
+			LogCandidates: 8,
+			Metrics:       metrics.New(),
+		})
+		if err != nil {
+			return PicksResult{}, err
+		}
+		if err := s.Refresh(ctx); err != nil {
+			return PicksResult{}, err
+		}
+		go s.Run(bg)
+		scheds = append(scheds, s)
+	}
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	before, err := roundTrips(ctx, clients[0])
+	if err != nil {
+		return PicksResult{}, err
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
+	defer cancel()
+	var picks, errs atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, s := range scheds {
+		for g := 0; g < o.Concurrency; g++ {
+			wg.Add(1)
+			go func(s *scheduler.Scheduler) {
+				defer wg.Done()
+				local := make([]time.Duration, 0, 4096)
+				for runCtx.Err() == nil {
+					t0 := time.Now()
+					tk, err := s.Admit(ctx, scheduler.Request{ID: "bench", Model: "m", MaxTokens: 128, PromptTokens: 256})
+					if err != nil {
+						errs.Add(1)
+						continue
+					}
+					local = append(local, time.Since(t0))
+					tk.Finish(scheduler.Outcome{Status: 200})
+					picks.Add(1)
+				}
+				mu.Lock()
+				lat = append(lat, local...)
+				mu.Unlock()
+			}(s)
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	after, err := roundTrips(ctx, clients[0])
+	if err != nil {
+		return PicksResult{}, err
+	}
+	n := picks.Load()
+	return PicksResult{
+		Replicas: replicas, Workers: o.Workers, Picks: n,
+		PicksPerSecond: float64(n) / elapsed.Seconds(),
+		P50Micros:      float64(Percentile(lat, 50).Microseconds()),
+		P99Micros:      float64(Percentile(lat, 99).Microseconds()),
+		Errors:         errs.Load(),
+		RoundTrips:     float64(after-before-1) / float64(max(n, 1)),
+	}, nil
+}
+
+// roundTrips counts the scripts Redis ran (each is one round trip; the
+// commands inside them are not).
+func roundTrips(ctx context.Context, c *redis.Client) (int64, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, name := range []string{"evalsha", "eval", "info", "ping", "hello"} {
+		key := "cmdstat_" + name + ":calls="
+		if i := strings.Index(info, key); i >= 0 {
+			var v int64
+			if _, err := fmt.Sscanf(info[i+len(key):], "%d", &v); err != nil {
+				return 0, fmt.Errorf("parse %s: %w", key, err)
+			}
+			total += v
+		}
+	}
+	return total, nil
+}

@@ -1,0 +1,347 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"sync"
+	"time"
+)
+
+// Failover is the Redis store with a local fallback for Redis outages.
+//
+// While Redis answers, every operation goes to it. When it stops answering,
+// Failover turns degraded: it seeds an in-memory store from the last
+// snapshot it read (every worker, its health, drain flag, averages and
+// in-flight count) plus the claims this replica holds, and routes on that
+// with local accounting. Other replicas' claims stay counted as they were
+// at the last snapshot, so caps err on the safe side.
+//
+// When Redis answers again, Failover reconciles before leaving degraded
+// mode: it restores the registry and the workers' state wherever Redis has
+// none (it lost its data), re-adds every claim this replica still holds that
+// Redis does not count (made during the outage, or lapsed meanwhile), and
+// replays the releases it made meanwhile, each releasing a claim at most
+// once and feeding the averages. Nothing is double counted or lost.
+type Failover struct {
+	primary *Redis
+	lease   time.Duration
+	onState func(degraded bool, err error)
+	now     func() time.Time
+
+	mu       sync.Mutex
+	degraded bool
+	local    *Memory
+	last     Snapshot
+	lastOurs map[string]int    // per worker, this replica's claims included in last
+	live     map[string]string // claim id → worker, for this replica's claims
+	pending  []Release
+	flags    []flagChange
+}
+
+type flagChange struct {
+	worker, what string
+	health       string
+	draining     bool
+}
+
+// NewFailover wraps primary. lease is the claim lease used when re-adding
+// claims; onState (may be nil) is told of every change of mode.
+func NewFailover(primary *Redis, lease time.Duration, onState func(degraded bool, err error)) *Failover {
+	if onState == nil {
+		onState = func(bool, error) {}
+	}
+	return &Failover{primary: primary, lease: lease, onState: onState, now: time.Now, live: map[string]string{}}
+}
+
+// Degraded reports whether the store routes on local state.
+func (f *Failover) Degraded() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.degraded
+}
+
+// Primary returns the Redis store.
+func (f *Failover) Primary() *Redis { return f.primary }
+
+// unavailable reports whether err is Redis being unreachable, not the
+// caller giving up.
+func unavailable(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && IsUnavailable(err)
+}
+
+// degradeLocked switches to local accounting.
+func (f *Failover) degradeLocked(err error) {
+	if f.degraded {
+		return
+	}
+	f.degraded = true
+	f.local = NewMemory(f.now)
+	f.local.seed(f.last, f.live, f.lastOurs)
+	f.onState(true, err)
+}
+
+// Run probes Redis while degraded and reconciles when it answers.
+func (f *Failover) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if f.Degraded() {
+				_ = f.Recover(ctx)
+			}
+		}
+	}
+}
+
+// Recover reconciles with Redis if it answers; it is a no-op when not
+// degraded.
+func (f *Failover) Recover(ctx context.Context) error {
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := f.primary.Ping(pctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.degraded {
+		return nil
+	}
+	rctx, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel2()
+	if err := f.reconcileLocked(rctx); err != nil {
+		return err
+	}
+	f.degraded, f.local, f.pending, f.flags = false, nil, nil, nil
+	f.onState(false, nil)
+	return nil
+}
+
+func (f *Failover) reconcileLocked(ctx context.Context) error {
+	localSnap, err := f.local.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	if err := f.primary.Restore(ctx, localSnap.Workers); err != nil {
+		return err
+	}
+	if _, err := f.primary.Adopt(ctx, f.live, f.lease); err != nil {
+		return err
+	}
+	for _, r := range f.pending {
+		if _, err := f.primary.Release(ctx, r); err != nil {
+			return err
+		}
+	}
+	f.pending = nil // replayed: never twice, even if a later step fails
+	for _, c := range f.flags {
+		var err error
+		if c.what == "health" {
+			err = f.primary.SetHealth(ctx, c.worker, c.health)
+		} else {
+			err = f.primary.SetDraining(ctx, c.worker, c.draining)
+		}
+		if err != nil && !errors.Is(err, ErrUnknownWorker) {
+			return err
+		}
+	}
+	return nil
+}
+
+// Register registers in Redis, or locally while it is unreachable (the
+// workers are restored into Redis on recovery).
+func (f *Failover) Register(ctx context.Context, specs []WorkerSpec) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.degraded {
+		err := f.primary.Register(ctx, specs)
+		if !unavailable(ctx, err) {
+			return err
+		}
+		f.degradeLocked(err)
+	}
+	return f.local.Register(ctx, specs)
+}
+
+// Snapshot reads Redis, or the local state while degraded.
+func (f *Failover) Snapshot(ctx context.Context) (Snapshot, error) {
+	f.mu.Lock()
+	degraded := f.degraded
+	f.mu.Unlock()
+	if !degraded {
+		f.mu.Lock()
+		before := maps.Clone(f.live)
+		f.mu.Unlock()
+		snap, err := f.primary.Snapshot(ctx)
+		if err == nil {
+			f.mu.Lock()
+			// Claims held both before and after the read were certainly in
+			// it; the few that began or ended during the read are not
+			// known either way and count as others'.
+			ours := map[string]int{}
+			for id, w := range f.live {
+				if before[id] == w {
+					ours[w]++
+				}
+			}
+			f.last, f.lastOurs = snap, ours
+			f.mu.Unlock()
+			return snap, nil
+		}
+		if !unavailable(ctx, err) {
+			return snap, err
+		}
+		f.mu.Lock()
+		f.degradeLocked(err)
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.degraded { // recovered meanwhile
+		return f.last, nil
+	}
+	return f.local.Snapshot(ctx)
+}
+
+// Claim claims in Redis, or locally while it is unreachable.
+func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
+	for attempt := 0; ; attempt++ {
+		if !f.Degraded() {
+			res, err := f.primary.Claim(ctx, req)
+			if err == nil {
+				if res.Index >= 0 {
+					f.mu.Lock()
+					f.live[req.ID] = req.Candidates[res.Index].Worker
+					f.mu.Unlock()
+				}
+				return res, nil
+			}
+			if !unavailable(ctx, err) || attempt > 0 {
+				return res, err
+			}
+			f.mu.Lock()
+			f.degradeLocked(err)
+			f.mu.Unlock()
+		}
+		f.mu.Lock()
+		if f.degraded {
+			res, err := f.local.Claim(ctx, req)
+			if err == nil && res.Index >= 0 {
+				f.live[req.ID] = req.Candidates[res.Index].Worker
+			}
+			f.mu.Unlock()
+			return res, err
+		}
+		f.mu.Unlock() // recovered meanwhile: back to Redis
+	}
+}
+
+// Release releases in Redis, or locally (queued for replay) while degraded.
+func (f *Failover) Release(ctx context.Context, r Release) (bool, error) {
+	f.mu.Lock()
+	worker, mine := f.live[r.ID]
+	delete(f.live, r.ID)
+	if r.Worker == "" {
+		r.Worker = worker
+	}
+	degraded := f.degraded
+	f.mu.Unlock()
+	if !degraded {
+		ok, err := f.primary.Release(ctx, r)
+		if !unavailable(context.Background(), err) {
+			return ok, err
+		}
+		f.mu.Lock()
+		f.degradeLocked(err)
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.degraded {
+		ok, err := f.primary.Release(ctx, r)
+		return ok, err
+	}
+	// The measurements wait in pending and reach Redis once, on recovery;
+	// locally only the slot is given back (the averages stay as last read).
+	f.pending = append(f.pending, r)
+	ok, err := f.local.Release(ctx, Release{ID: r.ID})
+	return ok || mine, err
+}
+
+// Move re-attributes a claim in Redis, or locally while degraded.
+func (f *Failover) Move(ctx context.Context, id, to string) error {
+	f.mu.Lock()
+	if _, ok := f.live[id]; ok {
+		f.live[id] = to
+	}
+	degraded := f.degraded
+	f.mu.Unlock()
+	if !degraded {
+		err := f.primary.Move(ctx, id, to)
+		if !unavailable(ctx, err) {
+			return err
+		}
+		f.mu.Lock()
+		f.degradeLocked(err)
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.degraded {
+		return f.primary.Move(ctx, id, to)
+	}
+	return f.local.Move(ctx, id, to)
+}
+
+// Renew extends leases in Redis; while degraded there is nothing to renew
+// (recovery re-adds every live claim with a fresh lease).
+func (f *Failover) Renew(ctx context.Context, ids []string, lease time.Duration) error {
+	if f.Degraded() {
+		return nil
+	}
+	err := f.primary.Renew(ctx, ids, lease)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		f.degradeLocked(err)
+		f.mu.Unlock()
+		return nil
+	}
+	return err
+}
+
+// SetHealth records health in Redis, or locally (replayed on recovery).
+func (f *Failover) SetHealth(ctx context.Context, worker, health string) error {
+	return f.setFlag(ctx, flagChange{worker: worker, what: "health", health: health})
+}
+
+// SetDraining records the drain flag in Redis, or locally (replayed).
+func (f *Failover) SetDraining(ctx context.Context, worker string, draining bool) error {
+	return f.setFlag(ctx, flagChange{worker: worker, what: "drain", draining: draining})
+}
+
+func (f *Failover) setFlag(ctx context.Context, c flagChange) error {
+	apply := func(s interface {
+		SetHealth(context.Context, string, string) error
+		SetDraining(context.Context, string, bool) error
+	},
+	) error {
+		if c.what == "health" {
+			return s.SetHealth(ctx, c.worker, c.health)
+		}
+		return s.SetDraining(ctx, c.worker, c.draining)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.degraded {
+		err := apply(f.primary)
+		if !unavailable(ctx, err) {
+			return err
+		}
+		f.degradeLocked(err)
+	}
+	f.flags = append(f.flags, c)
+	return apply(f.local)
+}

@@ -1,0 +1,40 @@
+-- Merge workers into the registry without clobbering live state. ARGV:
+-- prefix, n, then per worker: id, spec json, cap, health-if-absent,
+-- drain-if-absent ('1', '0' or ''), model count, models..., stats field
+-- count, (field, value)... (stats are written only when the worker has
+-- none: a replica restoring a Redis that lost its data).
+local i = 3
+for _ = 1, tonumber(ARGV[2]) do
+  local id, spec, cap, health, drain = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  local nm = tonumber(ARGV[i + 5])
+  i = i + 6
+  local models = {}
+  for j = 1, nm do models[ARGV[i + j - 1]] = true end
+  i = i + nm
+  local old = redis.call('HGET', K_WORKERS, id)
+  if old then
+    for _, m in ipairs(cjson.decode(old).models or {}) do
+      if not models[m] then redis.call('SREM', PREFIX .. 'model:' .. m, id) end
+    end
+  end
+  for m in pairs(models) do
+    redis.call('SADD', PREFIX .. 'model:' .. m, id)
+    redis.call('SADD', K_MODELS, m)
+  end
+  redis.call('HSET', K_WORKERS, id, spec)
+  redis.call('HSET', K_CAP, id, cap)
+  redis.call('HSETNX', K_HEALTH, id, health)
+  if drain == '1' then redis.call('HSETNX', K_DRAIN, id, '1') end
+  redis.call('HSETNX', K_INFLIGHT, id, 0)
+  refresh_ok(id)
+  local ns = tonumber(ARGV[i])
+  i = i + 1
+  local sk = PREFIX .. 'stats:' .. id
+  if ns > 0 and redis.call('EXISTS', sk) == 0 then
+    for j = 0, ns - 1 do
+      redis.call('HSET', sk, ARGV[i + 2 * j], ARGV[i + 2 * j + 1])
+    end
+  end
+  i = i + 2 * ns
+end
+return 1
