@@ -24,6 +24,8 @@ type Status interface {
 	// Status is "ok", "degraded" (shared store unreachable, routing on local
 	// state) or "draining" (shutting down).
 	Status() string
+	// Auth describes whether API keys are required.
+	Auth() string
 }
 
 // Handler returns the admin mux.
@@ -37,12 +39,23 @@ func Handler(src Source, st Status, replica string, reg *prometheus.Registry) *h
 			Draining bool   `json:"draining"`
 			InFlight int    `json:"in_flight"`
 		}
+		type queue struct {
+			Model    string `json:"model"`
+			Critical int    `json:"critical"`
+			Standard int    `json:"standard"`
+			Batch    int    `json:"batch"`
+		}
 		out := struct {
 			Status   string   `json:"status"`
 			Strategy string   `json:"strategy"`
 			Replica  string   `json:"replica"`
+			Auth     string   `json:"auth"`
 			Workers  []worker `json:"workers"`
-		}{Status: st.Status(), Strategy: src.Strategy(), Replica: replica, Workers: []worker{}}
+			Queues   []queue  `json:"queues"`
+		}{Status: st.Status(), Strategy: src.Strategy(), Replica: replica, Auth: st.Auth(), Workers: []worker{}, Queues: []queue{}}
+		for _, q := range snap.Queues {
+			out.Queues = append(out.Queues, queue{q.Model, q.Critical, q.Standard, q.Batch})
+		}
 		for _, w := range snap.Workers {
 			out.Workers = append(out.Workers, worker{w.Spec.ID, w.Health, w.Draining, w.InFlight})
 		}

@@ -21,7 +21,9 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/llm-router/llm-router/admin"
+	"github.com/llm-router/llm-router/auth"
 	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/decisions"
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/extproc"
 	"github.com/llm-router/llm-router/metrics"
@@ -32,19 +34,26 @@ import (
 
 // Router is a running router process.
 type Router struct {
-	cfg      config.Config
-	log      *zap.Logger
-	metrics  *metrics.Metrics
-	store    routerStore
-	storeRun func(context.Context)
-	degraded func() bool
-	sched    *scheduler.Scheduler
-	extproc  *extproc.Server
-	grpc     *grpc.Server
-	health   *health.Server
-	admin    *http.Server
-	draining atomic.Bool
-	ready    chan struct{}
+	cfg       config.Config
+	log       *zap.Logger
+	metrics   *metrics.Metrics
+	store     routerStore
+	storeRun  func(context.Context)
+	degraded  func() bool
+	sched     *scheduler.Scheduler
+	extproc   *extproc.Server
+	grpc      *grpc.Server
+	health    *health.Server
+	admin     *http.Server
+	draining  atomic.Bool
+	ready     chan struct{}
+	authState string
+	decisions *decisions.Ring
+}
+
+// Decision returns the recorded decision for a request id.
+func (r *Router) Decision(requestID string) (*scheduler.Decision, bool) {
+	return r.decisions.Get(requestID)
 }
 
 // NewLogger builds the JSON logger for level.
@@ -80,6 +89,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		f(&o)
 	}
 	m := metrics.New()
+	ring := decisions.NewRing(cfg.DecisionLogSize)
 	store, storeRun, degraded := o.store, func(context.Context) {}, func() bool { return false }
 	if store == nil {
 		var err error
@@ -102,9 +112,16 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		Lease:           cfg.ClaimLease.D(),
 		NonAtomicClaim:  !cfg.AtomicClaim,
 		LogCandidates:   cfg.DecisionLogCandidates,
-		EMAAlpha:        cfg.EMAAlpha,
-		Logger:          log.Named("scheduler"),
-		Metrics:         m,
+		Recorder:        ring,
+		Queue: scheduler.QueueOptions{
+			MaxSize:            cfg.Queue.MaxQueueSize,
+			CriticalMultiplier: cfg.Queue.CriticalMultiplier,
+			BatchShare:         cfg.Queue.BatchShare,
+			Timeouts:           [3]time.Duration{cfg.Queue.Timeout.Critical.D(), cfg.Queue.Timeout.Standard.D(), cfg.Queue.Timeout.Batch.D()},
+		},
+		EMAAlpha: cfg.EMAAlpha,
+		Logger:   log.Named("scheduler"),
+		Metrics:  m,
 	})
 	if err != nil {
 		return nil, err
@@ -112,12 +129,28 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	if err := sched.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	r := &Router{cfg: cfg, log: log, metrics: m, store: store, storeRun: storeRun, degraded: degraded, sched: sched, ready: make(chan struct{})}
+	r := &Router{cfg: cfg, log: log, metrics: m, store: store, storeRun: storeRun, degraded: degraded, sched: sched, ready: make(chan struct{}), decisions: ring}
+	keys, err := auth.New(cfg.Auth)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case keys.Enabled():
+		r.authState = fmt.Sprintf("enabled (%d keys)", keys.Count())
+	case keys.Count() > 0:
+		r.authState = "disabled (auth.enabled: false)"
+		log.Warn("API key auth is switched off by auth.enabled: false; any client may use the router")
+	default:
+		r.authState = "disabled (no API keys configured)"
+		log.Warn("API key auth is off: no keys configured (auth.keys, auth.keys_file or AUTH_TOKEN); any client may use the router, at standard priority at most")
+	}
 	r.extproc = extproc.New(extproc.FromScheduler(sched), extproc.Options{
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		ClusterFor:   envoy.ClusterFor,
-		Logger:       log.Named("extproc"),
-		Metrics:      m,
+		MaxBodyBytes:         cfg.MaxBodyBytes,
+		Auth:                 keys,
+		ForwardAuthorization: cfg.Auth.ForwardAuthorization,
+		ClusterFor:           envoy.ClusterFor,
+		Logger:               log.Named("extproc"),
+		Metrics:              m,
 	})
 	r.grpc = grpc.NewServer(
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second}),
@@ -168,6 +201,9 @@ func (r *Router) Status() string {
 	}
 	return "ok"
 }
+
+// Auth describes the API-key auth state, for /health.
+func (r *Router) Auth() string { return r.authState }
 
 // Ready is closed once both listeners accept connections.
 func (r *Router) Ready() <-chan struct{} { return r.ready }

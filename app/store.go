@@ -63,15 +63,16 @@ func RedisClient(c config.Redis) (redis.UniversalClient, error) {
 // newStore returns the in-memory store, or Redis wrapped for outages, and
 // a background loop to run (nil for memory).
 func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerStore, func(context.Context), func() bool, error) {
+	limits := state.Limits{Lease: cfg.ClaimLease.D(), GlobalCap: cfg.Queue.MaxConcurrentRequests}
 	if !cfg.Redis.Enabled() {
-		return state.NewMemory(nil), func(context.Context) {}, func() bool { return false }, nil
+		return state.NewMemory(nil, limits), func(context.Context) {}, func() bool { return false }, nil
 	}
 	client, err := RedisClient(cfg.Redis)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	primary := state.NewRedis(client, cfg.Redis.KeyPrefix)
-	f := state.NewFailover(primary, cfg.ClaimLease.D(), func(degraded bool, err error) {
+	primary := state.NewRedis(client, cfg.Redis.KeyPrefix, limits)
+	f := state.NewFailover(primary, func(degraded bool, err error) {
 		if degraded {
 			m.StoreDegraded.Set(1)
 			log.Error("redis unreachable: routing on local state (degraded)", zap.Error(err))

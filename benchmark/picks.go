@@ -91,7 +91,7 @@ func picksRun(ctx context.Context, addr, prefix string, replicas int, o PicksOpt
 	for r := 0; r < replicas; r++ {
 		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Concurrency + 4, MaxRetries: -1})
 		clients = append(clients, c)
-		store := state.NewRedis(c, prefix)
+		store := state.NewRedis(c, prefix, state.Limits{})
 		if err := store.Register(ctx, specs); err != nil {
 			return PicksResult{}, err
 		}

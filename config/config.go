@@ -51,12 +51,62 @@ type Config struct {
 	// only so the herd benchmark can show it. Never turn it off in production.
 	AtomicClaim bool `yaml:"atomic_claim"`
 
+	Queue          Queue          `yaml:"queue"`
+	Auth           Auth           `yaml:"auth"`
 	Redis          Redis          `yaml:"redis"`
 	Locality       Locality       `yaml:"locality"`
 	Envoy          Envoy          `yaml:"envoy"`
 	Scoring        Scoring        `yaml:"scoring"`
 	InferenceAware InferenceAware `yaml:"inference_aware"`
 	Workers        []Worker       `yaml:"workers"`
+}
+
+// Queue configures admission: requests beyond every worker's cap wait in
+// a per-model queue held by the router.
+type Queue struct {
+	// MaxQueueSize is the queue cap per model for standard requests; 0
+	// turns queueing off (a request finding every worker full gets 429).
+	MaxQueueSize       int      `yaml:"max_queue_size"`
+	CriticalMultiplier float64  `yaml:"critical_multiplier"`
+	BatchShare         float64  `yaml:"batch_share"`
+	Timeout            Timeouts `yaml:"timeout"`
+	// MaxConcurrentRequests caps requests in flight across the fleet (the
+	// distributed-router brief's semaphore); 0: no global cap.
+	MaxConcurrentRequests int `yaml:"max_concurrent_requests"`
+}
+
+// Timeouts is the longest a request of each priority waits in the queue.
+type Timeouts struct {
+	Critical Duration `yaml:"critical"`
+	Standard Duration `yaml:"standard"`
+	Batch    Duration `yaml:"batch"`
+}
+
+// Max is the longest of the three.
+func (t Timeouts) Max() time.Duration {
+	return max(t.Critical.D(), t.Standard.D(), t.Batch.D())
+}
+
+// Auth configures client API keys.
+type Auth struct {
+	// Enabled false switches auth off explicitly even with keys configured.
+	// With no key configured at all, auth is off and the router says so at
+	// start and in /health (never silently).
+	Enabled  *bool    `yaml:"enabled"`
+	Keys     []APIKey `yaml:"keys"`
+	KeysFile string   `yaml:"keys_file"`
+	// ForwardAuthorization passes the client's Authorization header on to
+	// the worker; off by default, so tenant keys never reach workers.
+	ForwardAuthorization bool `yaml:"forward_authorization"`
+	// Token is AUTH_TOKEN: one key, tenant "default", up to critical.
+	Token string `yaml:"-"`
+}
+
+// APIKey is one client credential.
+type APIKey struct {
+	Key         string `yaml:"key"`
+	Tenant      string `yaml:"tenant"`
+	MaxPriority string `yaml:"max_priority"` // critical, standard (default) or batch
 }
 
 // Redis configures the shared store. Empty (no url, no addrs): the
@@ -156,6 +206,16 @@ func Default() Config {
 		ClaimLease:            Duration(10 * time.Second),
 		AtomicClaim:           true,
 		Redis:                 Redis{KeyPrefix: "llmr", Timeout: Duration(300 * time.Millisecond), PoolSize: 64},
+		Queue: Queue{
+			MaxQueueSize:       32,
+			CriticalMultiplier: 2,
+			BatchShare:         0.5,
+			Timeout: Timeouts{
+				Critical: Duration(60 * time.Second),
+				Standard: Duration(30 * time.Second),
+				Batch:    Duration(15 * time.Second),
+			},
+		},
 		Envoy: Envoy{
 			Listen:         "127.0.0.1:8080",
 			Admin:          "127.0.0.1:9901",
@@ -331,6 +391,24 @@ func (c *Config) Validate() error {
 	if c.Redis.MasterName != "" && len(c.Redis.Addrs) == 0 {
 		bad("redis.master_name", "needs redis.addrs (the Sentinel addresses)")
 	}
+	if c.Queue.MaxQueueSize < 0 {
+		bad("queue.max_queue_size", "must not be negative")
+	}
+	if c.Queue.CriticalMultiplier < 1 {
+		bad("queue.critical_multiplier", "must be at least 1, got %g", c.Queue.CriticalMultiplier)
+	}
+	if c.Queue.BatchShare < 0 || c.Queue.BatchShare > 1 {
+		bad("queue.batch_share", "must be in [0, 1], got %g", c.Queue.BatchShare)
+	}
+	for name, d := range map[string]Duration{"critical": c.Queue.Timeout.Critical, "standard": c.Queue.Timeout.Standard, "batch": c.Queue.Timeout.Batch} {
+		if d.D() <= 0 || d.D() > time.Hour {
+			bad("queue.timeout."+name, "must be between 0 and 1h, got %s", d)
+		}
+	}
+	if c.Queue.MaxConcurrentRequests < 0 {
+		bad("queue.max_concurrent_requests", "must not be negative")
+	}
+	c.validateAuth(bad)
 	if c.Redis.PoolSize < 1 {
 		bad("redis.pool_size", "must be at least 1")
 	}
@@ -396,6 +474,26 @@ func (c *Config) validateWorkers(bad func(string, string, ...any), checkAddr fun
 		}
 		if w.MaxConcurrency < 1 {
 			bad(key+".max_concurrency", "must be at least 1, got %d", w.MaxConcurrency)
+		}
+	}
+}
+
+func (c *Config) validateAuth(bad func(string, string, ...any)) {
+	seen := map[string]bool{}
+	for i, k := range c.Auth.Keys {
+		key := fmt.Sprintf("auth.keys[%d]", i)
+		switch {
+		case len(k.Key) < 8:
+			bad(key+".key", "must be at least 8 characters")
+		case seen[k.Key]:
+			bad(key+".key", "duplicate key")
+		}
+		seen[k.Key] = true
+		if k.Tenant == "" {
+			bad(key+".tenant", "required")
+		}
+		if k.MaxPriority != "" && !slices.Contains([]string{"critical", "standard", "batch"}, k.MaxPriority) {
+			bad(key+".max_priority", "want critical, standard or batch, got %q", k.MaxPriority)
 		}
 	}
 }

@@ -35,6 +35,25 @@ var Keys = []Key{
 	{Path: "refresh_interval", Env: "REFRESH_INTERVAL_SECONDS", Default: "100ms", Doc: "how often the worker snapshot used for scoring is reread (never the in-flight counts, which the claim reads atomically)", apply: setDuration(func(c *Config) *Duration { return &c.RefreshInterval })},
 	{Path: "claim_lease", Env: "CLAIM_LEASE_SECONDS", Default: "10s", Doc: "lease of each claim, renewed every third of it while the request lives; a dead replica's claims stop counting after it (500ms to 30s)", apply: setDuration(func(c *Config) *Duration { return &c.ClaimLease })},
 	{Path: "atomic_claim", Env: "ATOMIC_CLAIM", Default: "true", Doc: "false claims the worker picked on the cached snapshot without re-reading live counts: the herd race, for the herd benchmark only", apply: setBool(func(c *Config) *bool { return &c.AtomicClaim })},
+	{Path: "queue.max_queue_size", Env: "MAX_QUEUE_SIZE", Default: "32", Doc: "queue cap per model for standard requests; past it, 429; 0 turns queueing off", apply: setInt(func(c *Config) *int { return &c.Queue.MaxQueueSize })},
+	{Path: "queue.critical_multiplier", Env: "QUEUE_CRITICAL_MULTIPLIER", Default: "2", Doc: "critical requests may queue up to this multiple of max_queue_size", apply: setFloat(func(c *Config) *float64 { return &c.Queue.CriticalMultiplier })},
+	{Path: "queue.batch_share", Env: "QUEUE_BATCH_SHARE", Default: "0.5", Doc: "batch requests queue only below this share of max_queue_size, and are shed first when a higher priority finds the queue full", apply: setFloat(func(c *Config) *float64 { return &c.Queue.BatchShare })},
+	{Path: "queue.timeout.critical", Env: "QUEUE_TIMEOUT_CRITICAL_SECONDS", Default: "60s", Doc: "longest wait of a critical request; past it, 503", apply: setDuration(func(c *Config) *Duration { return &c.Queue.Timeout.Critical })},
+	{Path: "queue.timeout.standard", Env: "QUEUE_TIMEOUT_STANDARD_SECONDS", Default: "30s", Doc: "longest wait of a standard request; past it, 503", apply: setDuration(func(c *Config) *Duration { return &c.Queue.Timeout.Standard })},
+	{Path: "queue.timeout.batch", Env: "QUEUE_TIMEOUT_BATCH_SECONDS", Default: "15s", Doc: "longest wait of a batch request; past it, 503", apply: setDuration(func(c *Config) *Duration { return &c.Queue.Timeout.Batch })},
+	{Path: "queue.max_concurrent_requests", Env: "MAX_CONCURRENT_REQUESTS", Default: "0", Doc: "cap on requests in flight across the fleet (the brief's semaphore); 0: none", apply: setInt(func(c *Config) *int { return &c.Queue.MaxConcurrentRequests })},
+	{Path: "auth.keys[].{key,tenant,max_priority}", Env: "", Default: "", Doc: "client API keys (Bearer), each with a tenant and the highest priority it may use (default standard)"},
+	{Path: "auth.keys_file", Env: "AUTH_KEYS_FILE", Default: "", Doc: "YAML file with a list of keys in the same form (preferred: keep keys out of the main file)", apply: setString(func(c *Config) *string { return &c.Auth.KeysFile })},
+	{Path: "-", Env: "AUTH_TOKEN", Default: "", Doc: "one more key: tenant `default`, up to critical", apply: func(c *Config, v string) error { c.Auth.Token = v; return nil }},
+	{Path: "auth.enabled", Env: "AUTH_ENABLED", Default: "true", Doc: "false switches auth off even with keys configured; with no key configured at all auth is off, and the router says so at start and in /health", apply: func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", v)
+		}
+		c.Auth.Enabled = &b
+		return nil
+	}},
+	{Path: "auth.forward_authorization", Env: "AUTH_FORWARD_AUTHORIZATION", Default: "false", Doc: "pass the client's Authorization header to the worker (off: tenant keys never reach workers)", apply: setBool(func(c *Config) *bool { return &c.Auth.ForwardAuthorization })},
 	{Path: "redis.url", Env: "REDIS_URL", Default: "", Doc: "shared store, redis://[user:pass@]host:port/db; empty and no addrs: in-memory (one replica)", apply: setString(func(c *Config) *string { return &c.Redis.URL })},
 	{Path: "redis.addrs", Env: "REDIS_ADDRS", Default: "", Doc: "Sentinel or Cluster seed addresses, comma-separated in the env var", apply: setList(func(c *Config) *[]string { return &c.Redis.Addrs })},
 	{Path: "redis.master_name", Env: "REDIS_MASTER_NAME", Default: "", Doc: "Sentinel master name (with redis.addrs)", apply: setString(func(c *Config) *string { return &c.Redis.MasterName })},

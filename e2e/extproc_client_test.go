@@ -35,6 +35,7 @@ func dialExtProc(t *testing.T, addr string) *epConn {
 type epRequest struct {
 	stream extprocv3.ExternalProcessor_ProcessClient
 	cancel context.CancelFunc
+	queued bool // the router extended the message timeout: it waited
 }
 
 func hdrs(kv ...string) *extprocv3.HttpHeaders {
@@ -75,6 +76,12 @@ func (r *epRequest) decide(body string) (worker string, status int, err error) {
 	resp, err := r.roundTrip(&extprocv3.ProcessingRequest{Request: &extprocv3.ProcessingRequest_RequestBody{
 		RequestBody: &extprocv3.HttpBody{Body: []byte(body), EndOfStream: true},
 	}})
+	// A queued request first extends Envoy's message timeout; the decision
+	// follows when a worker frees up.
+	for err == nil && resp.Response == nil && resp.OverrideMessageTimeout != nil {
+		r.queued = true
+		resp, err = r.stream.Recv()
+	}
 	if err != nil {
 		return "", 0, err
 	}

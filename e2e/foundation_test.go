@@ -122,7 +122,10 @@ func TestErrorsAreOpenAIShaped(t *testing.T) {
 	e := newEnv(t, []workerSpec{
 		{ID: "a-0", Model: "model-a", Cap: 1, Args: []string{"--tokens-per-second", "20", "--ttft-ms", "0"}},
 		{ID: "b-0", Model: "model-b"},
-	}, func(c *config.Config) { c.MaxBodyBytes = 64 << 10 })
+	}, func(c *config.Config) {
+		c.MaxBodyBytes = 64 << 10
+		c.Queue.MaxQueueSize = 0 // queueing off: a full fleet answers 429 at once
+	})
 	c := e.client()
 	ctx := e.ctx
 	chat := func(body any, opts ...option.RequestOption) error {

@@ -77,21 +77,31 @@ type env struct {
 // and Envoy with the rendered config.
 func newEnv(t *testing.T, workers []workerSpec, mutate func(*config.Config)) *env {
 	t.Helper()
+	e := startWorkers(t, workers)
+	if mutate != nil {
+		mutate(&e.Cfg)
+	}
+	e.startFront()
+	return e
+}
+
+// startWorkers starts the gpusim workers and a config listing them, with
+// fresh ports for the router and Envoy.
+func startWorkers(t *testing.T, workers []workerSpec) *env {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, Workers: map[string]*stack.Gpusim{}, dir: t.TempDir()}
 
-	addrs := stack.MustFreeAddrs(4 + len(workers))
+	addrs := stack.MustFreeAddrs(len(workers))
 	cfg := config.Default()
-	cfg.ExtProcListen, cfg.AdminListen = addrs[0], addrs[1]
-	cfg.Envoy.Listen, cfg.Envoy.Admin = addrs[2], addrs[3]
 	cfg.ReplicaID = "e2e"
 	cfg.ShutdownGrace = config.Duration(2 * time.Second)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make(chan error, len(workers))
 	for i, w := range workers {
-		addr := addrs[4+i]
+		addr := addrs[i]
 		cap := w.Cap
 		if cap == 0 {
 			cap = 4
@@ -121,20 +131,35 @@ func newEnv(t *testing.T, workers []workerSpec, mutate func(*config.Config)) *en
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if mutate != nil {
-		mutate(&cfg)
-	}
-	if err := cfg.Validate(); err != nil {
+	e.Cfg = cfg
+	return e
+}
+
+// replica returns a copy of e for another router replica in front of the
+// same workers (its own router and Envoy, after startFront).
+func (e *env) replica(id string) *env {
+	r := &env{t: e.t, ctx: e.ctx, Workers: e.Workers, dir: e.t.TempDir(), Cfg: e.Cfg}
+	r.Cfg.ReplicaID = id
+	return r
+}
+
+// startFront starts the router and an Envoy in front of it on fresh ports.
+func (e *env) startFront() {
+	t := e.t
+	addrs := stack.MustFreeAddrs(4)
+	e.Cfg.ExtProcListen, e.Cfg.AdminListen = addrs[0], addrs[1]
+	e.Cfg.Envoy.Listen, e.Cfg.Envoy.Admin = addrs[2], addrs[3]
+	e.Cfg.Envoy.ExtProcAddrs = nil
+	if err := e.Cfg.Validate(); err != nil {
 		t.Fatalf("test config: %v", err)
 	}
-	e.Cfg = cfg
 	e.startRouter()
 
-	yaml, err := envoy.Render(cfg)
+	yaml, err := envoy.Render(e.Cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := stack.StartEnvoy(ctx, envoyBin, e.dir, yaml, cfg.Envoy.Admin, cfg.Envoy.Listen)
+	ev, err := stack.StartEnvoy(e.ctx, envoyBin, e.dir, yaml, e.Cfg.Envoy.Admin, e.Cfg.Envoy.Listen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +175,7 @@ func newEnv(t *testing.T, workers []workerSpec, mutate func(*config.Config)) *en
 		t.Fatalf("envoy /server_info: %v", err)
 	}
 	t.Logf("real Envoy serving: version %s (pid %d)", version, ev.Pid())
-	e.URL = "http://" + cfg.Envoy.Listen
-	return e
+	e.URL = "http://" + e.Cfg.Envoy.Listen
 }
 
 func (e *env) startRouter() {

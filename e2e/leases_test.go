@@ -46,7 +46,7 @@ func TestKilledReplicaLeaksNothing(t *testing.T) {
 
 	client := redis.NewClient(&redis.Options{Addr: rd.Addr})
 	defer client.Close()
-	store := state.NewRedis(client, cfg.Redis.KeyPrefix)
+	store := state.NewRedis(client, cfg.Redis.KeyPrefix, state.Limits{})
 	total := func() int {
 		snap, err := store.Snapshot(ctx)
 		if err != nil {

@@ -126,7 +126,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 	// averages, and every count at 0 once the load is over.
 	client := redis.NewClient(&redis.Options{Addr: rd2.Addr})
 	defer client.Close()
-	store := state.NewRedis(client, prefix)
+	store := state.NewRedis(client, prefix, state.Limits{})
 	err = stack.WaitFor(context.Background(), 5*time.Second, func() error {
 		snap, err := store.Snapshot(context.Background())
 		if err != nil {

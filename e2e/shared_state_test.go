@@ -63,12 +63,12 @@ func newRouterFleet(t *testing.T, n int, workers []config.Worker, redisAddr stri
 	prefix := fmt.Sprintf("e2e%d", prefixSeq.Add(1))
 	var shared *state.Memory
 	if redisAddr == "" {
-		shared = state.NewMemory(nil)
+		shared = state.NewMemory(nil, state.Limits{})
 		f.sampler = shared
 	} else {
 		c := redis.NewClient(&redis.Options{Addr: redisAddr})
 		t.Cleanup(func() { _ = c.Close() })
-		f.sampler = state.NewRedis(c, prefix)
+		f.sampler = state.NewRedis(c, prefix, state.Limits{})
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
@@ -421,7 +421,9 @@ func TestCommandsPerRequest(t *testing.T) {
 var scriptInner = map[string]bool{
 	"time": true, "zrangebyscore": true, "hget": true, "hincrby": true, "hset": true, "hdel": true,
 	"zrem": true, "zadd": true, "hmget": true, "hexists": true, "hsetnx": true, "sadd": true,
-	"srem": true, "exists": true, "hgetall": true, "zscore": true,
+	"srem": true, "exists": true, "hgetall": true, "zscore": true, "incr": true, "decr": true,
+	"get": true, "set": true, "zcard": true, "zrange": true, "zrevrangebyscore": true, "zrank": true,
+	"zcount": true, "smembers": true, "publish": true,
 }
 
 type callCounts struct {

@@ -120,10 +120,13 @@ func Render(cfg config.Config) ([]byte, error) {
 
 func build(cfg config.Config) (data, error) {
 	d := data{
-		Version:           Version(),
-		BufferLimit:       cfg.MaxBodyBytes + 1<<20,
-		MessageTimeout:    dur(cfg.Envoy.MessageTimeout.D()),
-		MaxMessageTimeout: dur(cfg.Envoy.MessageTimeout.D()),
+		Version:        Version(),
+		BufferLimit:    cfg.MaxBodyBytes + 1<<20,
+		MessageTimeout: dur(cfg.Envoy.MessageTimeout.D()),
+		// A queued request's body reply comes when a worker frees up: the
+		// router extends the timeout (override_message_timeout) up to its
+		// longest queue wait plus a margin.
+		MaxMessageTimeout: dur(max(cfg.Envoy.MessageTimeout.D(), cfg.Queue.Timeout.Max()+10*time.Second)),
 		RouteTimeout:      dur(cfg.Envoy.RouteTimeout.D()),
 		ConnectTimeout:    dur(cfg.Envoy.ConnectTimeout.D()),
 		NumRetries:        cfg.Envoy.NumRetries,

@@ -11,6 +11,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
+	"github.com/llm-router/llm-router/auth"
 	"github.com/llm-router/llm-router/scheduler"
 )
 
@@ -42,6 +43,11 @@ func classify(err error) httpError {
 		e.Message = pe.Msg
 	}
 	switch {
+	case errors.Is(err, auth.ErrUnauthenticated):
+		e.Status, e.Type, e.Code = 401, "invalid_request_error", "invalid_api_key"
+		e.Message = "Incorrect or missing API key. Send it as Authorization: Bearer <key>."
+	case errors.Is(err, auth.ErrBadPriority):
+		e.Status, e.Type, e.Code = 400, "invalid_request_error", "invalid_priority"
 	case errors.Is(err, ErrBadRequest):
 		e.Status, e.Type, e.Code = 400, "invalid_request_error", "invalid_request"
 	case errors.Is(err, scheduler.ErrUnknownModel):
@@ -60,6 +66,12 @@ func classify(err error) httpError {
 		e.Status, e.Type, e.Code = 503, "service_unavailable", "no_healthy_worker"
 	case errors.Is(err, scheduler.ErrAtCapacity):
 		e.Status, e.Type, e.Code = 429, "rate_limit_exceeded", "at_capacity"
+	case errors.Is(err, scheduler.ErrQueueFull):
+		e.Status, e.Type, e.Code = 429, "rate_limit_exceeded", "queue_full"
+	case errors.Is(err, scheduler.ErrShed):
+		e.Status, e.Type, e.Code = 429, "rate_limit_exceeded", "shed"
+	case errors.Is(err, scheduler.ErrQueueTimeout):
+		e.Status, e.Type, e.Code = 503, "service_unavailable", "queue_timeout"
 	case errors.Is(err, ErrUnavailable):
 		e.Status, e.Type, e.Code = 503, "service_unavailable", "shutting_down"
 	default:

@@ -13,7 +13,9 @@ import (
 	extprocfilterv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_proc/v3"
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/llm-router/llm-router/auth"
 	"github.com/llm-router/llm-router/scheduler"
 )
 
@@ -21,8 +23,12 @@ import (
 // lives exactly as long as the ext_proc stream; close releases the claim if
 // no phase did.
 type exchange struct {
-	srv *Server
-	ctx context.Context
+	srv  *Server
+	ctx  context.Context
+	send func(*extprocv3.ProcessingResponse) error
+
+	identity auth.Identity
+	priority string
 
 	requestID string
 	method    string
@@ -59,6 +65,7 @@ func (x *exchange) handle(req *extprocv3.ProcessingRequest) *extprocv3.Processin
 }
 
 func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
+	var authorization, priority string
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		switch hv.Key {
 		case ":method":
@@ -67,6 +74,10 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 			x.path = headerValue(hv)
 		case headerRequestID:
 			x.requestID = sanitizeRequestID(headerValue(hv))
+		case headerAuth:
+			authorization = headerValue(hv)
+		case headerPriority:
+			priority = headerValue(hv)
 		}
 	}
 	if x.requestID == "" {
@@ -75,6 +86,19 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 	if x.srv.draining.Load() {
 		return x.fail(ErrUnavailable)
 	}
+	x.identity = auth.Anonymous
+	if a := x.srv.opts.Auth; a != nil {
+		id, err := a.Authenticate(authorization)
+		if err != nil {
+			return x.fail(err)
+		}
+		x.identity = id
+	}
+	p, err := auth.Priority(priority, x.identity)
+	if err != nil {
+		return x.fail(err)
+	}
+	x.priority = p
 	x.endpoint = endpointFor(x.path)
 	switch {
 	case x.endpoint == EndpointNone && pathIs(x.path, "/v1/models"):
@@ -90,11 +114,16 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 		return x.fail(badParam("", "request body is empty; expected a JSON object"))
 	}
 	// Strip any routing header the client sent: only the body phase's
-	// decision may choose the upstream.
+	// decision may choose the upstream. The tenant's key and the priority
+	// header are the router's business, not the worker's.
+	remove := []string{headerCluster, headerPriority}
+	if !x.srv.opts.ForwardAuthorization {
+		remove = append(remove, headerAuth)
+	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
 		RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
 			HeaderMutation: &extprocv3.HeaderMutation{
-				RemoveHeaders: []string{headerCluster},
+				RemoveHeaders: remove,
 				SetHeaders:    []*corev3.HeaderValueOption{setHeader(headerRequestID, x.requestID)},
 			},
 		}},
@@ -116,9 +145,14 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRespo
 		PromptTokens: body.PromptTokens,
 		MaxTokens:    body.MaxTokens,
 		Stream:       body.Stream,
-		Priority:     "standard",
+		Priority:     x.priority,
+		Tenant:       x.identity.Tenant,
+		OnQueued:     x.extendTimeout,
 	})
 	if err != nil {
+		if x.ctx.Err() != nil {
+			return nil // Envoy ended the stream while the request waited
+		}
 		return x.fail(err)
 	}
 	x.claim, x.claimedAt = claim, x.srv.now()
@@ -217,6 +251,16 @@ func (x *exchange) finish(aborted bool) {
 	}
 	x.claim.Finish(o)
 	x.claim = nil
+}
+
+// extendTimeout tells Envoy the body reply will take up to maxWait: the
+// request waits in the queue, and Envoy's per-message timeout must not cut
+// it short.
+func (x *exchange) extendTimeout(maxWait time.Duration) {
+	if x.send == nil {
+		return
+	}
+	_ = x.send(&extprocv3.ProcessingResponse{OverrideMessageTimeout: durationpb.New(maxWait + queueMargin)})
 }
 
 func (x *exchange) close() {

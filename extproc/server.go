@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/llm-router/llm-router/auth"
 	"github.com/llm-router/llm-router/metrics"
 	"github.com/llm-router/llm-router/scheduler"
 )
@@ -41,7 +42,14 @@ const (
 	headerUpstreamHost = "x-llm-upstream-host"
 	headerRoutedNode   = "x-routed-node"
 	headerRequestID    = "x-request-id"
+	headerPriority     = "x-llm-priority"
+	headerAuth         = "authorization"
 )
+
+// queueMargin is added to the longest queue wait when extending Envoy's
+// message timeout, so Envoy never gives up on a request the router still
+// holds (the rendered max_message_timeout leaves room for it).
+const queueMargin = 5 * time.Second
 
 // Scheduler is what the adapter needs from the scheduler.
 type Scheduler interface {
@@ -57,9 +65,20 @@ type Claim interface {
 	Finish(o scheduler.Outcome)
 }
 
+// Authenticator checks client keys.
+type Authenticator interface {
+	Authenticate(authorization string) (auth.Identity, error)
+}
+
 // Options configure the server.
 type Options struct {
 	MaxBodyBytes int64
+	// Auth checks the Authorization header; nil lets every request in as
+	// auth.Anonymous.
+	Auth Authenticator
+	// ForwardAuthorization keeps the client's Authorization header on the
+	// upstream request (off: removed, so tenant keys never reach workers).
+	ForwardAuthorization bool
 	// ClusterFor names the Envoy cluster for a worker and model.
 	ClusterFor func(worker, model string) string
 	Logger     *zap.Logger
@@ -109,6 +128,7 @@ func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error
 	defer s.m.ExtProcStreamsActive.Dec()
 
 	x := newExchange(stream.Context(), s)
+	x.send = stream.Send
 	defer x.close()
 	for {
 		req, err := stream.Recv()

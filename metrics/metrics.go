@@ -87,7 +87,7 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 		Registry:           reg,
 		RequestsTotal:      f.counter("requests_total", "Requests the router decided on, by model and final HTTP status.", labelsRequest),
 		RequestLatency:     f.histogram("request_latency_seconds", "End-to-end latency of requests as the router saw them, from the decision to the end of the response.", LatencyBuckets, labelsModel),
-		QueueDepth:         f.gauge("queue_depth", "Requests waiting for a worker, as counted by this replica.", labelsPriority),
+		QueueDepth:         f.gauge("queue_depth", "Requests waiting for a worker, fleet-wide, as of the last snapshot.", labelsPriority),
 		RequestsRejected:   f.counter("requests_rejected_total", "Requests answered with an error by the router itself, by reason.", labelsReason),
 		RequestsPerNode:    f.counter("requests_per_node_total", "Requests served per worker (the worker that actually served, after any Envoy retry).", labelsNode),
 		NodeActiveRequests: f.gauge("node_active_requests", "In-flight requests per worker across all replicas, as of the last snapshot.", labelsNode),

@@ -9,9 +9,29 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
+
+// Priority classes, best first.
+const (
+	PriorityCritical = "critical"
+	PriorityStandard = "standard"
+	PriorityBatch    = "batch"
+)
+
+// Rank maps a priority class to its queue rank (unknown: standard).
+func Rank(priority string) int {
+	switch priority {
+	case PriorityCritical:
+		return state.RankCritical
+	case PriorityBatch:
+		return state.RankBatch
+	}
+	return state.RankStandard
+}
 
 // Request is what the scheduler needs to know about one inference request.
 type Request struct {
@@ -20,25 +40,33 @@ type Request struct {
 	PromptTokens int
 	MaxTokens    int
 	Stream       bool
-	Priority     string
+	Priority     string // critical, standard (default) or batch
 	Tenant       string
+	// OnQueued, when set, is called once if the request has to wait, with
+	// the longest it may wait (the ext_proc adapter extends Envoy's message
+	// timeout with it).
+	OnQueued func(maxWait time.Duration)
 }
 
 // retryAfterBusy is the Retry-After suggested when no worker can take the
 // request now.
 const retryAfterBusy = time.Second
 
-// Admit decides where r runs and claims that worker. On success the caller
-// must call Ticket.Finish exactly once when the request ends (extra calls
-// are harmless).
+// Admit decides where r runs and claims that worker, waiting in the
+// model's queue when every eligible worker is at its cap. On success the
+// caller must call Ticket.Finish exactly once when the request ends (extra
+// calls are harmless). A cancelled ctx (the client left) ends the wait.
 func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	start := s.now()
+	if r.Priority == "" {
+		r.Priority = PriorityStandard
+	}
 	v := s.view.Load()
 	if v == nil {
 		return nil, fmt.Errorf("no worker snapshot yet: %w", ErrStore)
 	}
 	if _, ok := v.byModel[r.Model]; !ok {
-		s.reject(r, "unknown_model")
+		s.m.RequestsRejected.WithLabelValues("", "unknown_model").Inc()
 		return nil, &ModelError{Model: r.Model, Err: ErrUnknownModel}
 	}
 
@@ -68,7 +96,7 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		res, err = s.claimNonAtomic(ctx, id, plan.Candidates, snapActive, snapPick)
 	} else {
 		s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
-		res, err = s.store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Lease: s.opts.Lease})
+		res, err = s.store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Queue: s.queueSpec(r)})
 	}
 	if err != nil {
 		s.m.StoreErrors.WithLabelValues("claim").Inc()
@@ -76,30 +104,144 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	}
 	d.Candidates = scoring.Breakdown(plan.Candidates, res.Active)
 	d.Unknown = unknownTerms(plan.Candidates)
-	if snapPick != res.Index {
+	if snapPick != res.Index && !res.Queued {
 		// The live counts changed the choice the cached snapshot would have
 		// made: the atomic claim at work (most often, a herd averted).
 		d.Conflict = true
 		s.m.ClaimConflicts.Inc()
 	}
-	if res.Index < 0 {
-		if !anyTrue(res.Available) {
-			return nil, s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
-				&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrNoHealthyWorker), After: retryAfterBusy})
-		}
-		return nil, s.fail(d, OutcomeAtCapacity, "at_capacity",
-			&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrAtCapacity), After: retryAfterBusy})
+	switch {
+	case res.Index >= 0:
+		return s.admitted(d, r, id, plan.Candidates[res.Index].Worker), nil
+	case res.Queued:
+		d.QueuePosition = res.Position
+		return s.wait(ctx, r, d, id, start)
+	case !anyTrue(res.Available):
+		return nil, s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
+			&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrNoHealthyWorker), After: retryAfterBusy})
+	case res.QueueFull:
+		return nil, s.fail(d, OutcomeQueueFull, "queue_full",
+			&RetryAfter{Err: fmt.Errorf("%s, %s priority: %w", r.Model, r.Priority, ErrQueueFull), After: retryAfterBusy})
 	}
+	return nil, s.fail(d, OutcomeAtCapacity, "at_capacity",
+		&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrAtCapacity), After: retryAfterBusy})
+}
 
-	worker := plan.Candidates[res.Index].Worker
+// queueSpec says how r may queue (nil: queueing off).
+func (s *Scheduler) queueSpec(r Request) *state.QueueSpec {
+	q := s.opts.Queue
+	if q.MaxSize <= 0 {
+		return nil
+	}
+	rank := Rank(r.Priority)
+	allow := q.MaxSize
+	switch rank {
+	case state.RankCritical:
+		allow = int(math.Ceil(float64(q.MaxSize) * q.CriticalMultiplier))
+	case state.RankBatch:
+		allow = int(math.Floor(float64(q.MaxSize) * q.BatchShare))
+	}
+	return &state.QueueSpec{Model: r.Model, Rank: rank, Allow: allow, Replica: s.opts.ReplicaID}
+}
+
+// admitted records a claim held for r and returns its ticket.
+func (s *Scheduler) admitted(d *Decision, r Request, id, worker string) *Ticket {
 	d.Outcome, d.Worker = OutcomeClaimed, worker
 	s.finishDecision(d)
-
-	t := &Ticket{s: s, ID: id, Decision: d, model: r.Model, worker: worker, start: start, promptTokens: r.PromptTokens}
+	t := &Ticket{s: s, ID: id, Decision: d, model: r.Model, worker: worker, start: s.now(), promptTokens: r.PromptTokens}
 	s.mu.Lock()
 	s.live[id] = t
 	s.mu.Unlock()
-	return t, nil
+	return t
+}
+
+// wait holds a queued request until a worker is handed to it (late
+// binding: whichever eligible worker frees first), its priority's timeout
+// passes, it is shed, or the client leaves.
+func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string, start time.Time) (*Ticket, error) {
+	rank := Rank(r.Priority)
+	timeout := s.opts.Queue.Timeouts[rank]
+	ch := make(chan state.Notice, 1)
+	s.mu.Lock()
+	s.waiters[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.waiters, id)
+		s.mu.Unlock()
+	}()
+	if r.OnQueued != nil {
+		r.OnQueued(timeout)
+	}
+	if ce := s.log.Check(zap.DebugLevel, "queued"); ce != nil {
+		ce.Write(zap.String("request_id", r.ID), zap.String("model", r.Model), zap.String("priority", r.Priority), zap.Int("position", d.QueuePosition))
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	poll := time.NewTicker(s.opts.Queue.PollEvery)
+	defer poll.Stop()
+
+	granted := func(worker string) (*Ticket, error) {
+		waited := s.now().Sub(start)
+		d.WaitSeconds = waited.Seconds()
+		s.m.QueueWait.WithLabelValues(r.Model, r.Priority).Observe(waited.Seconds())
+		return s.admitted(d, r, id, worker), nil
+	}
+	// leave takes the request out of the queue; a slot handed to it in the
+	// meantime is kept (keep) or given back.
+	leave := func(keep bool) (string, error) {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		s.m.StoreRoundTrips.WithLabelValues("cancel").Inc()
+		st, err := s.store.Cancel(cctx, id)
+		if err != nil {
+			s.m.StoreErrors.WithLabelValues("cancel").Inc()
+			return "", err
+		}
+		if st.State != state.WaiterGranted {
+			return "", nil
+		}
+		if keep {
+			return st.Worker, nil
+		}
+		s.m.StoreRoundTrips.WithLabelValues("release").Inc()
+		_, err = s.store.Release(cctx, state.Release{ID: id})
+		return "", err
+	}
+	for {
+		select {
+		case n := <-ch:
+			if n.Shed {
+				d.WaitSeconds = s.now().Sub(start).Seconds()
+				return nil, s.fail(d, OutcomeShed, "shed", &RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrShed), After: retryAfterBusy})
+			}
+			return granted(n.Worker)
+		case <-poll.C:
+			s.m.StoreRoundTrips.WithLabelValues("poll").Inc()
+			st, err := s.store.Poll(ctx, id)
+			if err != nil {
+				continue
+			}
+			switch st.State {
+			case state.WaiterGranted:
+				return granted(st.Worker)
+			case state.WaiterGone:
+				d.WaitSeconds = s.now().Sub(start).Seconds()
+				return nil, s.fail(d, OutcomeShed, "shed", &RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrShed), After: retryAfterBusy})
+			}
+		case <-timer.C:
+			if w, err := leave(true); err == nil && w != "" {
+				return granted(w) // the slot arrived as the timer fired: use it
+			}
+			d.WaitSeconds = s.now().Sub(start).Seconds()
+			return nil, s.fail(d, OutcomeQueueTimeout, "queue_timeout",
+				&RetryAfter{Err: fmt.Errorf("%s after %s: %w", r.Model, timeout, ErrQueueTimeout), After: retryAfterBusy})
+		case <-ctx.Done():
+			_, _ = leave(false)
+			d.WaitSeconds = s.now().Sub(start).Seconds()
+			return nil, s.fail(d, OutcomeAbandoned, "client_gone", ctx.Err())
+		}
+	}
 }
 
 func (s *Scheduler) fail(d *Decision, outcome, reason string, err error) error {
@@ -109,14 +251,10 @@ func (s *Scheduler) fail(d *Decision, outcome, reason string, err error) error {
 	return err
 }
 
-func (s *Scheduler) reject(r Request, reason string) {
-	s.m.RequestsRejected.WithLabelValues("", reason).Inc()
-}
-
 func (s *Scheduler) finishDecision(d *Decision) {
 	elapsed := s.now().Sub(d.Time)
-	d.DecideMicros = float64(elapsed.Microseconds())
-	s.m.DecisionDuration.WithLabelValues(d.Strategy).Observe(elapsed.Seconds())
+	d.DecideMicros = float64((elapsed - time.Duration(d.WaitSeconds*float64(time.Second))).Microseconds())
+	s.m.DecisionDuration.WithLabelValues(d.Strategy).Observe(float64(d.DecideMicros) / 1e6)
 	s.m.Picks.WithLabelValues(d.Strategy, d.Outcome).Inc()
 	if len(d.Candidates) > 0 {
 		s.last.Store(d.Model, d)
@@ -192,7 +330,7 @@ func (s *Scheduler) claimNonAtomic(ctx context.Context, id string, cands []scori
 	one := toStateCandidates(cands[pick : pick+1])
 	one[0].Cap = math.MaxInt32
 	s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
-	r, err := s.store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: one, Lease: s.opts.Lease})
+	r, err := s.store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: one})
 	if err != nil || r.Index < 0 {
 		return res, err
 	}

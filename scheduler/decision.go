@@ -15,34 +15,39 @@ import (
 // every candidate's terms and total at the live counts the claim saw, who
 // won and why the others did not. It answers "why was this slow?".
 type Decision struct {
-	RequestID    string             `json:"request_id"`
-	Time         time.Time          `json:"time"`
-	Replica      string             `json:"replica"`
-	Model        string             `json:"model"`
-	Priority     string             `json:"priority"`
-	Tenant       string             `json:"tenant,omitempty"`
-	PromptTokens int                `json:"prompt_tokens_est"`
-	MaxTokens    int                `json:"max_tokens"`
-	Stream       bool               `json:"stream"`
-	Strategy     string             `json:"strategy"`
-	Fallback     string             `json:"fallback,omitempty"`
-	Outcome      string             `json:"outcome"`
-	Worker       string             `json:"worker,omitempty"`
-	WaitSeconds  float64            `json:"wait_seconds"`
-	DecideMicros float64            `json:"decide_us"`
-	SnapshotAge  float64            `json:"snapshot_age_seconds"`
-	Conflict     bool               `json:"conflict,omitempty"`
-	Unknown      []string           `json:"unknown_terms,omitempty"`
-	Candidates   []scoring.Line     `json:"candidates"`
-	Excluded     []scoring.Excluded `json:"excluded,omitempty"`
+	RequestID     string             `json:"request_id"`
+	Time          time.Time          `json:"time"`
+	Replica       string             `json:"replica"`
+	Model         string             `json:"model"`
+	Priority      string             `json:"priority"`
+	Tenant        string             `json:"tenant,omitempty"`
+	PromptTokens  int                `json:"prompt_tokens_est"`
+	MaxTokens     int                `json:"max_tokens"`
+	Stream        bool               `json:"stream"`
+	Strategy      string             `json:"strategy"`
+	Fallback      string             `json:"fallback,omitempty"`
+	Outcome       string             `json:"outcome"`
+	Worker        string             `json:"worker,omitempty"`
+	WaitSeconds   float64            `json:"wait_seconds"`
+	QueuePosition int                `json:"queue_position,omitempty"` // where it joined the queue
+	DecideMicros  float64            `json:"decide_us"`
+	SnapshotAge   float64            `json:"snapshot_age_seconds"`
+	Conflict      bool               `json:"conflict,omitempty"`
+	Unknown       []string           `json:"unknown_terms,omitempty"`
+	Candidates    []scoring.Line     `json:"candidates"`
+	Excluded      []scoring.Excluded `json:"excluded,omitempty"`
 }
 
 // Outcomes recorded in Decision.Outcome.
 const (
-	OutcomeClaimed     = "claimed"
-	OutcomeAtCapacity  = "at_capacity"
-	OutcomeNoHealthy   = "no_healthy_worker"
-	OutcomeStoreFailed = "store_failed"
+	OutcomeClaimed      = "claimed" // after a wait too: see wait_seconds
+	OutcomeAtCapacity   = "at_capacity"
+	OutcomeNoHealthy    = "no_healthy_worker"
+	OutcomeStoreFailed  = "store_failed"
+	OutcomeQueueFull    = "queue_full"
+	OutcomeQueueTimeout = "queue_timeout"
+	OutcomeShed         = "shed"
+	OutcomeAbandoned    = "abandoned" // the client left while queued
 )
 
 // Recorder keeps decisions for explain.
@@ -74,6 +79,7 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.String("outcome", d.Outcome),
 		zap.String("worker", d.Worker),
 		zap.Float64("wait_seconds", d.WaitSeconds),
+		zap.Int("queue_position", d.QueuePosition),
 		zap.Float64("decide_us", d.DecideMicros),
 		zap.Float64("snapshot_age_seconds", d.SnapshotAge),
 		zap.Bool("conflict", d.Conflict),

@@ -18,6 +18,13 @@ var (
 	ErrAtCapacity = errors.New("every worker for the model is at capacity")
 	// ErrStore: the state store failed and no local fallback applied.
 	ErrStore = errors.New("state store unavailable")
+	// ErrQueueFull: every eligible worker is at its cap and the model's
+	// queue has no room for the request's priority.
+	ErrQueueFull = errors.New("the queue for the model is full")
+	// ErrShed: a queued batch request gave its place to a higher priority.
+	ErrShed = errors.New("shed from the queue for higher-priority requests")
+	// ErrQueueTimeout: the request waited its priority's queue timeout.
+	ErrQueueTimeout = errors.New("timed out waiting for a worker")
 )
 
 // RetryAfter is attached to errors that should tell the client when to

@@ -32,10 +32,18 @@ type Claimer interface {
 	Release(ctx context.Context, r state.Release) (bool, error)
 }
 
-// LeaseKeeper keeps claims alive and re-attributes them.
+// LeaseKeeper keeps claims and waiters alive and re-attributes claims.
 type LeaseKeeper interface {
-	Renew(ctx context.Context, ids []string, lease time.Duration) error
+	Renew(ctx context.Context, claims, waiters []string) error
 	Move(ctx context.Context, id, to string) error
+}
+
+// Queue is the store's cross-replica queue of waiting requests.
+type Queue interface {
+	Cancel(ctx context.Context, id string) (state.WaiterStatus, error)
+	Poll(ctx context.Context, id string) (state.WaiterStatus, error)
+	Pump(ctx context.Context) error
+	Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error
 }
 
 // Store is everything the scheduler needs from the state store.
@@ -43,6 +51,26 @@ type Store interface {
 	Snapshotter
 	Claimer
 	LeaseKeeper
+	Queue
+}
+
+// QueueOptions configure admission: who waits, how long, and where.
+type QueueOptions struct {
+	// MaxSize is the queue cap per model (standard priority); 0 disables
+	// queueing: a request finding every worker at its cap gets 429.
+	MaxSize int
+	// CriticalMultiplier widens critical requests' allowance (2: a queue
+	// full by standard measure still takes critical requests up to 2×).
+	CriticalMultiplier float64
+	// BatchShare narrows batch requests' allowance (0.5: batch joins only
+	// while the queue is under half full), and batch waiters are shed when
+	// a higher priority finds the queue full: batch goes first.
+	BatchShare float64
+	// Timeouts by priority rank (state.RankCritical...).
+	Timeouts [3]time.Duration
+	// PollEvery is how often a waiter checks its place in case a
+	// notification was lost.
+	PollEvery time.Duration
 }
 
 var _ Store = (*state.Memory)(nil)
@@ -66,6 +94,7 @@ type Options struct {
 	// LogCandidates bounds the candidates written in each decision's log
 	// line (the best ones); 0 writes all.
 	LogCandidates int
+	Queue         QueueOptions
 	Now           func() time.Time
 }
 
@@ -83,8 +112,9 @@ type Scheduler struct {
 	idPrefix string
 	seq      atomic.Uint64
 
-	mu   sync.Mutex
-	live map[string]*Ticket // claims held by this replica, for lease renewal
+	mu      sync.Mutex
+	live    map[string]*Ticket           // claims held by this replica, for lease renewal
+	waiters map[string]chan state.Notice // this replica's queued requests
 
 	last sync.Map // model → *Decision, the latest with candidates (node_score_term)
 }
@@ -113,6 +143,17 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	if opts.EMAAlpha <= 0 {
 		opts.EMAAlpha = 0.2
 	}
+	for i, d := range opts.Queue.Timeouts {
+		if d <= 0 {
+			opts.Queue.Timeouts[i] = 30 * time.Second
+		}
+	}
+	if opts.Queue.PollEvery <= 0 {
+		opts.Queue.PollEvery = time.Second
+	}
+	if opts.Queue.CriticalMultiplier <= 0 {
+		opts.Queue.CriticalMultiplier = 2
+	}
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("claim id prefix: %w", err)
@@ -126,6 +167,7 @@ func New(store Store, opts Options) (*Scheduler, error) {
 		now:      opts.Now,
 		idPrefix: hex.EncodeToString(b[:]),
 		live:     map[string]*Ticket{},
+		waiters:  map[string]chan state.Notice{},
 	}
 	if err := opts.Metrics.Registry.Register(scoreTerms{s}); err != nil {
 		return nil, fmt.Errorf("register node_score_term: %w", err)
@@ -156,12 +198,18 @@ func (c scoreTerms) Collect(ch chan<- prometheus.Metric) {
 // Strategy names the active strategy.
 func (s *Scheduler) Strategy() string { return s.strategy.Name() }
 
-// Run refreshes the snapshot and renews leases until ctx ends.
+// Run listens for queue notices, refreshes the snapshot, renews leases and
+// pumps the queues until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
+	if err := s.store.Subscribe(ctx, s.opts.ReplicaID, s.onNotice); err != nil {
+		s.log.Warn("subscribe to queue notices; waiters will poll", zap.Error(err))
+	}
 	refresh := time.NewTicker(s.opts.RefreshInterval)
 	defer refresh.Stop()
 	renew := time.NewTicker(s.opts.Lease / 3)
 	defer renew.Stop()
+	pump := time.NewTicker(250 * time.Millisecond)
+	defer pump.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -172,6 +220,28 @@ func (s *Scheduler) Run(ctx context.Context) {
 			}
 		case <-renew.C:
 			s.renew(ctx)
+		case <-pump.C:
+			// Slots freed where no release runs (a lapsed lease, a cap
+			// raised, a worker registered) reach waiters here.
+			if s.opts.Queue.MaxSize > 0 {
+				s.m.StoreRoundTrips.WithLabelValues("pump").Inc()
+				if err := s.store.Pump(ctx); err != nil && ctx.Err() == nil {
+					s.m.StoreErrors.WithLabelValues("pump").Inc()
+				}
+			}
+		}
+	}
+}
+
+// onNotice routes a queue notice to the waiting request, if still here.
+func (s *Scheduler) onNotice(n state.Notice) {
+	s.mu.Lock()
+	ch, ok := s.waiters[n.Waiter]
+	s.mu.Unlock()
+	if ok {
+		select {
+		case ch <- n:
+		default:
 		}
 	}
 }
@@ -185,6 +255,12 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region))
+	s.m.QueueDepth.Reset()
+	for _, q := range snap.Queues {
+		s.m.QueueDepth.WithLabelValues(q.Model, "critical").Set(float64(q.Critical))
+		s.m.QueueDepth.WithLabelValues(q.Model, "standard").Set(float64(q.Standard))
+		s.m.QueueDepth.WithLabelValues(q.Model, "batch").Set(float64(q.Batch))
+	}
 	for _, w := range snap.Workers {
 		s.m.NodeActiveRequests.WithLabelValues(w.Spec.ID).Set(float64(w.InFlight))
 		for _, h := range []string{state.Healthy, state.Unhealthy, state.Recovering} {
@@ -248,15 +324,26 @@ func (s *Scheduler) renew(ctx context.Context) {
 	for id := range s.live {
 		ids = append(ids, id)
 	}
+	waiting := make([]string, 0, len(s.waiters))
+	for id := range s.waiters {
+		waiting = append(waiting, id)
+	}
 	s.mu.Unlock()
-	if len(ids) == 0 {
+	if len(ids)+len(waiting) == 0 {
 		return
 	}
 	s.m.StoreRoundTrips.WithLabelValues("renew").Inc()
-	if err := s.store.Renew(ctx, ids, s.opts.Lease); err != nil {
+	if err := s.store.Renew(ctx, ids, waiting); err != nil {
 		s.m.StoreErrors.WithLabelValues("renew").Inc()
-		s.log.Warn("renew claim leases", zap.Int("claims", len(ids)), zap.Error(err))
+		s.log.Warn("renew leases", zap.Int("claims", len(ids)), zap.Int("waiters", len(waiting)), zap.Error(err))
 	}
+}
+
+// Waiting is the number of requests this replica has queued.
+func (s *Scheduler) Waiting() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiters)
 }
 
 func (s *Scheduler) newClaimID() string {

@@ -25,7 +25,7 @@ func (r *recorder) Record(d *Decision) {
 
 func newTestScheduler(t *testing.T, strategy string, specs ...state.WorkerSpec) (*Scheduler, *state.Memory, *recorder) {
 	t.Helper()
-	store := state.NewMemory(nil)
+	store := state.NewMemory(nil, state.Limits{})
 	if err := store.Register(context.Background(), specs); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestHerdThroughTheScheduler(t *testing.T) {
 
 func BenchmarkAdmitFinish(b *testing.B) {
 	ctx := context.Background()
-	store := state.NewMemory(nil)
+	store := state.NewMemory(nil, state.Limits{})
 	var specs []state.WorkerSpec
 	for i := 0; i < 64; i++ {
 		specs = append(specs, spec(fmt.Sprintf("w%d", i), "m", 1<<20))

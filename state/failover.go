@@ -25,18 +25,43 @@ import (
 // once and feeding the averages. Nothing is double counted or lost.
 type Failover struct {
 	primary *Redis
-	lease   time.Duration
 	onState func(degraded bool, err error)
 	now     func() time.Time
+	subs    map[string]func(Notice) // replica → subscriber, for the local store
+	subCtx  context.Context
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards the mode and what follows; taken before liveMu
 	degraded bool
 	local    *Memory
 	last     Snapshot
-	lastOurs map[string]int    // per worker, this replica's claims included in last
-	live     map[string]string // claim id → worker, for this replica's claims
+	lastOurs map[string]int // per worker, this replica's claims included in last
 	pending  []Release
 	flags    []flagChange
+
+	// liveMu guards live on its own: notices from the local store arrive
+	// while mu is held by the operation that caused them.
+	liveMu sync.Mutex
+	live   map[string]string // claim id → worker, for this replica's claims
+}
+
+func (f *Failover) setLive(id, worker string) {
+	f.liveMu.Lock()
+	f.live[id] = worker
+	f.liveMu.Unlock()
+}
+
+func (f *Failover) takeLive(id string) (string, bool) {
+	f.liveMu.Lock()
+	defer f.liveMu.Unlock()
+	w, ok := f.live[id]
+	delete(f.live, id)
+	return w, ok
+}
+
+func (f *Failover) liveCopy() map[string]string {
+	f.liveMu.Lock()
+	defer f.liveMu.Unlock()
+	return maps.Clone(f.live)
 }
 
 type flagChange struct {
@@ -45,13 +70,13 @@ type flagChange struct {
 	draining     bool
 }
 
-// NewFailover wraps primary. lease is the claim lease used when re-adding
-// claims; onState (may be nil) is told of every change of mode.
-func NewFailover(primary *Redis, lease time.Duration, onState func(degraded bool, err error)) *Failover {
+// NewFailover wraps primary; onState (may be nil) is told of every change
+// of mode.
+func NewFailover(primary *Redis, onState func(degraded bool, err error)) *Failover {
 	if onState == nil {
 		onState = func(bool, error) {}
 	}
-	return &Failover{primary: primary, lease: lease, onState: onState, now: time.Now, live: map[string]string{}}
+	return &Failover{primary: primary, onState: onState, now: time.Now, live: map[string]string{}, subs: map[string]func(Notice){}}
 }
 
 // Degraded reports whether the store routes on local state.
@@ -76,8 +101,11 @@ func (f *Failover) degradeLocked(err error) {
 		return
 	}
 	f.degraded = true
-	f.local = NewMemory(f.now)
-	f.local.seed(f.last, f.live, f.lastOurs)
+	f.local = NewMemory(f.now, f.primary.limits)
+	f.local.seed(f.last, f.liveCopy(), f.lastOurs)
+	for replica, fn := range f.subs {
+		_ = f.local.Subscribe(f.subCtx, replica, fn)
+	}
 	f.onState(true, err)
 }
 
@@ -128,7 +156,7 @@ func (f *Failover) reconcileLocked(ctx context.Context) error {
 	if err := f.primary.Restore(ctx, localSnap.Workers); err != nil {
 		return err
 	}
-	if _, err := f.primary.Adopt(ctx, f.live, f.lease); err != nil {
+	if _, err := f.primary.Adopt(ctx, f.liveCopy()); err != nil {
 		return err
 	}
 	for _, r := range f.pending {
@@ -172,21 +200,19 @@ func (f *Failover) Snapshot(ctx context.Context) (Snapshot, error) {
 	degraded := f.degraded
 	f.mu.Unlock()
 	if !degraded {
-		f.mu.Lock()
-		before := maps.Clone(f.live)
-		f.mu.Unlock()
+		before := f.liveCopy()
 		snap, err := f.primary.Snapshot(ctx)
 		if err == nil {
-			f.mu.Lock()
 			// Claims held both before and after the read were certainly in
 			// it; the few that began or ended during the read are not
 			// known either way and count as others'.
 			ours := map[string]int{}
-			for id, w := range f.live {
+			for id, w := range f.liveCopy() {
 				if before[id] == w {
 					ours[w]++
 				}
 			}
+			f.mu.Lock()
 			f.last, f.lastOurs = snap, ours
 			f.mu.Unlock()
 			return snap, nil
@@ -213,9 +239,7 @@ func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, er
 			res, err := f.primary.Claim(ctx, req)
 			if err == nil {
 				if res.Index >= 0 {
-					f.mu.Lock()
-					f.live[req.ID] = req.Candidates[res.Index].Worker
-					f.mu.Unlock()
+					f.setLive(req.ID, req.Candidates[res.Index].Worker)
 				}
 				return res, nil
 			}
@@ -230,7 +254,7 @@ func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, er
 		if f.degraded {
 			res, err := f.local.Claim(ctx, req)
 			if err == nil && res.Index >= 0 {
-				f.live[req.ID] = req.Candidates[res.Index].Worker
+				f.setLive(req.ID, req.Candidates[res.Index].Worker)
 			}
 			f.mu.Unlock()
 			return res, err
@@ -241,14 +265,11 @@ func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, er
 
 // Release releases in Redis, or locally (queued for replay) while degraded.
 func (f *Failover) Release(ctx context.Context, r Release) (bool, error) {
-	f.mu.Lock()
-	worker, mine := f.live[r.ID]
-	delete(f.live, r.ID)
+	worker, mine := f.takeLive(r.ID)
 	if r.Worker == "" {
 		r.Worker = worker
 	}
-	degraded := f.degraded
-	f.mu.Unlock()
+	degraded := f.Degraded()
 	if !degraded {
 		ok, err := f.primary.Release(ctx, r)
 		if !unavailable(context.Background(), err) {
@@ -273,12 +294,12 @@ func (f *Failover) Release(ctx context.Context, r Release) (bool, error) {
 
 // Move re-attributes a claim in Redis, or locally while degraded.
 func (f *Failover) Move(ctx context.Context, id, to string) error {
-	f.mu.Lock()
+	f.liveMu.Lock()
 	if _, ok := f.live[id]; ok {
 		f.live[id] = to
 	}
-	degraded := f.degraded
-	f.mu.Unlock()
+	f.liveMu.Unlock()
+	degraded := f.Degraded()
 	if !degraded {
 		err := f.primary.Move(ctx, id, to)
 		if !unavailable(ctx, err) {
@@ -296,13 +317,16 @@ func (f *Failover) Move(ctx context.Context, id, to string) error {
 	return f.local.Move(ctx, id, to)
 }
 
-// Renew extends leases in Redis; while degraded there is nothing to renew
-// (recovery re-adds every live claim with a fresh lease).
-func (f *Failover) Renew(ctx context.Context, ids []string, lease time.Duration) error {
-	if f.Degraded() {
-		return nil
+// Renew extends leases in Redis, or locally while degraded (recovery
+// re-adds every live claim with a fresh lease).
+func (f *Failover) Renew(ctx context.Context, claims, waiters []string) error {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.Renew(ctx, claims, waiters)
 	}
-	err := f.primary.Renew(ctx, ids, lease)
+	f.mu.Unlock()
+	err := f.primary.Renew(ctx, claims, waiters)
 	if unavailable(ctx, err) {
 		f.mu.Lock()
 		f.degradeLocked(err)
@@ -344,4 +368,84 @@ func (f *Failover) setFlag(ctx context.Context, c flagChange) error {
 	}
 	f.flags = append(f.flags, c)
 	return apply(f.local)
+}
+
+// Subscribe subscribes to Redis, and to the local store whenever the
+// failover turns degraded. Grants are recorded as this replica's claims.
+func (f *Failover) Subscribe(ctx context.Context, replica string, fn func(Notice)) error {
+	user := fn
+	fn = func(n Notice) {
+		if !n.Shed {
+			f.setLive(n.Waiter, n.Worker)
+		}
+		user(n)
+	}
+	f.mu.Lock()
+	f.subs[replica] = fn
+	f.subCtx = ctx
+	if f.degraded {
+		_ = f.local.Subscribe(ctx, replica, fn)
+	}
+	f.mu.Unlock()
+	// Redis may be down at start; waiters then poll until it returns.
+	if err := f.primary.Subscribe(ctx, replica, fn); err != nil && !unavailable(ctx, err) {
+		return err
+	}
+	return nil
+}
+
+// Cancel takes a waiter out of its queue, in Redis or locally.
+func (f *Failover) Cancel(ctx context.Context, id string) (WaiterStatus, error) {
+	return f.waiter(ctx, id, (*Redis).Cancel, (*Memory).Cancel)
+}
+
+// Poll says where a waiter stands, in Redis or locally.
+func (f *Failover) Poll(ctx context.Context, id string) (WaiterStatus, error) {
+	return f.waiter(ctx, id, (*Redis).Poll, (*Memory).Poll)
+}
+
+func (f *Failover) waiter(ctx context.Context, id string,
+	remote func(*Redis, context.Context, string) (WaiterStatus, error),
+	local func(*Memory, context.Context, string) (WaiterStatus, error),
+) (WaiterStatus, error) {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		st, err := local(f.local, ctx, id)
+		if err == nil && st.State == WaiterGone {
+			// A waiter queued in Redis before the outage: Redis knows.
+			return WaiterStatus{State: WaiterQueued}, nil
+		}
+		return st, err
+	}
+	f.mu.Unlock()
+	st, err := remote(f.primary, ctx, id)
+	if st.State == WaiterGranted {
+		f.setLive(id, st.Worker)
+	}
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		f.degradeLocked(err)
+		f.mu.Unlock()
+		return WaiterStatus{State: WaiterQueued}, nil
+	}
+	return st, err
+}
+
+// Pump hands free slots to waiters, in Redis or locally.
+func (f *Failover) Pump(ctx context.Context) error {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.Pump(ctx)
+	}
+	f.mu.Unlock()
+	err := f.primary.Pump(ctx)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		f.degradeLocked(err)
+		f.mu.Unlock()
+		return nil
+	}
+	return err
 }

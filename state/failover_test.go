@@ -26,7 +26,7 @@ func TestFailoverReconciles(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer client.Close()
 	var modes []bool
-	f := state.NewFailover(state.NewRedis(client, "fo"), 10*time.Second, func(d bool, _ error) { modes = append(modes, d) })
+	f := state.NewFailover(state.NewRedis(client, "fo", state.Limits{Lease: 10 * time.Second}), func(d bool, _ error) { modes = append(modes, d) })
 	specs := []state.WorkerSpec{{ID: "a", Address: "10.0.0.1:1", Models: []string{"m"}, MaxConcurrency: 4}, {ID: "b", Address: "10.0.0.2:1", Models: []string{"m"}, MaxConcurrency: 4}}
 	if err := f.Register(ctx, specs); err != nil {
 		t.Fatal(err)
@@ -34,7 +34,7 @@ func TestFailoverReconciles(t *testing.T) {
 	cands := []state.Candidate{{Worker: "a", Cap: 4, Slope: 1}, {Worker: "b", Cap: 4, Slope: 1, Base: 0.5}}
 	claim := func(id string) string {
 		t.Helper()
-		res, err := f.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands, Lease: 10 * time.Second})
+		res, err := f.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands})
 		if err != nil || res.Index < 0 {
 			t.Fatalf("claim %s: %v %+v", id, err, res)
 		}
@@ -74,7 +74,7 @@ func TestFailoverReconciles(t *testing.T) {
 	if f.Degraded() || len(modes) != 2 || !modes[0] || modes[1] {
 		t.Fatalf("mode changes %v, degraded %v", modes, f.Degraded())
 	}
-	snap, err := state.NewRedis(client, "fo").Snapshot(ctx)
+	snap, err := state.NewRedis(client, "fo", state.Limits{}).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestFailoverReconciles(t *testing.T) {
 	if ok, err := f.Release(ctx, state.Release{ID: "during"}); err != nil || !ok {
 		t.Fatalf("release of the claim made during the outage: %v %v", ok, err)
 	}
-	snap, _ = state.NewRedis(client, "fo").Snapshot(ctx)
+	snap, _ = state.NewRedis(client, "fo", state.Limits{}).Snapshot(ctx)
 	for _, w := range snap.Workers {
 		if w.InFlight != 0 {
 			t.Fatalf("%s left at %d", w.Spec.ID, w.InFlight)

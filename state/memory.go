@@ -4,21 +4,32 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Memory is the embedded store: all state in this process, guarded by one
 // mutex, so every operation is atomic with respect to every other. It is
-// the default when no Redis is configured (a single replica).
+// the default when no Redis is configured (a single replica), and the
+// local fallback of Failover. Its semantics are the Redis scripts'; one
+// conformance suite checks both.
 type Memory struct {
-	now func() time.Time
+	now    func() time.Time
+	limits Limits
 
 	mu        sync.Mutex
 	workers   map[string]*memWorker
 	order     []string // registration order, for stable snapshots
 	claims    map[string]*memClaim
+	total     int // claims held, all workers
+	queues    map[string][]*memWaiter
+	waiters   map[string]*memWaiter
+	grants    map[string]string
+	seq       int64
 	nextPurge time.Time
+	notify    map[string]func(Notice)
+	outbox    []outgoing // notices to deliver once the lock is released
 }
 
 type memWorker struct {
@@ -30,99 +41,309 @@ type memClaim struct {
 	expiry time.Time
 }
 
+type memWaiter struct {
+	id, model, replica string
+	rank               int
+	seq                int64
+	expiry             time.Time
+}
+
+type outgoing struct {
+	replica string
+	n       Notice
+}
+
 // NewMemory returns an empty in-memory store. now may be nil (time.Now).
-func NewMemory(now func() time.Time) *Memory {
+func NewMemory(now func() time.Time, l Limits) *Memory {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{now: now, workers: map[string]*memWorker{}, claims: map[string]*memClaim{}}
+	return &Memory{
+		now: now, limits: l.withDefaults(),
+		workers: map[string]*memWorker{}, claims: map[string]*memClaim{},
+		queues: map[string][]*memWaiter{}, waiters: map[string]*memWaiter{}, grants: map[string]string{},
+		notify: map[string]func(Notice){},
+	}
+}
+
+// lock takes the mutex; unlock releases it and then delivers the notices
+// the operation produced, so a subscriber may call back into the store.
+func (m *Memory) lock() { m.mu.Lock() }
+
+func (m *Memory) unlock() {
+	out := m.outbox
+	m.outbox = nil
+	fns := make([]func(Notice), len(out))
+	for i, o := range out {
+		fns[i] = m.notify[o.replica]
+	}
+	m.mu.Unlock()
+	for i, o := range out {
+		if fns[i] != nil {
+			fns[i](o.n)
+		}
+	}
+}
+
+// Subscribe delivers notices about replica's waiters to fn, until ctx ends.
+func (m *Memory) Subscribe(ctx context.Context, replica string, fn func(Notice)) error {
+	m.mu.Lock()
+	m.notify[replica] = fn
+	m.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		m.mu.Lock()
+		delete(m.notify, replica)
+		m.mu.Unlock()
+	}()
+	return nil
 }
 
 // Register adds workers and updates the static fields of known ones without
 // touching their live state (health, drain, claims, averages).
 func (m *Memory) Register(_ context.Context, specs []WorkerSpec) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
+	now := m.now()
 	for _, s := range specs {
 		s.Models = slices.Clone(s.Models)
 		if w, ok := m.workers[s.ID]; ok {
 			w.Spec = s
-			continue
+		} else {
+			m.workers[s.ID] = &memWorker{Worker: Worker{Spec: s, Health: Healthy}}
+			m.order = append(m.order, s.ID)
 		}
-		m.workers[s.ID] = &memWorker{Worker: Worker{Spec: s, Health: Healthy}}
-		m.order = append(m.order, s.ID)
+		m.pumpWorker(s.ID, now)
 	}
 	return nil
 }
 
-// Snapshot copies every worker's state.
+// Snapshot copies every worker's state and the queue depths.
 func (m *Memory) Snapshot(_ context.Context) (Snapshot, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	now := m.now()
-	m.purgeLocked(now, false)
+	m.purge(now, false)
 	out := Snapshot{At: now, Workers: make([]Worker, 0, len(m.order))}
 	for _, id := range m.order {
 		w := m.workers[id].Worker
 		w.Spec.Models = slices.Clone(w.Spec.Models)
 		out.Workers = append(out.Workers, w)
 	}
+	for model, q := range m.queues {
+		if len(q) == 0 {
+			continue
+		}
+		d := QueueDepth{Model: model}
+		for _, w := range q {
+			switch w.rank {
+			case RankCritical:
+				d.Critical++
+			case RankStandard:
+				d.Standard++
+			default:
+				d.Batch++
+			}
+		}
+		out.Queues = append(out.Queues, d)
+	}
+	slices.SortFunc(out.Queues, func(a, b QueueDepth) int { return strings.Compare(a.Model, b.Model) })
 	return out, nil
 }
 
-// Claim picks and claims atomically (see the package doc).
+// Claim picks and claims atomically, or queues (see claim.lua).
 func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	now := m.now()
-	m.purgeLocked(now, false)
+	m.purge(now, false)
 	if _, dup := m.claims[req.ID]; dup {
 		return ClaimResult{}, fmt.Errorf("claim %q already held", req.ID)
 	}
+	if _, dup := m.waiters[req.ID]; dup {
+		return ClaimResult{}, fmt.Errorf("claim %q already held", req.ID)
+	}
+	ahead := false
+	if q := req.Queue; q != nil {
+		m.pumpModel(q.Model, now)
+		if wq := m.queues[q.Model]; len(wq) > 0 && wq[0].rank <= q.Rank {
+			ahead = true
+		}
+	}
 	res := ClaimResult{Index: -1, Active: make([]int, len(req.Candidates)), Available: make([]bool, len(req.Candidates))}
-	best := 0.0
+	best, bestScore := -1, 0.0
 	for i, c := range req.Candidates {
 		w, ok := m.workers[c.Worker]
 		if !ok {
 			continue
 		}
 		res.Active[i] = w.InFlight
-		res.Available[i] = w.Health == Healthy && !w.Draining
+		res.Available[i] = w.available()
 		if !res.Available[i] || w.InFlight >= c.Cap {
 			continue
 		}
-		if s := c.Score(w.InFlight); res.Index < 0 || s < best {
-			res.Index, best = i, s
+		if s := c.Score(w.InFlight); best < 0 || s < bestScore {
+			best, bestScore = i, s
 		}
 	}
-	if res.Index >= 0 {
-		id := req.Candidates[res.Index].Worker
-		m.workers[id].InFlight++
-		m.claims[req.ID] = &memClaim{worker: id, expiry: now.Add(req.Lease)}
+	if best >= 0 && !ahead && m.globalRoom() {
+		res.Index = best
+		m.hold(req.ID, req.Candidates[best].Worker, now)
+		return res, nil
 	}
+	q := req.Queue
+	if q == nil {
+		return res, nil
+	}
+	if len(m.queues[q.Model]) >= q.Allow && q.Rank < RankBatch {
+		m.shedNewestBatch(q.Model)
+	}
+	if len(m.queues[q.Model]) >= q.Allow {
+		res.QueueFull = true
+		return res, nil
+	}
+	m.seq++
+	w := &memWaiter{id: req.ID, model: q.Model, replica: q.Replica, rank: q.Rank, seq: m.seq, expiry: now.Add(m.limits.Lease)}
+	m.waiters[req.ID] = w
+	queue := m.queues[q.Model]
+	at, _ := slices.BinarySearchFunc(queue, w, waiterOrder)
+	m.queues[q.Model] = slices.Insert(queue, at, w)
+	res.Queued, res.Position = true, at+1
 	return res, nil
 }
 
-// Release gives the claim back once and folds the measurements into the
-// worker's averages. It reports whether the claim was still held.
+func waiterOrder(a, b *memWaiter) int {
+	if a.rank != b.rank {
+		return a.rank - b.rank
+	}
+	switch {
+	case a.seq < b.seq:
+		return -1
+	case a.seq > b.seq:
+		return 1
+	}
+	return 0
+}
+
+func (w *memWorker) available() bool { return w.Health == Healthy && !w.Draining }
+
+func (w *memWorker) free() bool { return w.available() && w.InFlight < w.Spec.MaxConcurrency }
+
+func (m *Memory) globalRoom() bool { return m.limits.GlobalCap <= 0 || m.total < m.limits.GlobalCap }
+
+func (m *Memory) hold(id, worker string, now time.Time) {
+	m.workers[worker].InFlight++
+	m.total++
+	m.claims[id] = &memClaim{worker: worker, expiry: now.Add(m.limits.Lease)}
+}
+
+func (m *Memory) unhold(id string) (string, bool) {
+	c, ok := m.claims[id]
+	if !ok {
+		return "", false
+	}
+	delete(m.claims, id)
+	delete(m.grants, id)
+	m.total = max(0, m.total-1)
+	if w, ok := m.workers[c.worker]; ok {
+		w.InFlight = max(0, w.InFlight-1)
+	}
+	return c.worker, true
+}
+
+func (m *Memory) dropWaiter(id string) *memWaiter {
+	w, ok := m.waiters[id]
+	if !ok {
+		return nil
+	}
+	delete(m.waiters, id)
+	q := m.queues[w.model]
+	if i := slices.Index(q, w); i >= 0 {
+		m.queues[w.model] = slices.Delete(q, i, i+1)
+	}
+	return w
+}
+
+func (m *Memory) grant(id, worker string, now time.Time) {
+	w := m.dropWaiter(id)
+	m.hold(id, worker, now)
+	m.grants[id] = worker
+	if w != nil {
+		m.outbox = append(m.outbox, outgoing{w.replica, Notice{Waiter: id, Worker: worker}})
+	}
+}
+
+func (m *Memory) shedNewestBatch(model string) {
+	q := m.queues[model]
+	if len(q) == 0 || q[len(q)-1].rank != RankBatch {
+		return
+	}
+	victim := m.dropWaiter(q[len(q)-1].id)
+	m.outbox = append(m.outbox, outgoing{victim.replica, Notice{Waiter: victim.id, Shed: true}})
+}
+
+// pumpWorker gives free slots of worker id to the best-placed waiters of
+// the models it serves (late binding).
+func (m *Memory) pumpWorker(id string, now time.Time) {
+	w, ok := m.workers[id]
+	if !ok {
+		return
+	}
+	for w.free() && m.globalRoom() {
+		var best *memWaiter
+		for _, model := range w.Spec.Models {
+			if q := m.queues[model]; len(q) > 0 && (best == nil || waiterOrder(q[0], best) < 0) {
+				best = q[0]
+			}
+		}
+		if best == nil {
+			return
+		}
+		m.grant(best.id, id, now)
+	}
+}
+
+// pumpModel grants free slots among the model's workers to its waiters,
+// least loaded (in-flight over cap) first.
+func (m *Memory) pumpModel(model string, now time.Time) {
+	for len(m.queues[model]) > 0 && m.globalRoom() {
+		var best *memWorker
+		load := 0.0
+		for _, id := range m.order {
+			w := m.workers[id]
+			if !w.free() || !slices.Contains(w.Spec.Models, model) {
+				continue
+			}
+			if l := float64(w.InFlight) / float64(w.Spec.MaxConcurrency); best == nil || l < load {
+				best, load = w, l
+			}
+		}
+		if best == nil {
+			return
+		}
+		m.grant(m.queues[model][0].id, best.Spec.ID, now)
+	}
+}
+
+// Release gives the claim back once, folds the measurements into the
+// worker's averages and hands the slot to the best waiter. It reports
+// whether the claim was still held.
 func (m *Memory) Release(_ context.Context, r Release) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	now := m.now()
-	c, held := m.claims[r.ID]
-	worker := r.Worker
-	if held {
-		delete(m.claims, r.ID)
-		worker = c.worker
+	worker, held := m.unhold(r.ID)
+	if !held {
+		worker = r.Worker
 	}
 	w, ok := m.workers[worker]
 	if !ok {
 		return held, nil
 	}
-	if held {
-		w.InFlight--
-	}
 	w.Stats = observe(w.Stats, r, now)
+	if held {
+		m.pumpWorker(worker, now)
+	}
 	return held, nil
 }
 
@@ -148,8 +369,8 @@ func observe(s Stats, r Release, now time.Time) Stats {
 // Move re-attributes a held claim to another worker (Envoy retried the
 // request elsewhere). The cap is not checked: the request already runs there.
 func (m *Memory) Move(_ context.Context, id, to string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	c, ok := m.claims[id]
 	if !ok {
 		return ErrUnknownClaim
@@ -161,23 +382,72 @@ func (m *Memory) Move(_ context.Context, id, to string) error {
 	if c.worker == to {
 		return nil
 	}
-	if src, ok := m.workers[c.worker]; ok {
-		src.InFlight--
+	from := c.worker
+	if src, ok := m.workers[from]; ok {
+		src.InFlight = max(0, src.InFlight-1)
 	}
 	dst.InFlight++
 	c.worker = to
+	m.pumpWorker(from, m.now())
 	return nil
 }
 
-// Renew extends the leases of the given claims; unknown ones are ignored.
-func (m *Memory) Renew(_ context.Context, ids []string, lease time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	exp := m.now().Add(lease)
-	for _, id := range ids {
+// Renew extends the leases of the given claims and waiters; unknown ones
+// are ignored.
+func (m *Memory) Renew(_ context.Context, claims, waiters []string) error {
+	m.lock()
+	defer m.unlock()
+	exp := m.now().Add(m.limits.Lease)
+	for _, id := range claims {
 		if c, ok := m.claims[id]; ok {
 			c.expiry = exp
 		}
+	}
+	for _, id := range waiters {
+		if w, ok := m.waiters[id]; ok {
+			w.expiry = exp
+		}
+	}
+	return nil
+}
+
+// Cancel takes a waiter out of its queue (see cancel.lua).
+func (m *Memory) Cancel(_ context.Context, id string) (WaiterStatus, error) {
+	m.lock()
+	defer m.unlock()
+	if m.dropWaiter(id) != nil {
+		return WaiterStatus{State: WaiterRemoved}, nil
+	}
+	return m.status(id), nil
+}
+
+// Poll says where a waiter stands (see poll.lua).
+func (m *Memory) Poll(_ context.Context, id string) (WaiterStatus, error) {
+	m.lock()
+	defer m.unlock()
+	return m.status(id), nil
+}
+
+func (m *Memory) status(id string) WaiterStatus {
+	if w, ok := m.waiters[id]; ok {
+		return WaiterStatus{State: WaiterQueued, Position: slices.Index(m.queues[w.model], w) + 1}
+	}
+	if worker, ok := m.grants[id]; ok {
+		if _, held := m.claims[id]; held {
+			return WaiterStatus{State: WaiterGranted, Worker: worker}
+		}
+	}
+	return WaiterStatus{State: WaiterGone}
+}
+
+// Pump hands free slots to waiters of every model.
+func (m *Memory) Pump(_ context.Context) error {
+	m.lock()
+	defer m.unlock()
+	now := m.now()
+	m.purge(now, true)
+	for model := range m.queues {
+		m.pumpModel(model, now)
 	}
 	return nil
 }
@@ -193,29 +463,38 @@ func (m *Memory) SetDraining(_ context.Context, worker string, draining bool) er
 }
 
 func (m *Memory) update(worker string, f func(*memWorker)) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.lock()
+	defer m.unlock()
 	w, ok := m.workers[worker]
 	if !ok {
 		return fmt.Errorf("%q: %w", worker, ErrUnknownWorker)
 	}
 	f(w)
+	m.pumpWorker(worker, m.now())
 	return nil
 }
 
-// purgeLocked drops lapsed claims, at most every 50 ms unless forced.
-func (m *Memory) purgeLocked(now time.Time, force bool) {
+// purge drops lapsed claims and waiters, at most every 50 ms unless forced.
+func (m *Memory) purge(now time.Time, force bool) {
 	if !force && now.Before(m.nextPurge) {
 		return
 	}
 	m.nextPurge = now.Add(50 * time.Millisecond)
+	freed := map[string]bool{}
 	for id, c := range m.claims {
 		if now.After(c.expiry) {
-			delete(m.claims, id)
-			if w, ok := m.workers[c.worker]; ok {
-				w.InFlight--
+			if w, ok := m.unhold(id); ok {
+				freed[w] = true
 			}
 		}
+	}
+	for id, w := range m.waiters {
+		if now.After(w.expiry) {
+			m.dropWaiter(id)
+		}
+	}
+	for w := range freed {
+		m.pumpWorker(w, now)
 	}
 }
 
@@ -224,12 +503,13 @@ func (m *Memory) purgeLocked(now time.Time, force bool) {
 // becomes the others' claims as of the snapshot (its count minus
 // oursAtSnap, the claims of ours the snapshot included) plus ours now.
 func (m *Memory) seed(snap Snapshot, claims map[string]string, oursAtSnap map[string]int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.workers, m.order, m.claims = map[string]*memWorker{}, nil, map[string]*memClaim{}
+	m.lock()
+	defer m.unlock()
+	m.workers, m.order, m.claims, m.total = map[string]*memWorker{}, nil, map[string]*memClaim{}, 0
 	for _, w := range snap.Workers {
 		w.Spec.Models = slices.Clone(w.Spec.Models)
 		w.InFlight = max(0, w.InFlight-oursAtSnap[w.Spec.ID])
+		m.total += w.InFlight
 		m.workers[w.Spec.ID] = &memWorker{Worker: w}
 		m.order = append(m.order, w.Spec.ID)
 	}
@@ -238,6 +518,7 @@ func (m *Memory) seed(snap Snapshot, claims map[string]string, oursAtSnap map[st
 		m.claims[id] = &memClaim{worker: w, expiry: far}
 		if mw, ok := m.workers[w]; ok {
 			mw.InFlight++
+			m.total++
 		}
 	}
 }

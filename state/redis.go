@@ -39,6 +39,7 @@ type Redis struct {
 	client redis.UniversalClient
 	prefix string
 	keys   []string
+	limits Limits
 }
 
 var _ = (*Redis)(nil)
@@ -70,6 +71,15 @@ var luaSetFlag string
 //go:embed lua/snapshot.lua
 var luaSnapshot string
 
+//go:embed lua/pump.lua
+var luaPump string
+
+//go:embed lua/cancel.lua
+var luaCancel string
+
+//go:embed lua/poll.lua
+var luaPoll string
+
 func script(body string) *redis.Script { return redis.NewScript(luaPrelude + "\n" + body) }
 
 var (
@@ -81,10 +91,14 @@ var (
 	scriptRegister = script(luaRegister)
 	scriptSetFlag  = script(luaSetFlag)
 	scriptSnapshot = script(luaSnapshot)
+	scriptPump     = script(luaPump)
+	scriptCancel   = script(luaCancel)
+	scriptPoll     = script(luaPoll)
 )
 
 // NewRedis returns a store on client under key prefix (default "llmr").
-func NewRedis(client redis.UniversalClient, prefix string) *Redis {
+// Every replica sharing the prefix must use the same limits.
+func NewRedis(client redis.UniversalClient, prefix string, l Limits) *Redis {
 	if prefix == "" {
 		prefix = "llmr"
 	}
@@ -92,9 +106,11 @@ func NewRedis(client redis.UniversalClient, prefix string) *Redis {
 	return &Redis{
 		client: client,
 		prefix: p,
+		limits: l.withDefaults(),
 		keys: []string{
 			p + "workers", p + "inflight", p + "health", p + "drain",
 			p + "claims", p + "leases", p + "cap", p + "models", p + "ok",
+			p + "waiters", p + "wleases", p + "grants", p + "qseq", p + "total", p + "wmodels",
 		},
 	}
 }
@@ -105,8 +121,11 @@ func (r *Redis) Client() redis.UniversalClient { return r.client }
 // Prefix returns the key prefix including its hash tag, e.g. "{llmr}:".
 func (r *Redis) Prefix() string { return r.prefix }
 
+// run calls a script with the common arguments: prefix, lease ms, global cap.
 func (r *Redis) run(ctx context.Context, s *redis.Script, args ...any) *redis.Cmd {
-	return s.Run(ctx, r.client, r.keys, append([]any{r.prefix}, args...)...)
+	all := make([]any, 0, 3+len(args))
+	all = append(all, r.prefix, r.limits.Lease.Milliseconds(), r.limits.GlobalCap)
+	return s.Run(ctx, r.client, r.keys, append(all, args...)...)
 }
 
 // Ping checks the connection.
@@ -181,7 +200,7 @@ func (r *Redis) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 6 {
+	if len(res) != 7 {
 		return Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
 	now, _ := res[0].(int64)
@@ -202,6 +221,15 @@ func (r *Redis) Snapshot(ctx context.Context) (Snapshot, error) {
 		snap.Workers = append(snap.Workers, w)
 	}
 	slices.SortFunc(snap.Workers, func(a, b Worker) int { return strings.Compare(a.Spec.ID, b.Spec.ID) })
+	qs, _ := res[6].([]any)
+	for i := 0; i+3 < len(qs); i += 4 {
+		model, _ := qs[i].(string)
+		c, _ := qs[i+1].(int64)
+		st, _ := qs[i+2].(int64)
+		b, _ := qs[i+3].(int64)
+		snap.Queues = append(snap.Queues, QueueDepth{Model: model, Critical: int(c), Standard: int(st), Batch: int(b)})
+	}
+	slices.SortFunc(snap.Queues, func(a, b QueueDepth) int { return strings.Compare(a.Model, b.Model) })
 	return snap, nil
 }
 
@@ -245,21 +273,33 @@ func parseStats(kvs [][2]string) Stats {
 	return Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs}
 }
 
-// Claim picks and claims atomically (see the package doc and claim.lua).
+// Claim picks and claims atomically, or queues (see claim.lua).
 func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
-	res, err := r.run(ctx, scriptClaim, req.ID, req.Lease.Milliseconds(), packCandidates(req.Candidates)).Slice()
+	q, queue := QueueSpec{}, "0"
+	if req.Queue != nil {
+		q, queue = *req.Queue, "1"
+	}
+	res, err := r.run(ctx, scriptClaim, req.ID, packCandidates(req.Candidates),
+		q.Model, queue, q.Rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds()).Slice()
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("redis claim: %w", err)
 	}
-	if len(res) != 3 {
+	if len(res) != 5 {
 		return ClaimResult{}, fmt.Errorf("redis claim: unexpected reply of %d parts", len(res))
 	}
-	idx, _ := res[0].(int64)
-	active, _ := res[1].([]any)
-	avail, _ := res[2].([]any)
+	outcome, _ := res[0].(int64)
+	idx, _ := res[1].(int64)
+	active, _ := res[2].([]any)
+	avail, _ := res[3].([]any)
+	pos, _ := res[4].(int64)
 	out := ClaimResult{Index: -1, Active: make([]int, len(req.Candidates)), Available: make([]bool, len(req.Candidates))}
-	if idx > 0 {
+	switch outcome {
+	case 1:
 		out.Index = int(idx) - 1
+	case 2:
+		out.Queued, out.Position = true, int(pos)
+	case 3:
+		out.QueueFull = true
 	}
 	for i := range req.Candidates {
 		if i < len(active) {
@@ -295,14 +335,19 @@ func (r *Redis) Move(ctx context.Context, id, to string) error {
 	return scriptError(r.run(ctx, scriptMove, id, to).Err())
 }
 
-// Renew extends the leases of the given claims.
-func (r *Redis) Renew(ctx context.Context, ids []string, lease time.Duration) error {
-	for len(ids) > 0 {
-		batch := ids[:min(len(ids), 1000)]
-		ids = ids[len(batch):]
-		args := make([]any, 0, 1+len(batch))
-		args = append(args, lease.Milliseconds())
-		for _, id := range batch {
+// Renew extends the leases of the given claims and waiters.
+func (r *Redis) Renew(ctx context.Context, claims, waiters []string) error {
+	for len(claims)+len(waiters) > 0 {
+		cb := claims[:min(len(claims), 1000)]
+		claims = claims[len(cb):]
+		wb := waiters[:min(len(waiters), 1000-len(cb))]
+		waiters = waiters[len(wb):]
+		args := make([]any, 0, 2+len(cb)+len(wb))
+		args = append(args, r.limits.Lease.Milliseconds(), len(cb))
+		for _, id := range cb {
+			args = append(args, id)
+		}
+		for _, id := range wb {
 			args = append(args, id)
 		}
 		if err := r.run(ctx, scriptRenew, args...).Err(); err != nil {
@@ -312,13 +357,78 @@ func (r *Redis) Renew(ctx context.Context, ids []string, lease time.Duration) er
 	return nil
 }
 
+// Cancel takes a waiter out of its queue (see cancel.lua).
+func (r *Redis) Cancel(ctx context.Context, id string) (WaiterStatus, error) {
+	return r.waiterStatus(ctx, scriptCancel, id)
+}
+
+// Poll says where a waiter stands (see poll.lua).
+func (r *Redis) Poll(ctx context.Context, id string) (WaiterStatus, error) {
+	return r.waiterStatus(ctx, scriptPoll, id)
+}
+
+func (r *Redis) waiterStatus(ctx context.Context, s *redis.Script, id string) (WaiterStatus, error) {
+	res, err := r.run(ctx, s, id).Slice()
+	if err != nil || len(res) == 0 {
+		return WaiterStatus{}, fmt.Errorf("redis waiter status: %w", err)
+	}
+	state, _ := res[0].(string)
+	switch state {
+	case "removed":
+		return WaiterStatus{State: WaiterRemoved}, nil
+	case "queued":
+		pos, _ := res[1].(int64)
+		return WaiterStatus{State: WaiterQueued, Position: int(pos)}, nil
+	case "granted":
+		w, _ := res[1].(string)
+		return WaiterStatus{State: WaiterGranted, Worker: w}, nil
+	}
+	return WaiterStatus{State: WaiterGone}, nil
+}
+
+// Pump hands free slots to waiters of every model.
+func (r *Redis) Pump(ctx context.Context) error {
+	if err := r.run(ctx, scriptPump).Err(); err != nil {
+		return fmt.Errorf("redis pump: %w", err)
+	}
+	return nil
+}
+
+// Subscribe delivers notices about replica's waiters to fn, until ctx ends.
+// Pub/Sub is at most once; waiters also Poll, so a lost message only
+// delays a grant.
+func (r *Redis) Subscribe(ctx context.Context, replica string, fn func(Notice)) error {
+	ps := r.client.Subscribe(ctx, r.prefix+"notify:"+replica)
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return fmt.Errorf("redis subscribe: %w", err)
+	}
+	go func() {
+		defer ps.Close()
+		ch := ps.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case msg, ok := <-ch:
+				if !ok {
+					return
+				}
+				id, worker, _ := strings.Cut(msg.Payload, " ")
+				fn(Notice{Waiter: id, Worker: worker, Shed: worker == "-"})
+			}
+		}
+	}()
+	return nil
+}
+
 // Adopt makes sure each given claim is counted exactly once, re-adding
 // those Redis lost (see adopt.lua). It returns how many were re-added.
-func (r *Redis) Adopt(ctx context.Context, claims map[string]string, lease time.Duration) (int, error) {
+func (r *Redis) Adopt(ctx context.Context, claims map[string]string) (int, error) {
 	if len(claims) == 0 {
 		return 0, nil
 	}
-	args := []any{lease.Milliseconds()}
+	var args []any
 	for id, w := range claims {
 		args = append(args, id, w)
 	}

@@ -59,11 +59,16 @@ func TestRedisConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs redis-server")
 	}
+	limits := map[string]state.Limits{}
 	storetest.Run(t,
-		func(t *testing.T) storetest.Store {
-			return state.NewRedis(newClient(t), fmt.Sprintf("test%d", prefixSeq.Add(1)))
+		func(t *testing.T, l state.Limits) storetest.Store {
+			prefix := fmt.Sprintf("test%d", prefixSeq.Add(1))
+			limits[prefix] = l
+			return state.NewRedis(newClient(t), prefix, l)
 		},
 		func(t *testing.T, s storetest.Store) storetest.Store {
-			return state.NewRedis(newClient(t), s.(*state.Redis).Prefix()[1:len(s.(*state.Redis).Prefix())-2])
+			p := s.(*state.Redis).Prefix()
+			prefix := p[1 : len(p)-2]
+			return state.NewRedis(newClient(t), prefix, limits[prefix])
 		})
 }

@@ -83,6 +83,7 @@ type Worker struct {
 // Snapshot is every worker's state at one moment, read in one batch.
 type Snapshot struct {
 	Workers []Worker
+	Queues  []QueueDepth // models with waiters
 	At      time.Time
 }
 
@@ -103,19 +104,85 @@ func (c Candidate) Score(a int) float64 {
 	return (c.Base + c.Slope*x) * (1 + c.Mult*x)
 }
 
-// ClaimRequest asks for the best available candidate.
-type ClaimRequest struct {
-	ID         string // unique per request; also the lease's name
-	Candidates []Candidate
-	Lease      time.Duration
+// Limits are a store's fleet-wide settings.
+type Limits struct {
+	// Lease is how long a claim or a queued waiter counts without being
+	// renewed; its replica renews it every Lease/3.
+	Lease time.Duration
+	// GlobalCap bounds the requests in flight across the fleet (0: none).
+	GlobalCap int
 }
 
-// ClaimResult says which candidate was claimed (Index -1: none available)
-// and the live in-flight counts the choice was made on, before the claim.
+func (l Limits) withDefaults() Limits {
+	if l.Lease <= 0 {
+		l.Lease = 10 * time.Second
+	}
+	return l
+}
+
+// Priority ranks of queued requests: lower is served first.
+const (
+	RankCritical = 0
+	RankStandard = 1
+	RankBatch    = 2
+)
+
+// QueueSpec asks Claim to queue the request when nothing is available.
+type QueueSpec struct {
+	Model   string
+	Rank    int    // RankCritical, RankStandard or RankBatch
+	Allow   int    // the request may join while the queue is shorter than this
+	Replica string // whose notifications channel hears about the grant
+}
+
+// ClaimRequest asks for the best available candidate.
+type ClaimRequest struct {
+	ID         string // unique per request; also the lease's and waiter's name
+	Candidates []Candidate
+	Queue      *QueueSpec // nil: never queue
+}
+
+// ClaimResult says which candidate was claimed (Index -1: none) and the
+// live in-flight counts the choice was made on, before the claim.
 type ClaimResult struct {
 	Index     int
 	Active    []int
 	Available []bool // false: draining or not healthy at claim time
+	Queued    bool   // waiting in the model's queue under the request's ID
+	QueueFull bool   // nothing available and no room in the queue
+	Position  int    // 1-based place in the queue when Queued
+}
+
+// Notice tells a replica about one of its waiters: it was granted Worker
+// (the claim is held under the waiter's ID), or shed from the queue.
+type Notice struct {
+	Waiter string
+	Worker string
+	Shed   bool
+}
+
+// WaiterState is where a waiter stands.
+type WaiterState int
+
+// Waiter states.
+const (
+	WaiterGone    WaiterState = iota // shed, or its lease lapsed
+	WaiterQueued                     // still waiting
+	WaiterGranted                    // holds a claim on Worker
+	WaiterRemoved                    // Cancel took it out of the queue
+)
+
+// WaiterStatus is the answer of Poll and Cancel.
+type WaiterStatus struct {
+	State    WaiterState
+	Worker   string
+	Position int
+}
+
+// QueueDepth is one model's queue by priority.
+type QueueDepth struct {
+	Model                     string
+	Critical, Standard, Batch int
 }
 
 // Release ends a claim and records what the request measured. Zero

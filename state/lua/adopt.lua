@@ -1,26 +1,25 @@
 -- Reconcile after a store outage: make sure each claim this replica holds is
--- counted once. ARGV: prefix, lease ms, then (claim id, worker) pairs. A
+-- counted once. ARGV (after the common three): (claim id, worker) pairs. A
 -- claim Redis still has is renewed (and moved if it changed worker); one it
 -- lost (lapsed during the outage, or made while Redis was unreachable) is
 -- added back. Returns how many were added.
 local now = now_ms()
 purge(now)
-local exp = now + tonumber(ARGV[2])
 local added = 0
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   local id, w = ARGV[i], ARGV[i + 1]
   if redis.call('HEXISTS', K_WORKERS, w) == 1 then
     local cur = redis.call('HGET', K_CLAIMS, id)
     if not cur then
-      redis.call('HINCRBY', K_INFLIGHT, w, 1)
+      inc(w)
       redis.call('HSET', K_CLAIMS, id, w)
       added = added + 1
     elseif cur ~= w then
       dec(cur)
-      redis.call('HINCRBY', K_INFLIGHT, w, 1)
+      inc(w)
       redis.call('HSET', K_CLAIMS, id, w)
     end
-    redis.call('ZADD', K_LEASES, exp, id)
+    redis.call('ZADD', K_LEASES, now + LEASE, id)
   end
 end
 return added

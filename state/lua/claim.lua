@@ -1,18 +1,36 @@
--- Atomic pick-and-claim. ARGV: prefix, claim id, lease ms, candidates as
--- one MessagePack array {ids, caps, bases, slopes, mults} (one decode in C
--- instead of five arguments a candidate). Evaluates every candidate's curve
--- (base + slope*a) * (1 + mult*a) at its live in-flight count a, skips
--- workers that are full, unhealthy or draining, and claims the lowest
--- (ties: the earlier candidate). Mirrors scoring.Pick.
--- Returns {index (1-based, -1: none), {live counts}, {1 if available}}.
-local id, lease = ARGV[2], tonumber(ARGV[3])
-local c = cmsgpack.unpack(ARGV[4])
+-- Atomic pick-and-claim, or a place in the model's queue. ARGV (after the
+-- common three): claim id, candidates as one MessagePack array {ids, caps,
+-- bases, slopes, mults}, model, queue (0/1), priority rank, queue allowance
+-- for that rank, replica, waiter lease ms.
+--
+-- Waiters already queued at this priority or better are served first (a
+-- freed slot goes to them before a newcomer). Otherwise every candidate's
+-- curve (base + slope*a) * (1 + mult*a) is evaluated at its live in-flight
+-- count a, workers that are full, unhealthy or draining are skipped, and
+-- the lowest is claimed (ties: the earlier candidate); this mirrors
+-- scoring.Pick. With nothing available the request queues, if the queue
+-- has room for its priority; a non-batch request finding no room sheds the
+-- newest batch waiter.
+-- Returns {outcome (1 claimed, 2 queued, 3 queue full, 0 none available),
+-- index (1-based, -1: none), {live counts}, {1 if available}, queue position}.
+local id = ARGV[4]
+local c = cmsgpack.unpack(ARGV[5])
+local model, queue, rank, allow, replica, wlease =
+  ARGV[6], ARGV[7] == '1', tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
 local ids, caps, bases, slopes, mults = c[1], c[2], c[3], c[4], c[5]
 local now = now_ms()
 purge(now)
-if redis.call('HEXISTS', K_CLAIMS, id) == 1 then
+if redis.call('HEXISTS', K_CLAIMS, id) == 1 or redis.call('HEXISTS', K_WAITERS, id) == 1 then
   return redis.error_reply('claim already held')
 end
+local q = qkey(model)
+local ahead = false
+if queue then
+  pump_model(model, now)
+  local head = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+  ahead = head[1] ~= nil and tonumber(head[2]) < (rank + 1) * RANK_SPAN
+end
+
 local inflight = redis.call('HMGET', K_INFLIGHT, unpack(ids))
 local ok = redis.call('HMGET', K_OK, unpack(ids))
 local best, bestScore = -1, 0
@@ -32,9 +50,30 @@ for i = 1, #ids do
     avail[i] = 0
   end
 end
-if best > 0 then
-  redis.call('HINCRBY', K_INFLIGHT, ids[best], 1)
+if best > 0 and not ahead and global_room() then
+  inc(ids[best])
   redis.call('HSET', K_CLAIMS, id, ids[best])
-  redis.call('ZADD', K_LEASES, now + lease, id)
+  redis.call('ZADD', K_LEASES, now + LEASE, id)
+  return {1, best, active, avail, 0}
 end
-return {best, active, avail}
+if not queue then
+  return {0, -1, active, avail, 0}
+end
+
+if redis.call('ZCARD', q) >= allow and rank < 2 then
+  -- Batch is shed first: the newest batch waiter gives up its place.
+  local victim = redis.call('ZREVRANGEBYSCORE', q, 3 * RANK_SPAN, 2 * RANK_SPAN, 'LIMIT', 0, 1)[1]
+  if victim then
+    local _, _, vreplica = waiter(victim)
+    drop_waiter(victim)
+    if vreplica then notify(vreplica, victim .. ' -') end
+  end
+end
+if redis.call('ZCARD', q) >= allow then
+  return {3, -1, active, avail, 0}
+end
+local seq = redis.call('INCR', K_QSEQ)
+redis.call('ZADD', q, rank * RANK_SPAN + seq, id)
+redis.call('HSET', K_WAITERS, id, model .. '\t' .. rank .. '\t' .. replica)
+redis.call('ZADD', K_WLEASES, now + wlease, id)
+return {2, -1, active, avail, redis.call('ZRANK', q, id) + 1}

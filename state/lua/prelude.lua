@@ -1,34 +1,38 @@
 -- Shared by every llm-router script. All keys live in one Redis Cluster
 -- hash slot (the prefix carries a {hash tag}), so scripts may build
--- per-worker key names from PREFIX.
-local K_WORKERS, K_INFLIGHT, K_HEALTH, K_DRAIN, K_CLAIMS, K_LEASES, K_CAP, K_MODELS, K_OK =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local PREFIX = ARGV[1]
+-- per-worker and per-model key names from PREFIX.
+--
+-- Every script's ARGV starts with: prefix, claim lease ms, global in-flight
+-- cap (0: none). Script-specific arguments follow from ARGV[4].
+local K_WORKERS, K_INFLIGHT, K_HEALTH, K_DRAIN, K_CLAIMS, K_LEASES, K_CAP, K_MODELS, K_OK,
+  K_WAITERS, K_WLEASES, K_GRANTS, K_QSEQ, K_TOTAL, K_WMODELS =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9],
+  KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+local PREFIX, LEASE, GLOBAL_CAP = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- A queue entry's score: priority rank (0 critical, 1 standard, 2 batch)
+-- times RANK_SPAN plus a global arrival sequence: priority first, then
+-- arrival, across every replica.
+local RANK_SPAN = 1e15
 
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+local function qkey(model) return PREFIX .. 'q:' .. model end
+
+local function inc(worker)
+  redis.call('HINCRBY', K_INFLIGHT, worker, 1)
+  redis.call('INCR', K_TOTAL)
+end
+
 local function dec(worker)
   if redis.call('HINCRBY', K_INFLIGHT, worker, -1) < 0 then
     redis.call('HSET', K_INFLIGHT, worker, 0)
   end
-end
-
--- purge drops claims whose lease lapsed (their replica stopped renewing:
--- it died) and gives their slots back. Bounded, so no call runs long.
-local function purge(now)
-  local lapsed = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, 512)
-  for _, id in ipairs(lapsed) do
-    local w = redis.call('HGET', K_CLAIMS, id)
-    if w then
-      dec(w)
-      redis.call('HDEL', K_CLAIMS, id)
-    end
-    redis.call('ZREM', K_LEASES, id)
+  if redis.call('DECR', K_TOTAL) < 0 then
+    redis.call('SET', K_TOTAL, 0)
   end
-  return #lapsed
 end
 
 -- refresh_ok keeps K_OK (worker → '1' when healthy and not draining) in
@@ -39,4 +43,106 @@ local function refresh_ok(id)
   else
     redis.call('HDEL', K_OK, id)
   end
+end
+
+local function global_room()
+  return GLOBAL_CAP <= 0 or (tonumber(redis.call('GET', K_TOTAL)) or 0) < GLOBAL_CAP
+end
+
+-- free reports whether worker w can take one more request now.
+local function free(w)
+  if not redis.call('HGET', K_OK, w) then return false end
+  local a = tonumber(redis.call('HGET', K_INFLIGHT, w)) or 0
+  local cap = tonumber(redis.call('HGET', K_CAP, w)) or 0
+  return a < cap, a, cap
+end
+
+-- waiter records are "model\trank\treplica".
+local function waiter(id)
+  local rec = redis.call('HGET', K_WAITERS, id)
+  if not rec then return nil end
+  local model, rank, replica = string.match(rec, '^(.*)\t(%d)\t(.*)$')
+  return model, tonumber(rank), replica
+end
+
+local function drop_waiter(id)
+  local model = waiter(id)
+  if model then redis.call('ZREM', qkey(model), id) end
+  redis.call('HDEL', K_WAITERS, id)
+  redis.call('ZREM', K_WLEASES, id)
+end
+
+local function notify(replica, msg)
+  redis.call('PUBLISH', PREFIX .. 'notify:' .. replica, msg)
+end
+
+-- grant hands worker w to waiter id, claiming it under the waiter's id.
+local function grant(id, w, now)
+  local _, _, replica = waiter(id)
+  drop_waiter(id)
+  inc(w)
+  redis.call('HSET', K_CLAIMS, id, w)
+  redis.call('ZADD', K_LEASES, now + LEASE, id)
+  redis.call('HSET', K_GRANTS, id, w)
+  if replica then notify(replica, id .. ' ' .. w) end
+end
+
+-- pump_worker gives a free slot of worker w to the best-placed waiter
+-- (priority, then arrival) among the queues of the models w serves, as
+-- long as w and the global cap have room: late binding, the waiter takes
+-- whichever worker frees first.
+local function pump_worker(w, now)
+  local models = redis.call('HGET', K_WMODELS, w)
+  if not models then return end
+  for _ = 1, 64 do
+    if not free(w) or not global_room() then return end
+    local bestId, bestScore = nil, nil
+    for m in string.gmatch(models, '[^\n]+') do
+      local head = redis.call('ZRANGE', qkey(m), 0, 0, 'WITHSCORES')
+      if head[1] and (not bestScore or tonumber(head[2]) < bestScore) then
+        bestId, bestScore = head[1], tonumber(head[2])
+      end
+    end
+    if not bestId then return end
+    grant(bestId, w, now)
+  end
+end
+
+-- pump_model grants free slots of the model's workers to its waiters.
+local function pump_model(model, now)
+  local q = qkey(model)
+  for _ = 1, 256 do
+    if redis.call('ZCARD', q) == 0 or not global_room() then return end
+    local bestW, bestLoad = nil, nil
+    for _, w in ipairs(redis.call('SMEMBERS', PREFIX .. 'model:' .. model)) do
+      local ok, a, cap = free(w)
+      if ok and (not bestLoad or a / cap < bestLoad) then
+        bestW, bestLoad = w, a / cap
+      end
+    end
+    if not bestW then return end
+    grant(redis.call('ZRANGE', q, 0, 0)[1], bestW, now)
+  end
+end
+
+-- purge drops claims whose lease lapsed (their replica stopped renewing:
+-- it died), gives their slots back to waiters, and drops waiters whose
+-- replica stopped renewing them. Bounded, so no call runs long.
+local function purge(now)
+  local lapsed = redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, 512)
+  local freed = {}
+  for _, id in ipairs(lapsed) do
+    local w = redis.call('HGET', K_CLAIMS, id)
+    if w then
+      dec(w)
+      redis.call('HDEL', K_CLAIMS, id)
+      freed[w] = true
+    end
+    redis.call('ZREM', K_LEASES, id)
+    redis.call('HDEL', K_GRANTS, id)
+  end
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_WLEASES, '-inf', now, 'LIMIT', 0, 512)) do
+    drop_waiter(id)
+  end
+  for w in pairs(freed) do pump_worker(w, now) end
 end

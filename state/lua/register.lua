@@ -1,15 +1,19 @@
--- Merge workers into the registry without clobbering live state. ARGV:
--- prefix, n, then per worker: id, spec json, cap, health-if-absent,
--- drain-if-absent ('1', '0' or ''), model count, models..., stats field
--- count, (field, value)... (stats are written only when the worker has
--- none: a replica restoring a Redis that lost its data).
-local i = 3
-for _ = 1, tonumber(ARGV[2]) do
+-- Merge workers into the registry without clobbering live state. ARGV
+-- (after the common three): n, then per worker: id, spec json, cap,
+-- health-if-absent, drain-if-absent ('1', '0' or ''), model count,
+-- models..., stats field count, (field, value)... (stats are written only
+-- when the worker has none: a replica restoring a Redis that lost its data).
+local i = 5
+local now = now_ms()
+for _ = 1, tonumber(ARGV[4]) do
   local id, spec, cap, health, drain = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local nm = tonumber(ARGV[i + 5])
   i = i + 6
-  local models = {}
-  for j = 1, nm do models[ARGV[i + j - 1]] = true end
+  local models, list = {}, {}
+  for j = 1, nm do
+    models[ARGV[i + j - 1]] = true
+    list[j] = ARGV[i + j - 1]
+  end
   i = i + nm
   local old = redis.call('HGET', K_WORKERS, id)
   if old then
@@ -22,6 +26,7 @@ for _ = 1, tonumber(ARGV[2]) do
     redis.call('SADD', K_MODELS, m)
   end
   redis.call('HSET', K_WORKERS, id, spec)
+  redis.call('HSET', K_WMODELS, id, table.concat(list, '\n'))
   redis.call('HSET', K_CAP, id, cap)
   redis.call('HSETNX', K_HEALTH, id, health)
   if drain == '1' then redis.call('HSETNX', K_DRAIN, id, '1') end
@@ -36,5 +41,6 @@ for _ = 1, tonumber(ARGV[2]) do
     end
   end
   i = i + 2 * ns
+  pump_worker(id, now)
 end
 return 1

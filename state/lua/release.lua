@@ -1,19 +1,20 @@
--- Release a claim exactly once and fold the request's measurements into the
--- worker's moving averages, in one round trip. ARGV: prefix, claim id,
--- worker hint (for the averages when the claim already lapsed), failed
--- (0/1), latency s, ttft s, tokens/s, alpha. Returns 1 if the claim was
--- still held.
-local id = ARGV[2]
+-- Release a claim exactly once, fold the request's measurements into the
+-- worker's moving averages, and hand the freed slot to the best waiter, in
+-- one round trip. ARGV (after the common three): claim id, worker hint (for
+-- the averages when the claim already lapsed), failed (0/1), latency s,
+-- ttft s, tokens/s, alpha. Returns 1 if the claim was still held.
+local id = ARGV[4]
 local now = now_ms()
 local w = redis.call('HGET', K_CLAIMS, id)
 local released = 0
 if w then
   redis.call('HDEL', K_CLAIMS, id)
   redis.call('ZREM', K_LEASES, id)
+  redis.call('HDEL', K_GRANTS, id)
   dec(w)
   released = 1
 else
-  w = ARGV[3]
+  w = ARGV[5]
 end
 
 local function ema(key, f, x, alpha)
@@ -28,14 +29,15 @@ end
 if w ~= '' and redis.call('HEXISTS', K_WORKERS, w) == 1 then
   local sk = PREFIX .. 'stats:' .. w
   redis.call('HINCRBY', sk, 'req', 1)
-  if ARGV[4] == '1' then
+  if ARGV[6] == '1' then
     redis.call('HINCRBY', sk, 'err', 1)
   else
-    local alpha = tonumber(ARGV[8])
-    ema(sk, 'lat', tonumber(ARGV[5]), alpha)
-    ema(sk, 'ttft', tonumber(ARGV[6]), alpha)
-    ema(sk, 'tps', tonumber(ARGV[7]), alpha)
+    local alpha = tonumber(ARGV[10])
+    ema(sk, 'lat', tonumber(ARGV[7]), alpha)
+    ema(sk, 'ttft', tonumber(ARGV[8]), alpha)
+    ema(sk, 'tps', tonumber(ARGV[9]), alpha)
   end
+  if released == 1 then pump_worker(w, now) end
 end
 purge(now)
 return released

@@ -1,6 +1,7 @@
--- Every worker's state in one round trip. ARGV: prefix. Returns {server
--- time ms, workers (id, spec)..., in-flight..., health..., drain..., then one
--- stats list per worker in the order of the workers list}.
+-- Every worker's state in one round trip. ARGV: the common three. Returns
+-- {server time ms, workers (id, spec)..., in-flight..., health..., drain...,
+-- one stats list per worker in the order of the workers list, queue depths
+-- (model, critical, standard, batch)...}.
 local now = now_ms()
 purge(now)
 local workers = redis.call('HGETALL', K_WORKERS)
@@ -8,5 +9,15 @@ local stats = {}
 for i = 1, #workers, 2 do
   stats[#stats + 1] = redis.call('HGETALL', PREFIX .. 'stats:' .. workers[i])
 end
+local queues = {}
+for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do
+  local q = qkey(m)
+  if redis.call('ZCARD', q) > 0 then
+    queues[#queues + 1] = m
+    for r = 0, 2 do
+      queues[#queues + 1] = redis.call('ZCOUNT', q, r * RANK_SPAN, '(' .. ((r + 1) * RANK_SPAN))
+    end
+  end
+end
 return {now, workers, redis.call('HGETALL', K_INFLIGHT), redis.call('HGETALL', K_HEALTH),
-  redis.call('HGETALL', K_DRAIN), stats}
+  redis.call('HGETALL', K_DRAIN), stats, queues}

@@ -20,33 +20,40 @@ type Store interface {
 	Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error)
 	Release(ctx context.Context, r state.Release) (bool, error)
 	Move(ctx context.Context, id, to string) error
-	Renew(ctx context.Context, ids []string, lease time.Duration) error
+	Renew(ctx context.Context, claims, waiters []string) error
 	SetHealth(ctx context.Context, worker, health string) error
 	SetDraining(ctx context.Context, worker string, draining bool) error
+	Cancel(ctx context.Context, id string) (state.WaiterStatus, error)
+	Poll(ctx context.Context, id string) (state.WaiterStatus, error)
+	Pump(ctx context.Context) error
+	Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error
 }
 
-// Factory returns a fresh, empty store; stores returned for the same test
-// may share state (replicas of one deployment) when shared is true.
-type Factory func(t *testing.T) Store
+// Factory returns a fresh, empty store with the given limits.
+type Factory func(t *testing.T, l state.Limits) Store
 
 // Run runs the whole suite. newStore must return a fresh, empty store each
 // call; newPeer (may be nil) returns another handle on the same state, as a
 // second replica would have.
 func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s Store) Store) {
-	t.Run("RegisterMergesWithoutClobbering", func(t *testing.T) { registerMerges(t, newStore(t)) })
-	t.Run("ClaimPicksLowestLiveScore", func(t *testing.T) { claimPicksLowest(t, newStore(t)) })
-	t.Run("ClaimSkipsFullUnhealthyDraining", func(t *testing.T) { claimSkips(t, newStore(t)) })
-	t.Run("ReleaseExactlyOnce", func(t *testing.T) { releaseOnce(t, newStore(t)) })
-	t.Run("MoveFollowsTheServingWorker", func(t *testing.T) { move(t, newStore(t)) })
-	t.Run("LeaseLapseGivesTheSlotBack", func(t *testing.T) { leaseLapse(t, newStore(t)) })
+	def := state.Limits{Lease: 30 * time.Second}
+	t.Run("RegisterMergesWithoutClobbering", func(t *testing.T) { registerMerges(t, newStore(t, def)) })
+	t.Run("ClaimPicksLowestLiveScore", func(t *testing.T) { claimPicksLowest(t, newStore(t, def)) })
+	t.Run("ClaimSkipsFullUnhealthyDraining", func(t *testing.T) { claimSkips(t, newStore(t, def)) })
+	t.Run("ReleaseExactlyOnce", func(t *testing.T) { releaseOnce(t, newStore(t, def)) })
+	t.Run("MoveFollowsTheServingWorker", func(t *testing.T) { move(t, newStore(t, def)) })
+	t.Run("LeaseLapseGivesTheSlotBack", func(t *testing.T) {
+		leaseLapse(t, newStore(t, state.Limits{Lease: 300 * time.Millisecond}))
+	})
 	t.Run("HerdLandsOnePerWorker", func(t *testing.T) {
-		s := newStore(t)
+		s := newStore(t, def)
 		herd(t, s, peers(t, s, newPeer, 3), 100)
 	})
 	t.Run("CapsHoldUnderConcurrency", func(t *testing.T) {
-		s := newStore(t)
+		s := newStore(t, def)
 		capsHold(t, s, peers(t, s, newPeer, 3))
 	})
+	runQueue(t, newStore, newPeer)
 }
 
 func peers(t *testing.T, s Store, newPeer func(*testing.T, Store) Store, n int) []Store {
@@ -85,7 +92,7 @@ func claimID() string { return fmt.Sprintf("claim-%d-%d", time.Now().UnixNano(),
 func mustClaim(t *testing.T, s Store, cands []state.Candidate) (string, string) {
 	t.Helper()
 	id := claimID()
-	res, err := s.Claim(context.Background(), state.ClaimRequest{ID: id, Candidates: cands, Lease: 30 * time.Second})
+	res, err := s.Claim(context.Background(), state.ClaimRequest{ID: id, Candidates: cands})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +202,7 @@ func claimSkips(t *testing.T, s Store) {
 		t.Fatalf("claimed %s, want w2 (w0 unhealthy, w1 draining)", got)
 	}
 	id := claimID()
-	res, err := s.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands, Lease: time.Minute})
+	res, err := s.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,13 +292,13 @@ func leaseLapse(t *testing.T, s Store) {
 	kept := claimID()
 	lapsed := claimID()
 	for _, id := range []string{kept, lapsed} {
-		if _, err := s.Claim(ctx, state.ClaimRequest{ID: id, Candidates: candidates(specs), Lease: 300 * time.Millisecond}); err != nil {
+		if _, err := s.Claim(ctx, state.ClaimRequest{ID: id, Candidates: candidates(specs)}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := s.Renew(ctx, []string{kept}, 300*time.Millisecond); err != nil {
+		if err := s.Renew(ctx, []string{kept}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if inFlight(t, s)["w0"] == 1 {
@@ -331,7 +338,7 @@ func herd(t *testing.T, s Store, replicas []Store, trials int) {
 				defer wg.Done()
 				<-start
 				ids[i] = claimID()
-				res, err := replicas[i%len(replicas)].Claim(ctx, state.ClaimRequest{ID: ids[i], Candidates: cands, Lease: time.Minute})
+				res, err := replicas[i%len(replicas)].Claim(ctx, state.ClaimRequest{ID: ids[i], Candidates: cands})
 				errs[i] = err
 				if err == nil && res.Index >= 0 {
 					got[i] = cands[res.Index].Worker
@@ -401,7 +408,7 @@ func capsHold(t *testing.T, s Store, replicas []Store) {
 			st := replicas[g%len(replicas)]
 			for i := 0; i < 30; i++ {
 				id := claimID()
-				res, err := st.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands, Lease: time.Minute})
+				res, err := st.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands})
 				if err != nil {
 					t.Error(err)
 					return

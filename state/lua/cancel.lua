@@ -1,0 +1,14 @@
+-- A waiter leaves (client gone, timeout). ARGV (after the common three):
+-- waiter id. Returns {'removed'}, {'granted', worker} when a slot was
+-- handed to it meanwhile (the caller releases or uses it), or {'gone'}
+-- (shed, or its lease lapsed).
+local id = ARGV[4]
+if redis.call('HEXISTS', K_WAITERS, id) == 1 then
+  drop_waiter(id)
+  return {'removed'}
+end
+local w = redis.call('HGET', K_GRANTS, id)
+if w and redis.call('HEXISTS', K_CLAIMS, id) == 1 then
+  return {'granted', w}
+end
+return {'gone'}

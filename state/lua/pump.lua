@@ -1,0 +1,10 @@
+-- The periodic safety pump: hand free slots to waiters of every model
+-- (slots freed by lapsed leases, a worker undrained or recovered are also
+-- pumped where that happens; this catches anything else). ARGV: the
+-- common three.
+local now = now_ms()
+purge(now)
+for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do
+  pump_model(m, now)
+end
+return 1
