@@ -188,7 +188,7 @@ type Worker struct {
 }
 
 // Strategies lists the accepted values of strategy.
-var Strategies = []string{"round_robin", "least_loaded", "latency_based", "inference_aware", "scored"}
+var Strategies = []string{"round_robin", "least_loaded", "latency_based", "inference_aware", "scored", "queue_kv_max_score"}
 
 // Default returns the configuration every loaded file starts from.
 func Default() Config {

@@ -23,7 +23,7 @@ type Key struct {
 var Keys = []Key{
 	{Path: "extproc_listen", Env: "EXTPROC_LISTEN", Default: "127.0.0.1:9002", Doc: "ext_proc gRPC listener (with the standard gRPC health service)", apply: setString(func(c *Config) *string { return &c.ExtProcListen })},
 	{Path: "admin_listen", Env: "ADMIN_LISTEN", Default: "127.0.0.1:9090", Doc: "admin HTTP listener: /health, /stats, /metrics", apply: setString(func(c *Config) *string { return &c.AdminListen })},
-	{Path: "strategy", Env: "ROUTING_STRATEGY", Default: "scored", Doc: "round_robin, least_loaded, latency_based, inference_aware or scored", apply: setString(func(c *Config) *string { return &c.Strategy })},
+	{Path: "strategy", Env: "ROUTING_STRATEGY", Default: "scored", Doc: "round_robin, least_loaded, latency_based, inference_aware, scored, or queue_kv_max_score (the benchmark's emulation of the Gateway API Inference Extension's default scheduler)", apply: setString(func(c *Config) *string { return &c.Strategy })},
 	{Path: "log_level", Env: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error", apply: setString(func(c *Config) *string { return &c.LogLevel })},
 	{Path: "replica_id", Env: "REPLICA_ID", Default: "hostname-pid", Doc: "this replica's name in claims, logs and /health", apply: setString(func(c *Config) *string { return &c.ReplicaID })},
 	{Path: "max_body_bytes", Env: "MAX_BODY_BYTES", Default: "4194304", Doc: "largest request body accepted; larger gets 413", apply: setInt64(func(c *Config) *int64 { return &c.MaxBodyBytes })},

@@ -5,6 +5,8 @@
 package metrics
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -45,6 +47,9 @@ var ScoreTermDesc = prometheus.NewDesc(Namespace+"_node_score_term",
 // Metrics holds the router's collectors.
 type Metrics struct {
 	Registry *prometheus.Registry
+	// Types maps every metric name this package defines (with the
+	// namespace) to its type: counter, gauge or histogram.
+	Types map[string]string
 
 	// The distributed-router brief's list.
 	RequestsTotal        *prometheus.CounterVec   // model, code
@@ -82,9 +87,11 @@ func New() *Metrics {
 
 // NewOn registers the router's collectors on reg.
 func NewOn(reg *prometheus.Registry) *Metrics {
-	f := factory{reg}
+	types := map[string]string{Namespace + "_node_score_term": "gauge"}
+	f := factory{reg, types}
 	return &Metrics{
 		Registry:           reg,
+		Types:              types,
 		RequestsTotal:      f.counter("requests_total", "Requests the router decided on, by model and final HTTP status.", labelsRequest),
 		RequestLatency:     f.histogram("request_latency_seconds", "End-to-end latency of requests as the router saw them, from the decision to the end of the response.", LatencyBuckets, labelsModel),
 		QueueDepth:         f.gauge("queue_depth", "Requests waiting for a worker, fleet-wide, as of the last snapshot.", labelsPriority),
@@ -112,34 +119,66 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 	}
 }
 
-type factory struct{ reg *prometheus.Registry }
+type factory struct {
+	reg   *prometheus.Registry
+	types map[string]string
+}
 
 func (f factory) counter(name, help string, labels []string) *prometheus.CounterVec {
+	f.types[Namespace+"_"+name] = "counter"
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	f.reg.MustRegister(c)
 	return c
 }
 
 func (f factory) counter1(name, help string) prometheus.Counter {
+	f.types[Namespace+"_"+name] = "counter"
 	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
 	f.reg.MustRegister(c)
 	return c
 }
 
 func (f factory) gauge(name, help string, labels []string) *prometheus.GaugeVec {
+	f.types[Namespace+"_"+name] = "gauge"
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	f.reg.MustRegister(g)
 	return g
 }
 
 func (f factory) gauge1(name, help string) prometheus.Gauge {
+	f.types[Namespace+"_"+name] = "gauge"
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
 	f.reg.MustRegister(g)
 	return g
 }
 
 func (f factory) histogram(name, help string, buckets []float64, labels []string) *prometheus.HistogramVec {
+	f.types[Namespace+"_"+name] = "histogram"
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels)
 	f.reg.MustRegister(h)
 	return h
+}
+
+// Exported reports whether a series name is one the router exports: a
+// metric of this package, a histogram's _bucket, _sum or _count series, or
+// the Go and process collectors' (go_*, process_*).
+func (m *Metrics) Exported(series string) bool {
+	if _, ok := m.Types[series]; ok {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(series, suffix); ok && m.Types[base] == "histogram" {
+			return true
+		}
+	}
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		return false
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == series && (strings.HasPrefix(series, "go_") || strings.HasPrefix(series, "process_")) {
+			return true
+		}
+	}
+	return false
 }
