@@ -255,6 +255,24 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region))
+	healthy := map[string]int{}
+	for _, w := range snap.Workers {
+		for _, m := range w.Spec.Models {
+			if w.Health == state.Healthy && !w.Draining {
+				healthy[m]++
+			} else {
+				healthy[m] += 0
+			}
+		}
+	}
+	for m, n := range healthy {
+		s.m.ModelHealthyWorkers.WithLabelValues(m).Set(float64(n))
+		if spec := s.queueSpec(Request{Model: m, Priority: PriorityStandard}); spec != nil {
+			for _, p := range []string{PriorityCritical, PriorityStandard, PriorityBatch} {
+				s.m.QueueCapacity.WithLabelValues(m, p).Set(float64(s.queueSpec(Request{Model: m, Priority: p}).Allow))
+			}
+		}
+	}
 	s.m.QueueDepth.Reset()
 	for _, q := range snap.Queues {
 		s.m.QueueDepth.WithLabelValues(q.Model, "critical").Set(float64(q.Critical))
