@@ -30,6 +30,7 @@ import (
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/telemetry"
 )
 
 // Router is a running router process.
@@ -49,7 +50,14 @@ type Router struct {
 	ready     chan struct{}
 	authState string
 	decisions *decisions.Ring
+	monitor   *telemetry.Monitor
 }
+
+// Metrics exposes the router's metrics.
+func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
+
+// Monitor exposes the telemetry monitor (tests count its scrapes).
+func (r *Router) Monitor() *telemetry.Monitor { return r.monitor }
 
 // Decision returns the recorded decision for a request id.
 func (r *Router) Decision(requestID string) (*scheduler.Decision, bool) {
@@ -113,6 +121,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		NonAtomicClaim:  !cfg.AtomicClaim,
 		LogCandidates:   cfg.DecisionLogCandidates,
 		Recorder:        ring,
+		TelemetryStale:  cfg.Telemetry.StaleAfter.D(),
 		Queue: scheduler.QueueOptions{
 			MaxSize:            cfg.Queue.MaxQueueSize,
 			CriticalMultiplier: cfg.Queue.CriticalMultiplier,
@@ -130,6 +139,14 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		return nil, err
 	}
 	r := &Router{cfg: cfg, log: log, metrics: m, store: store, storeRun: storeRun, degraded: degraded, sched: sched, ready: make(chan struct{}), decisions: ring}
+	r.monitor = telemetry.NewMonitor(store, sched, telemetry.Options{
+		Replica:        cfg.ReplicaID,
+		ScrapeInterval: cfg.Telemetry.ScrapeInterval.D(),
+		ScrapeTimeout:  cfg.Telemetry.ScrapeTimeout.D(),
+		HealthInterval: cfg.Health.CheckInterval.D(),
+		Logger:         log.Named("telemetry"),
+		Metrics:        m,
+	})
 	keys, err := auth.New(cfg.Auth)
 	if err != nil {
 		return nil, err
@@ -148,6 +165,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		MaxBodyBytes:         cfg.MaxBodyBytes,
 		Auth:                 keys,
 		ForwardAuthorization: cfg.Auth.ForwardAuthorization,
+		RequestUsage:         cfg.Telemetry.RequestUsage,
 		ClusterFor:           envoy.ClusterFor,
 		Logger:               log.Named("extproc"),
 		Metrics:              m,
@@ -186,6 +204,7 @@ func specs(ws []config.Worker) []state.WorkerSpec {
 	for i, w := range ws {
 		out[i] = state.WorkerSpec{
 			ID: w.ID, Address: w.Address, Models: w.Models, Zone: w.Zone, Region: w.Region, MaxConcurrency: w.MaxConcurrency,
+			MetricsFormat: w.MetricsFormat, MetricsURL: w.MetricsURL, HealthURL: w.HealthURL, DCGMURL: w.DCGMURL, DCGMGPU: w.DCGMGPU,
 		}
 	}
 	return out
@@ -234,6 +253,7 @@ func (r *Router) Serve(ctx context.Context) error {
 	defer stopBg()
 	go r.sched.Run(bgCtx)
 	go r.storeRun(bgCtx)
+	go r.monitor.Run(bgCtx)
 
 	errc := make(chan error, 2)
 	go func() { errc <- r.grpc.Serve(grpcLn) }()

@@ -12,6 +12,7 @@ import (
 	"github.com/llm-router/llm-router/metrics"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/telemetry"
 )
 
 // Store is what the process needs from its store beyond scheduling.
@@ -23,6 +24,7 @@ type routerStore interface {
 	Register(ctx context.Context, specs []state.WorkerSpec) error
 	SetHealth(ctx context.Context, worker, health string) error
 	SetDraining(ctx context.Context, worker string, draining bool) error
+	telemetry.Store
 }
 
 var (
@@ -63,7 +65,15 @@ func RedisClient(c config.Redis) (redis.UniversalClient, error) {
 // newStore returns the in-memory store, or Redis wrapped for outages, and
 // a background loop to run (nil for memory).
 func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerStore, func(context.Context), func() bool, error) {
-	limits := state.Limits{Lease: cfg.ClaimLease.D(), GlobalCap: cfg.Queue.MaxConcurrentRequests}
+	limits := state.Limits{
+		Lease:     cfg.ClaimLease.D(),
+		GlobalCap: cfg.Queue.MaxConcurrentRequests,
+		Health: state.HealthPolicy{
+			ActiveFailures:  cfg.Health.FailureThreshold,
+			PassiveFailures: cfg.Health.PassiveFailureThreshold,
+			HoldDown:        cfg.Health.HoldDown.D(),
+		},
+	}
 	if !cfg.Redis.Enabled() {
 		return state.NewMemory(nil, limits), func(context.Context) {}, func() bool { return false }, nil
 	}

@@ -51,6 +51,8 @@ type Config struct {
 	// only so the herd benchmark can show it. Never turn it off in production.
 	AtomicClaim bool `yaml:"atomic_claim"`
 
+	Telemetry      Telemetry      `yaml:"telemetry"`
+	Health         Health         `yaml:"health"`
 	Queue          Queue          `yaml:"queue"`
 	Auth           Auth           `yaml:"auth"`
 	Redis          Redis          `yaml:"redis"`
@@ -59,6 +61,28 @@ type Config struct {
 	Scoring        Scoring        `yaml:"scoring"`
 	InferenceAware InferenceAware `yaml:"inference_aware"`
 	Workers        []Worker       `yaml:"workers"`
+}
+
+// Telemetry configures how workers' own metrics feed the scores.
+type Telemetry struct {
+	// ScrapeInterval: how often each worker's metrics are read (by one
+	// replica at a time).
+	ScrapeInterval Duration `yaml:"scrape_interval"`
+	ScrapeTimeout  Duration `yaml:"scrape_timeout"`
+	// StaleAfter: a scraped value older than this is unknown, not zero.
+	StaleAfter Duration `yaml:"stale_after"`
+	// RequestUsage adds stream_options.include_usage to streamed requests
+	// that lack it, for exact token counts; the usage chunk is then removed
+	// from the response, so the client receives exactly what it asked for.
+	RequestUsage bool `yaml:"request_usage"`
+}
+
+// Health configures the health state machine.
+type Health struct {
+	CheckInterval           Duration `yaml:"check_interval"`
+	FailureThreshold        int      `yaml:"failure_threshold"`
+	PassiveFailureThreshold int      `yaml:"passive_failure_threshold"`
+	HoldDown                Duration `yaml:"hold_down"`
 }
 
 // Queue configures admission: requests beyond every worker's cap wait in
@@ -185,6 +209,12 @@ type Worker struct {
 	Zone           string   `yaml:"zone"`
 	Region         string   `yaml:"region"`
 	MaxConcurrency int      `yaml:"max_concurrency"`
+	// MetricsFormat: vllm (default), sglang, llamacpp, trtllm, or none.
+	MetricsFormat string `yaml:"metrics_format"`
+	MetricsURL    string `yaml:"metrics_url"`
+	HealthURL     string `yaml:"health_url"`
+	DCGMURL       string `yaml:"dcgm_url"`
+	DCGMGPU       string `yaml:"dcgm_gpu"`
 }
 
 // Strategies lists the accepted values of strategy.
@@ -206,6 +236,18 @@ func Default() Config {
 		ClaimLease:            Duration(10 * time.Second),
 		AtomicClaim:           true,
 		Redis:                 Redis{KeyPrefix: "llmr", Timeout: Duration(300 * time.Millisecond), PoolSize: 64},
+		Telemetry: Telemetry{
+			ScrapeInterval: Duration(500 * time.Millisecond),
+			ScrapeTimeout:  Duration(400 * time.Millisecond),
+			StaleAfter:     Duration(2 * time.Second),
+			RequestUsage:   true,
+		},
+		Health: Health{
+			CheckInterval:           Duration(5 * time.Second),
+			FailureThreshold:        3,
+			PassiveFailureThreshold: 3,
+			HoldDown:                Duration(10 * time.Second),
+		},
 		Queue: Queue{
 			MaxQueueSize:       32,
 			CriticalMultiplier: 2,
@@ -409,6 +451,24 @@ func (c *Config) Validate() error {
 		bad("queue.max_concurrent_requests", "must not be negative")
 	}
 	c.validateAuth(bad)
+	if c.Telemetry.ScrapeInterval.D() < 10*time.Millisecond {
+		bad("telemetry.scrape_interval", "must be at least 10ms")
+	}
+	if c.Telemetry.ScrapeTimeout.D() <= 0 || c.Telemetry.ScrapeTimeout.D() > c.Telemetry.ScrapeInterval.D() {
+		bad("telemetry.scrape_timeout", "must be positive and at most scrape_interval")
+	}
+	if c.Telemetry.StaleAfter.D() < c.Telemetry.ScrapeInterval.D() {
+		bad("telemetry.stale_after", "must be at least scrape_interval")
+	}
+	if c.Health.CheckInterval.D() < 100*time.Millisecond {
+		bad("health.check_interval", "must be at least 100ms")
+	}
+	if c.Health.FailureThreshold < 1 {
+		bad("health.failure_threshold", "must be at least 1")
+	}
+	if c.Health.PassiveFailureThreshold < 1 {
+		bad("health.passive_failure_threshold", "must be at least 1")
+	}
 	if c.Redis.PoolSize < 1 {
 		bad("redis.pool_size", "must be at least 1")
 	}
@@ -474,6 +534,12 @@ func (c *Config) validateWorkers(bad func(string, string, ...any), checkAddr fun
 		}
 		if w.MaxConcurrency < 1 {
 			bad(key+".max_concurrency", "must be at least 1, got %d", w.MaxConcurrency)
+		}
+		if w.MetricsFormat != "" && !slices.Contains([]string{"vllm", "sglang", "llamacpp", "trtllm", "none"}, w.MetricsFormat) {
+			bad(key+".metrics_format", "want vllm, sglang, llamacpp, trtllm or none, got %q", w.MetricsFormat)
+		}
+		if (w.DCGMURL == "") != (w.DCGMGPU == "") {
+			bad(key+".dcgm_gpu", "dcgm_url and dcgm_gpu go together")
 		}
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/tidwall/sjson"
+
 	"github.com/llm-router/llm-router/auth"
 	"github.com/llm-router/llm-router/scheduler"
 )
@@ -40,6 +42,7 @@ type exchange struct {
 	claimedAt time.Time
 	status    int
 	stream    *streamObserver
+	strip     *usageStripper // set when the router added include_usage
 }
 
 func newExchange(ctx context.Context, s *Server) *exchange {
@@ -157,13 +160,25 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRespo
 	}
 	x.claim, x.claimedAt = claim, x.srv.now()
 	cluster := x.srv.opts.ClusterFor(claim.Worker(), body.Model)
+	common := &extprocv3.CommonResponse{
+		HeaderMutation: &extprocv3.HeaderMutation{
+			SetHeaders: []*corev3.HeaderValueOption{setHeader(headerCluster, cluster)},
+		},
+		ClearRouteCache: true,
+	}
+	if x.srv.opts.RequestUsage && body.Stream && !body.IncludeUsage && (x.endpoint == EndpointChat || x.endpoint == EndpointCompletions) {
+		// Exact completion tokens come from the worker's usage chunk;
+		// without it the router counts deltas, which engines may batch.
+		if withUsage, err := sjson.SetBytes(b.Body, "stream_options.include_usage", true); err == nil {
+			common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: withUsage}}
+			// Envoy checks the declared length against the mutated body.
+			common.HeaderMutation.SetHeaders = append(common.HeaderMutation.SetHeaders,
+				setHeader("content-length", strconv.Itoa(len(withUsage))))
+			x.strip = &usageStripper{}
+		}
+	}
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
-		RequestBody: &extprocv3.BodyResponse{Response: &extprocv3.CommonResponse{
-			HeaderMutation: &extprocv3.HeaderMutation{
-				SetHeaders: []*corev3.HeaderValueOption{setHeader(headerCluster, cluster)},
-			},
-			ClearRouteCache: true,
-		}},
+		RequestBody: &extprocv3.BodyResponse{Response: common},
 	}}
 }
 
@@ -218,12 +233,16 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 	if x.stream != nil {
 		x.stream.observe(b.Body, x.srv.now())
 	}
+	resp := &extprocv3.BodyResponse{}
+	if x.strip != nil {
+		resp.Response = &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{
+			Mutation: &extprocv3.BodyMutation_Body{Body: x.strip.filter(b.Body, b.EndOfStream)},
+		}}
+	}
 	if b.EndOfStream {
 		x.finish(false)
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{
-		ResponseBody: &extprocv3.BodyResponse{},
-	}}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: resp}}
 }
 
 // finish releases the claim once, with what the response phases observed.

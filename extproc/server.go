@@ -79,6 +79,9 @@ type Options struct {
 	// ForwardAuthorization keeps the client's Authorization header on the
 	// upstream request (off: removed, so tenant keys never reach workers).
 	ForwardAuthorization bool
+	// RequestUsage asks workers for usage on streamed OpenAI requests that
+	// lack it (exact token counts) and strips it from the response.
+	RequestUsage bool
 	// ClusterFor names the Envoy cluster for a worker and model.
 	ClusterFor func(worker, model string) string
 	Logger     *zap.Logger

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tidwall/gjson"
+	"github.com/tidwall/sjson"
 )
 
 // maxLine bounds a buffered partial SSE line; longer lines are skipped, not
@@ -99,4 +100,62 @@ func (o *streamObserver) result() (ttft time.Duration, tps float64, tokens int) 
 		tps = float64(tokens-1) / span
 	}
 	return ttft, tps, tokens
+}
+
+// usageStripper removes from a streamed response what the router added by
+// asking for usage: the usage-only event (empty choices) and "usage":null
+// fields, so a client that did not ask for usage receives exactly what it
+// would have without the router. It passes complete events through at once
+// and holds only an incomplete trailing event until its end arrives.
+type usageStripper struct {
+	carry []byte
+}
+
+func (u *usageStripper) filter(chunk []byte, eos bool) []byte {
+	data := append(u.carry, chunk...)
+	out := make([]byte, 0, len(data))
+	for {
+		i := bytes.Index(data, []byte("\n\n"))
+		if i < 0 {
+			break
+		}
+		out = append(out, stripUsage(data[:i+2])...)
+		data = data[i+2:]
+	}
+	if eos {
+		out = append(out, stripUsage(data)...)
+		data = nil
+	}
+	u.carry = append([]byte(nil), data...)
+	return out
+}
+
+// stripUsage drops a usage-only event and removes "usage":null from others.
+func stripUsage(ev []byte) []byte {
+	if !bytes.Contains(ev, []byte(`"usage"`)) {
+		return ev
+	}
+	line, rest, _ := bytes.Cut(ev, []byte("\n"))
+	payload, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return ev
+	}
+	payload = bytes.TrimSpace(payload)
+	if !gjson.ValidBytes(payload) {
+		return ev
+	}
+	choices, usage := gjson.GetBytes(payload, "choices"), gjson.GetBytes(payload, "usage")
+	switch {
+	case usage.IsObject() && choices.IsArray() && len(choices.Array()) == 0:
+		return nil // the usage chunk the client did not ask for
+	case usage.Type == gjson.Null && usage.Exists():
+		cleaned, err := sjson.DeleteBytes(payload, "usage")
+		if err != nil {
+			return ev
+		}
+		out := append([]byte("data: "), cleaned...)
+		out = append(out, '\n')
+		return append(out, rest...)
+	}
+	return ev
 }

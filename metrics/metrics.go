@@ -76,6 +76,8 @@ type Metrics struct {
 	ModelHealthyWorkers  *prometheus.GaugeVec // model
 	QueueCapacity        *prometheus.GaugeVec // model, priority
 	RetriedElsewhere     *prometheus.CounterVec
+	Scrapes              *prometheus.CounterVec   // node, result
+	ScrapeDuration       *prometheus.HistogramVec // format
 	ExtProcStreamsActive prometheus.Gauge
 }
 
@@ -117,6 +119,8 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 		NodeHealth:          f.gauge("node_health", "1 for the worker's current health state, 0 for the others.", labelsNodeHealth),
 		ModelHealthyWorkers: f.gauge("model_healthy_workers", "Workers serving the model that are healthy and not draining, as of the last snapshot.", labelsModel),
 		QueueCapacity:       f.gauge("queue_capacity", "How many requests of each priority the model's queue admits (0: queueing off).", labelsPriority),
+		Scrapes:             f.counter("scrapes_total", "Scrapes of workers' own metrics made by this replica, by result.", []string{"node", "result"}),
+		ScrapeDuration:      f.histogram("scrape_duration_seconds", "Time to scrape one worker's metrics.", DecisionBuckets, []string{"format"}),
 		RetriedElsewhere:    f.counter("retried_elsewhere_total", "Requests Envoy served on another worker than the one the router picked.", labelsNode),
 		ExtProcStreamsActive: f.gauge1("extproc_streams_active",
 			"Open ext_proc streams (one per HTTP request in flight through Envoy)."),

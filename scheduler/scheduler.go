@@ -95,7 +95,10 @@ type Options struct {
 	// line (the best ones); 0 writes all.
 	LogCandidates int
 	Queue         QueueOptions
-	Now           func() time.Time
+	// TelemetryStale bounds the age of worker-reported values (KV usage,
+	// queue, GPU utilisation) used in scoring; older ones are unknown.
+	TelemetryStale time.Duration
+	Now            func() time.Time
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.
@@ -254,7 +257,7 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 		s.m.StoreErrors.WithLabelValues("snapshot").Inc()
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region))
+	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale))
 	healthy := map[string]int{}
 	for _, w := range snap.Workers {
 		for _, m := range w.Spec.Models {

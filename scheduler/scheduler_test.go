@@ -241,3 +241,47 @@ func BenchmarkAdmitFinish(b *testing.B) {
 		tk.Finish(Outcome{Status: 200})
 	}
 }
+
+// TestStaleTelemetryIsUnknown: a worker-reported value older than its
+// staleness bound is unknown in the decision, never an idle zero.
+func TestStaleTelemetryIsUnknown(t *testing.T) {
+	ctx := context.Background()
+	store := state.NewMemory(nil, state.Limits{})
+	_ = store.Register(ctx, []state.WorkerSpec{spec("fresh", "m", 4), spec("stale", "m", 4)})
+	now := time.Now()
+	_ = store.PutTelemetry(ctx, map[string]state.Telemetry{
+		"fresh": {KVUsage: state.Sample{Value: 0.9, At: now}, Waiting: state.Sample{Value: 2, At: now}, At: now},
+		"stale": {KVUsage: state.Sample{Value: 0.9, At: now.Add(-time.Minute)}, At: now.Add(-time.Minute)},
+	})
+	rec := &recorder{}
+	s, err := New(store, Options{
+		Strategy: "scored", Recorder: rec, TelemetryStale: 2 * time.Second,
+		Params: scoring.Params{Weights: scoring.Weights{Active: 100, Queue: 10, KVPressure: 15}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Refresh(ctx)
+	tk, err := s.Admit(ctx, Request{ID: "r", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Finish(Outcome{Status: 200})
+	for _, c := range rec.ds[0].Candidates {
+		for _, term := range c.Terms {
+			if term.Name != "kv_pressure" {
+				continue
+			}
+			if c.Worker == "stale" && !term.Unknown {
+				t.Fatalf("a minute-old KV usage was used: %+v", term)
+			}
+			if c.Worker == "fresh" && (term.Unknown || term.Value != 0.9) {
+				t.Fatalf("fresh KV usage not used: %+v", term)
+			}
+		}
+	}
+	if tk.Worker() != "stale" {
+		// 15·0.9 for fresh against an unknown (0) for stale.
+		t.Fatalf("picked %s", tk.Worker())
+	}
+}

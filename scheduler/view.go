@@ -11,8 +11,10 @@ import (
 // view is an immutable, indexed copy of a snapshot, ready for scoring.
 type view struct {
 	snap    state.Snapshot
+	stale   time.Duration // scraped values older than this are unknown
 	workers []scoring.Worker
 	updated []updatedAt // per worker, when each average was last fed
+	tele    []state.Telemetry
 	index   map[string]int
 	byModel map[string][]int
 	byAddr  map[string]string
@@ -23,9 +25,10 @@ type updatedAt struct {
 	latency, ttft, tps time.Time
 }
 
-func newView(snap state.Snapshot, zone, region string) *view {
+func newView(snap state.Snapshot, zone, region string, stale time.Duration) *view {
 	v := &view{
 		snap:    snap,
+		stale:   stale,
 		index:   make(map[string]int, len(snap.Workers)),
 		byModel: map[string][]int{},
 		byAddr:  make(map[string]string, len(snap.Workers)),
@@ -52,6 +55,7 @@ func newView(snap state.Snapshot, zone, region string) *view {
 			TokensPerSec:   scoring.Average{Value: w.Stats.TokensPerSec.Value, Samples: w.Stats.TokensPerSec.Samples},
 		})
 		v.updated = append(v.updated, updatedAt{w.Stats.Latency.Updated, w.Stats.TTFT.Updated, w.Stats.TokensPerSec.Updated})
+		v.tele = append(v.tele, w.Telemetry)
 	}
 	slices.Sort(v.models)
 	return v
@@ -67,6 +71,12 @@ func (v *view) candidates(model string, now time.Time) []scoring.Worker {
 		w.Latency.Age = age(now, u.latency)
 		w.TTFT.Age = age(now, u.ttft)
 		w.TokensPerSec.Age = age(now, u.tps)
+		// Worker-reported values are dated; past the staleness bound they
+		// are unknown, never read as an idle zero.
+		t := v.tele[j]
+		w.Queue = signal(t.Waiting, now, v.stale)
+		w.KVPressure = signal(t.KVUsage, now, v.stale)
+		w.GPUUtil = signal(t.GPUUtil, now, v.stale)
 		out[i] = w
 	}
 	return out
@@ -80,4 +90,11 @@ func age(now, t time.Time) time.Duration {
 		return d
 	}
 	return 0
+}
+
+func signal(s state.Sample, now time.Time, stale time.Duration) scoring.Signal {
+	if stale <= 0 || !s.Known(now, stale) {
+		return scoring.Signal{}
+	}
+	return scoring.Known(s.Value)
 }

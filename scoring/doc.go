@@ -22,12 +22,16 @@
 //	        − 3·norm_throughput + 1·node_distance + 15·kv_pressure + 15·gpu_util
 //
 // lowest wins, weights configurable. Definitions, over the eligible workers E
-// (serve the model, healthy, not draining; the cap is checked at claim time):
+// (serve the model, healthy or recovering, not draining; the cap is checked
+// at claim time, and a recovering worker's is 1: it takes one probe request
+// at a time):
 //
 //   - active: the worker's live in-flight requests through this router (all
 //     replicas). Not normalised: one more request always costs Weights.Active.
 //   - queue: requests waiting inside the worker, as it reports them (vLLM
-//     num_requests_waiting and its equivalents). Not normalised. Unknown → 0.
+//     num_requests_waiting, SGLang num_queue_reqs, llama.cpp
+//     requests_deferred, TensorRT-LLM num_requests_waiting), scraped. Not
+//     normalised. Unknown → 0.
 //   - norm_latency = latency_w / max_{e∈E, known} latency_e, in [0,1], where
 //     latency is the moving average of end-to-end request latency. Unknown → 0.
 //   - norm_job_cost = cost_w / (cost_w + JobCostScale), in [0,1), where
@@ -41,8 +45,16 @@
 //     moving average). Subtracted. Unknown → 0.
 //   - node_distance: 0 same zone, 0.5 same region but another zone, 1 another
 //     region; 0 when either side's locality is unset.
-//   - kv_pressure: the worker's KV-cache usage fraction in [0,1]. Unknown → 0.
-//   - gpu_util: GPU utilisation fraction in [0,1] (DCGM). Unknown → 0.
+//   - kv_pressure: the worker's KV-cache usage fraction in [0,1], scraped
+//     (vLLM kv_cache_usage_perc or the older gpu_cache_usage_perc, SGLang
+//     token_usage, TensorRT-LLM kv_cache_utilization; llama.cpp: the share
+//     of busy slots from /slots). Unknown → 0.
+//   - gpu_util: GPU utilisation fraction in [0,1] from a DCGM exporter
+//     (DCGM_FI_DEV_GPU_UTIL / 100), when the worker names one. Unknown → 0.
+//
+// Moving averages (latency, TTFT, tokens/s) older than Params.Staleness
+// count as unknown, like scraped values older than their bound (the
+// scheduler applies that one).
 //
 // A term whose signal is unknown (never measured, or older than its staleness
 // bound) contributes 0 and is listed as unknown in the breakdown, so a

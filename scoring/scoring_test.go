@@ -54,10 +54,12 @@ func TestFilter(t *testing.T) {
 		worker("e", func(w *Worker) { w.Health = Recovering }),
 	}
 	el, ex := Filter(Job{Model: "m"}, ws)
-	if len(el) != 1 || el[0].ID != "a" {
-		t.Fatalf("eligible = %+v, want only a", el)
+	// A recovering worker stays eligible: the store gives it one probe
+	// request at a time.
+	if len(el) != 2 || el[0].ID != "a" || el[1].ID != "e" {
+		t.Fatalf("eligible = %+v, want a and e", el)
 	}
-	want := map[string]string{"b": "draining", "c": "unhealthy", "e": "recovering"}
+	want := map[string]string{"b": "draining", "c": "unhealthy"}
 	if len(ex) != len(want) {
 		t.Fatalf("excluded = %+v", ex)
 	}

@@ -81,7 +81,7 @@ func Filter(job Job, workers []Worker) (eligible []Worker, excluded []Excluded) 
 			continue
 		case w.Draining:
 			excluded = append(excluded, Excluded{w.ID, "draining"})
-		case w.Health != Healthy:
+		case w.Health != Healthy && w.Health != Recovering:
 			excluded = append(excluded, Excluded{w.ID, string(w.Health)})
 		default:
 			eligible = append(eligible, w)

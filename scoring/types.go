@@ -62,6 +62,8 @@ type Worker struct {
 	// Active is the in-flight count from the snapshot. Strategies use it only
 	// for explanation; the store evaluates curves on the live count.
 	Active int
+	// Recovering workers take one probe request at a time (the store
+	// enforces it); they are eligible so the probe can happen.
 
 	Queue      Signal // requests waiting inside the worker
 	KVPressure Signal // 0..1

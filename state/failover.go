@@ -449,3 +449,56 @@ func (f *Failover) Pump(ctx context.Context) error {
 	}
 	return err
 }
+
+// ReportHealth feeds a health check to Redis, or locally while degraded.
+func (f *Failover) ReportHealth(ctx context.Context, worker string, ok bool) (string, error) {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.ReportHealth(ctx, worker, ok)
+	}
+	f.mu.Unlock()
+	st, err := f.primary.ReportHealth(ctx, worker, ok)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return f.local.ReportHealth(ctx, worker, ok)
+	}
+	return st, err
+}
+
+// AcquireMonitors takes monitor leases in Redis; while degraded every
+// replica monitors every worker (it cannot coordinate, and must not go
+// blind).
+func (f *Failover) AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
+	if f.Degraded() {
+		return workers, nil
+	}
+	mine, err := f.primary.AcquireMonitors(ctx, replica, workers, ttl)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		f.degradeLocked(err)
+		f.mu.Unlock()
+		return workers, nil
+	}
+	return mine, err
+}
+
+// PutTelemetry stores scrape results in Redis, or locally while degraded.
+func (f *Failover) PutTelemetry(ctx context.Context, ts map[string]Telemetry) error {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.PutTelemetry(ctx, ts)
+	}
+	f.mu.Unlock()
+	err := f.primary.PutTelemetry(ctx, ts)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return f.local.PutTelemetry(ctx, ts)
+	}
+	return err
+}

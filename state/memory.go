@@ -30,10 +30,18 @@ type Memory struct {
 	nextPurge time.Time
 	notify    map[string]func(Notice)
 	outbox    []outgoing // notices to deliver once the lock is released
+	monitors  map[string]monitorLease
 }
 
 type memWorker struct {
 	Worker
+	afail, pfail, asucc int
+	since               time.Time
+}
+
+type monitorLease struct {
+	holder string
+	expiry time.Time
 }
 
 type memClaim struct {
@@ -62,7 +70,7 @@ func NewMemory(now func() time.Time, l Limits) *Memory {
 		now: now, limits: l.withDefaults(),
 		workers: map[string]*memWorker{}, claims: map[string]*memClaim{},
 		queues: map[string][]*memWaiter{}, waiters: map[string]*memWaiter{}, grants: map[string]string{},
-		notify: map[string]func(Notice){},
+		notify: map[string]func(Notice){}, monitors: map[string]monitorLease{},
 	}
 }
 
@@ -179,7 +187,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		}
 		res.Active[i] = w.InFlight
 		res.Available[i] = w.available()
-		if !res.Available[i] || w.InFlight >= c.Cap {
+		if !res.Available[i] || w.InFlight >= w.capFor(c.Cap) {
 			continue
 		}
 		if s := c.Score(w.InFlight); best < 0 || s < bestScore {
@@ -225,9 +233,23 @@ func waiterOrder(a, b *memWaiter) int {
 	return 0
 }
 
-func (w *memWorker) available() bool { return w.Health == Healthy && !w.Draining }
+// available: healthy or recovering (half-open), and not draining.
+func (w *memWorker) available() bool {
+	return (w.Health == Healthy || w.Health == Recovering) && !w.Draining
+}
 
-func (w *memWorker) free() bool { return w.available() && w.InFlight < w.Spec.MaxConcurrency }
+// capFor is the worker's cap given its health: a recovering worker takes
+// one request at a time (a probe).
+func (w *memWorker) capFor(c int) int {
+	if w.Health == Recovering {
+		return min(c, 1)
+	}
+	return c
+}
+
+func (w *memWorker) free() bool {
+	return w.available() && w.InFlight < w.capFor(w.Spec.MaxConcurrency)
+}
 
 func (m *Memory) globalRoom() bool { return m.limits.GlobalCap <= 0 || m.total < m.limits.GlobalCap }
 
@@ -341,6 +363,7 @@ func (m *Memory) Release(_ context.Context, r Release) (bool, error) {
 		return held, nil
 	}
 	w.Stats = observe(w.Stats, r, now)
+	m.healthEvent(w, !r.Failed, true, now)
 	if held {
 		m.pumpWorker(worker, now)
 	}
@@ -383,12 +406,109 @@ func (m *Memory) Move(_ context.Context, id, to string) error {
 		return nil
 	}
 	from := c.worker
+	now := m.now()
 	if src, ok := m.workers[from]; ok {
 		src.InFlight = max(0, src.InFlight-1)
+		// Envoy moved the request because it failed there.
+		src.Stats.Errors++
+		m.healthEvent(src, false, true, now)
 	}
 	dst.InFlight++
 	c.worker = to
-	m.pumpWorker(from, m.now())
+	m.pumpWorker(from, now)
+	return nil
+}
+
+// healthEvent is the health state machine (see health_event in
+// lua/prelude.lua and HealthPolicy).
+func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) string {
+	p := m.limits.Health
+	cur := w.Health
+	next := cur
+	if ok {
+		if passive {
+			w.pfail = 0
+		} else {
+			w.afail = 0
+			w.asucc++
+		}
+		switch {
+		case cur == Unhealthy && !passive && now.Sub(w.since) >= p.HoldDown:
+			next, w.asucc = Recovering, 1
+		case cur == Recovering && (passive || w.asucc >= 2):
+			next = Healthy
+		}
+	} else {
+		w.asucc = 0
+		if passive {
+			w.pfail++
+		} else {
+			w.afail++
+		}
+		if cur == Recovering || (cur == Healthy && (w.afail >= p.ActiveFailures || w.pfail >= p.PassiveFailures)) {
+			next = Unhealthy
+		}
+	}
+	if next != cur {
+		w.Health, w.since = next, now
+		if next != Unhealthy {
+			w.afail, w.pfail = 0, 0
+			m.pumpWorker(w.Spec.ID, now)
+		}
+	}
+	return next
+}
+
+// ReportHealth feeds an active health check's result to the state machine.
+func (m *Memory) ReportHealth(_ context.Context, worker string, ok bool) (string, error) {
+	m.lock()
+	defer m.unlock()
+	w, found := m.workers[worker]
+	if !found {
+		return "", fmt.Errorf("%q: %w", worker, ErrUnknownWorker)
+	}
+	return m.healthEvent(w, ok, false, m.now()), nil
+}
+
+// AcquireMonitors takes or keeps the monitor lease of each worker.
+func (m *Memory) AcquireMonitors(_ context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
+	m.lock()
+	defer m.unlock()
+	now := m.now()
+	var mine []string
+	for _, id := range workers {
+		l, held := m.monitors[id]
+		if !held || l.holder == replica || now.After(l.expiry) {
+			m.monitors[id] = monitorLease{holder: replica, expiry: now.Add(ttl)}
+			mine = append(mine, id)
+		}
+	}
+	return mine, nil
+}
+
+// PutTelemetry stores scrape results; samples not measured keep their
+// previous value and time.
+func (m *Memory) PutTelemetry(_ context.Context, ts map[string]Telemetry) error {
+	m.lock()
+	defer m.unlock()
+	for id, t := range ts {
+		w, ok := m.workers[id]
+		if !ok {
+			continue
+		}
+		old := w.Telemetry
+		keep := func(n, o Sample) Sample {
+			if n.At.IsZero() {
+				return o
+			}
+			return n
+		}
+		w.Telemetry = Telemetry{
+			KVUsage: keep(t.KVUsage, old.KVUsage), Waiting: keep(t.Waiting, old.Waiting),
+			Running: keep(t.Running, old.Running), GPUUtil: keep(t.GPUUtil, old.GPUUtil),
+			At: t.At, By: t.By, Error: t.Error,
+		}
+	}
 	return nil
 }
 
@@ -469,7 +589,11 @@ func (m *Memory) update(worker string, f func(*memWorker)) error {
 	if !ok {
 		return fmt.Errorf("%q: %w", worker, ErrUnknownWorker)
 	}
+	before := w.Health
 	f(w)
+	if w.Health != before {
+		w.since, w.afail, w.pfail, w.asucc = m.now(), 0, 0, 0
+	}
 	m.pumpWorker(worker, m.now())
 	return nil
 }

@@ -80,6 +80,15 @@ var luaCancel string
 //go:embed lua/poll.lua
 var luaPoll string
 
+//go:embed lua/health.lua
+var luaHealth string
+
+//go:embed lua/monitor.lua
+var luaMonitor string
+
+//go:embed lua/telemetry.lua
+var luaTelemetry string
+
 func script(body string) *redis.Script { return redis.NewScript(luaPrelude + "\n" + body) }
 
 var (
@@ -94,6 +103,9 @@ var (
 	scriptPump     = script(luaPump)
 	scriptCancel   = script(luaCancel)
 	scriptPoll     = script(luaPoll)
+	scriptHealth   = script(luaHealth)
+	scriptMonitor  = script(luaMonitor)
+	scriptTele     = script(luaTelemetry)
 )
 
 // NewRedis returns a store on client under key prefix (default "llmr").
@@ -121,10 +133,13 @@ func (r *Redis) Client() redis.UniversalClient { return r.client }
 // Prefix returns the key prefix including its hash tag, e.g. "{llmr}:".
 func (r *Redis) Prefix() string { return r.prefix }
 
-// run calls a script with the common arguments: prefix, lease ms, global cap.
+// run calls a script with the common header: prefix, lease ms, global cap,
+// health policy.
 func (r *Redis) run(ctx context.Context, s *redis.Script, args ...any) *redis.Cmd {
-	all := make([]any, 0, 3+len(args))
-	all = append(all, r.prefix, r.limits.Lease.Milliseconds(), r.limits.GlobalCap)
+	all := make([]any, 0, 4+len(args))
+	h := r.limits.Health
+	all = append(all, r.prefix, r.limits.Lease.Milliseconds(), r.limits.GlobalCap,
+		fmt.Sprintf("%d,%d,%d", h.ActiveFailures, h.PassiveFailures, h.HoldDown.Milliseconds()))
 	return s.Run(ctx, r.client, r.keys, append(all, args...)...)
 }
 
@@ -200,9 +215,10 @@ func (r *Redis) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 7 {
+	if len(res) != 8 {
 		return Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
+	teleLists, _ := res[7].([]any)
 	now, _ := res[0].(int64)
 	workers := pairs(res[1])
 	inflight, health, drain := pairs(res[2]), pairs(res[3]), pairs(res[4])
@@ -217,6 +233,9 @@ func (r *Redis) Snapshot(ctx context.Context) (Snapshot, error) {
 		w.InFlight, _ = strconv.Atoi(lookup(inflight, kv[0]))
 		if i < len(statsLists) {
 			w.Stats = parseStats(pairs(statsLists[i]))
+		}
+		if i < len(teleLists) {
+			w.Telemetry = parseTelemetry(pairs(teleLists[i]))
 		}
 		snap.Workers = append(snap.Workers, w)
 	}
@@ -482,4 +501,93 @@ func IsUnavailable(err error) bool {
 			strings.HasPrefix(msg, "CLUSTERDOWN") || strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN")
 	}
 	return !errors.Is(err, ErrUnknownClaim) && !errors.Is(err, ErrUnknownWorker)
+}
+
+func parseTelemetry(kvs [][2]string) Telemetry {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv[0]] = kv[1]
+	}
+	ms := func(f string) time.Time {
+		v, err := strconv.ParseInt(m[f], 10, 64)
+		if err != nil || v <= 0 {
+			return time.Time{}
+		}
+		return time.UnixMilli(v)
+	}
+	sample := func(f string) Sample {
+		v, err := strconv.ParseFloat(m[f], 64)
+		if err != nil {
+			return Sample{}
+		}
+		return Sample{Value: v, At: ms(f + "_t")}
+	}
+	return Telemetry{
+		KVUsage: sample("kv"), Waiting: sample("wait"), Running: sample("run"), GPUUtil: sample("gpu"),
+		At: ms("at"), By: m["by"], Error: m["err"],
+	}
+}
+
+// ReportHealth feeds an active health check's result to the state machine
+// and returns the worker's health afterwards.
+func (r *Redis) ReportHealth(ctx context.Context, worker string, ok bool) (string, error) {
+	v := "0"
+	if ok {
+		v = "1"
+	}
+	st, err := r.run(ctx, scriptHealth, worker, v).Text()
+	return st, scriptError(err)
+}
+
+// AcquireMonitors takes or keeps the monitor lease of each worker and
+// returns those this replica monitors now.
+func (r *Redis) AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
+	if len(workers) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, 2+len(workers))
+	args = append(args, replica, ttl.Milliseconds())
+	for _, w := range workers {
+		args = append(args, w)
+	}
+	mine, err := r.run(ctx, scriptMonitor, args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redis monitor leases: %w", err)
+	}
+	return mine, nil
+}
+
+// PutTelemetry stores scrape results, one round trip for all.
+func (r *Redis) PutTelemetry(ctx context.Context, ts map[string]Telemetry) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	args := []any{len(ts)}
+	for id, t := range ts {
+		fields := telemetryFields(t)
+		args = append(args, id, len(fields)/2)
+		args = append(args, fields...)
+	}
+	if err := r.run(ctx, scriptTele, args...).Err(); err != nil {
+		return fmt.Errorf("redis telemetry: %w", err)
+	}
+	return nil
+}
+
+func telemetryFields(t Telemetry) []any {
+	var out []any
+	add := func(f string, s Sample) {
+		if !s.At.IsZero() {
+			out = append(out, f, fnum(s.Value), f+"_t", s.At.UnixMilli())
+		}
+	}
+	add("kv", t.KVUsage)
+	add("wait", t.Waiting)
+	add("run", t.Running)
+	add("gpu", t.GPUUtil)
+	out = append(out, "at", t.At.UnixMilli(), "by", t.By)
+	if t.Error != "" {
+		out = append(out, "err", t.Error)
+	}
+	return out
 }

@@ -32,6 +32,14 @@ type WorkerSpec struct {
 	Zone           string   `json:"zone,omitempty"`
 	Region         string   `json:"region,omitempty"`
 	MaxConcurrency int      `json:"max_concurrency"`
+	// Telemetry: the engine's metrics format (vllm, sglang, llamacpp,
+	// trtllm, none), where to scrape and check it (defaults: the address's
+	// /metrics and /health), and an optional DCGM exporter and GPU label.
+	MetricsFormat string `json:"metrics_format,omitempty"`
+	MetricsURL    string `json:"metrics_url,omitempty"`
+	HealthURL     string `json:"health_url,omitempty"`
+	DCGMURL       string `json:"dcgm_url,omitempty"`
+	DCGMGPU       string `json:"dcgm_gpu,omitempty"`
 }
 
 // Health values stored per worker.
@@ -73,11 +81,34 @@ type Stats struct {
 
 // Worker is one worker's full state as a snapshot shows it.
 type Worker struct {
-	Spec     WorkerSpec `json:"spec"`
-	Health   string     `json:"health"`
-	Draining bool       `json:"draining"`
-	InFlight int        `json:"in_flight"`
-	Stats    Stats      `json:"stats"`
+	Spec      WorkerSpec `json:"spec"`
+	Health    string     `json:"health"`
+	Draining  bool       `json:"draining"`
+	InFlight  int        `json:"in_flight"`
+	Stats     Stats      `json:"stats"`
+	Telemetry Telemetry  `json:"telemetry"`
+}
+
+// Sample is one measured value and when it was measured (zero At: never).
+type Sample struct {
+	Value float64   `json:"value"`
+	At    time.Time `json:"at"`
+}
+
+// Known reports whether the sample exists and is no older than bound at now.
+func (s Sample) Known(now time.Time, bound time.Duration) bool {
+	return !s.At.IsZero() && now.Sub(s.At) <= bound
+}
+
+// Telemetry is what the worker's own metrics said when last scraped.
+type Telemetry struct {
+	KVUsage Sample    `json:"kv_usage"` // fraction of the KV cache in use
+	Waiting Sample    `json:"waiting"`  // requests queued inside the engine
+	Running Sample    `json:"running"`
+	GPUUtil Sample    `json:"gpu_util"` // fraction, from DCGM
+	At      time.Time `json:"scraped_at"`
+	By      string    `json:"scraped_by,omitempty"` // the replica that scraped
+	Error   string    `json:"error,omitempty"`      // the last scrape's error
 }
 
 // Snapshot is every worker's state at one moment, read in one batch.
@@ -111,11 +142,32 @@ type Limits struct {
 	Lease time.Duration
 	// GlobalCap bounds the requests in flight across the fleet (0: none).
 	GlobalCap int
+	Health    HealthPolicy
+}
+
+// HealthPolicy drives the health state machine: healthy → unhealthy after
+// ActiveFailures failed checks or PassiveFailures failed requests in a row;
+// unhealthy → recovering on a passing check after HoldDown; recovering
+// (one request at a time) → healthy when it serves a request or passes a
+// second check, back to unhealthy on any failure.
+type HealthPolicy struct {
+	ActiveFailures  int
+	PassiveFailures int
+	HoldDown        time.Duration
 }
 
 func (l Limits) withDefaults() Limits {
 	if l.Lease <= 0 {
 		l.Lease = 10 * time.Second
+	}
+	if l.Health.ActiveFailures <= 0 {
+		l.Health.ActiveFailures = 3
+	}
+	if l.Health.PassiveFailures <= 0 {
+		l.Health.PassiveFailures = 3
+	}
+	if l.Health.HoldDown < 0 {
+		l.Health.HoldDown = 0
 	}
 	return l
 }

@@ -1,8 +1,8 @@
--- A waiter leaves (client gone, timeout). ARGV (after the common three):
+-- A waiter leaves (client gone, timeout). ARGV (after the common header):
 -- waiter id. Returns {'removed'}, {'granted', worker} when a slot was
 -- handed to it meanwhile (the caller releases or uses it), or {'gone'}
 -- (shed, or its lease lapsed).
-local id = ARGV[4]
+local id = ARG[1]
 if redis.call('HEXISTS', K_WAITERS, id) == 1 then
   drop_waiter(id)
   return {'removed'}

@@ -1,5 +1,5 @@
 -- Atomic pick-and-claim, or a place in the model's queue. ARGV (after the
--- common three): claim id, candidates as one MessagePack array {ids, caps,
+-- common header): claim id, candidates as one MessagePack array {ids, caps,
 -- bases, slopes, mults}, model, queue (0/1), priority rank, queue allowance
 -- for that rank, replica, waiter lease ms.
 --
@@ -13,10 +13,10 @@
 -- newest batch waiter.
 -- Returns {outcome (1 claimed, 2 queued, 3 queue full, 0 none available),
 -- index (1-based, -1: none), {live counts}, {1 if available}, queue position}.
-local id = ARGV[4]
-local c = cmsgpack.unpack(ARGV[5])
+local id = ARG[1]
+local c = cmsgpack.unpack(ARG[2])
 local model, queue, rank, allow, replica, wlease =
-  ARGV[6], ARGV[7] == '1', tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10], tonumber(ARGV[11])
+  ARG[3], ARG[4] == '1', tonumber(ARG[5]), tonumber(ARG[6]), ARG[7], tonumber(ARG[8])
 local ids, caps, bases, slopes, mults = c[1], c[2], c[3], c[4], c[5]
 local now = now_ms()
 purge(now)
@@ -40,7 +40,7 @@ for i = 1, #ids do
   active[i] = a
   if ok[i] then
     avail[i] = 1
-    if a < caps[i] then
+    if a < effective_cap(ok[i], caps[i]) then
       local s = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
       if best < 0 or s < bestScore then
         best, bestScore = i, s

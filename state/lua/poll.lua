@@ -1,7 +1,7 @@
 -- Where a waiter stands, for replicas that missed a notification. ARGV
--- (after the common three): waiter id. Returns {'queued', position},
+-- (after the common header): waiter id. Returns {'queued', position},
 -- {'granted', worker} or {'gone'}.
-local id = ARGV[4]
+local id = ARG[1]
 local model = waiter(id)
 if model then
   return {'queued', (redis.call('ZRANK', qkey(model), id) or -1) + 1}

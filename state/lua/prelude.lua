@@ -2,13 +2,18 @@
 -- hash slot (the prefix carries a {hash tag}), so scripts may build
 -- per-worker and per-model key names from PREFIX.
 --
--- Every script's ARGV starts with: prefix, claim lease ms, global in-flight
--- cap (0: none). Script-specific arguments follow from ARGV[4].
+-- Every script's ARGV starts with a common header: prefix, claim lease ms,
+-- global in-flight cap (0: none), health policy ("active threshold,passive
+-- threshold,hold-down ms"). Script-specific arguments follow, as ARG[1]...
 local K_WORKERS, K_INFLIGHT, K_HEALTH, K_DRAIN, K_CLAIMS, K_LEASES, K_CAP, K_MODELS, K_OK,
   K_WAITERS, K_WLEASES, K_GRANTS, K_QSEQ, K_TOTAL, K_WMODELS =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9],
   KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 local PREFIX, LEASE, GLOBAL_CAP = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local ACTIVE_FAILS, PASSIVE_FAILS, HOLD_MS = string.match(ARGV[4], '^(%d+),(%d+),(%d+)$')
+ACTIVE_FAILS, PASSIVE_FAILS, HOLD_MS = tonumber(ACTIVE_FAILS), tonumber(PASSIVE_FAILS), tonumber(HOLD_MS)
+local ARG = {}
+for i = 5, #ARGV do ARG[i - 4] = ARGV[i] end
 -- A queue entry's score: priority rank (0 critical, 1 standard, 2 batch)
 -- times RANK_SPAN plus a global arrival sequence: priority first, then
 -- arrival, across every replica.
@@ -35,14 +40,26 @@ local function dec(worker)
   end
 end
 
--- refresh_ok keeps K_OK (worker → '1' when healthy and not draining) in
--- step with the two flags, so a claim reads availability with one HMGET.
+-- refresh_ok keeps K_OK in step with the health and drain flags, so a
+-- claim reads availability with one HMGET: '1' healthy and not draining,
+-- 'r' recovering and not draining (half-open: one request at a time, a
+-- probe), absent otherwise.
 local function refresh_ok(id)
-  if redis.call('HGET', K_HEALTH, id) == 'healthy' and redis.call('HGET', K_DRAIN, id) ~= '1' then
+  local h = redis.call('HGET', K_HEALTH, id)
+  if redis.call('HGET', K_DRAIN, id) == '1' or (h ~= 'healthy' and h ~= 'recovering') then
+    redis.call('HDEL', K_OK, id)
+  elseif h == 'healthy' then
     redis.call('HSET', K_OK, id, '1')
   else
-    redis.call('HDEL', K_OK, id)
+    redis.call('HSET', K_OK, id, 'r')
   end
+end
+
+-- effective_cap is a worker's cap given its availability: a recovering
+-- worker takes one request at a time.
+local function effective_cap(ok, cap)
+  if ok == 'r' then return math.min(cap, 1) end
+  return cap
 end
 
 local function global_room()
@@ -51,9 +68,10 @@ end
 
 -- free reports whether worker w can take one more request now.
 local function free(w)
-  if not redis.call('HGET', K_OK, w) then return false end
+  local ok = redis.call('HGET', K_OK, w)
+  if not ok then return false end
   local a = tonumber(redis.call('HGET', K_INFLIGHT, w)) or 0
-  local cap = tonumber(redis.call('HGET', K_CAP, w)) or 0
+  local cap = effective_cap(ok, tonumber(redis.call('HGET', K_CAP, w)) or 0)
   return a < cap, a, cap
 end
 
@@ -145,4 +163,43 @@ local function purge(now)
     drop_waiter(id)
   end
   for w in pairs(freed) do pump_worker(w, now) end
+end
+
+-- health_event is the health state machine, fed by active checks and by
+-- what requests meet (passive): healthy → unhealthy after ACTIVE_FAILS
+-- failed checks or PASSIVE_FAILS failed requests in a row; unhealthy →
+-- recovering on a passing check once HOLD_MS has passed; recovering →
+-- healthy on a request it serves (or a second passing check), back to
+-- unhealthy on any failure. Returns the new state.
+local function health_event(w, ok, passive, now)
+  local key = PREFIX .. 'hstate:' .. w
+  local cur = redis.call('HGET', K_HEALTH, w)
+  if not cur then return nil end
+  local st = redis.call('HMGET', key, 'afail', 'pfail', 'since', 'asucc')
+  local afail, pfail, since, asucc = tonumber(st[1]) or 0, tonumber(st[2]) or 0, tonumber(st[3]) or 0, tonumber(st[4]) or 0
+  local nxt = cur
+  if ok then
+    if passive then pfail = 0 else afail, asucc = 0, asucc + 1 end
+    if cur == 'unhealthy' and not passive and now - since >= HOLD_MS then
+      nxt = 'recovering'
+      asucc = 1
+    elseif cur == 'recovering' and (passive or asucc >= 2) then
+      nxt = 'healthy'
+    end
+  else
+    asucc = 0
+    if passive then pfail = pfail + 1 else afail = afail + 1 end
+    if cur == 'recovering' or (cur == 'healthy' and (afail >= ACTIVE_FAILS or pfail >= PASSIVE_FAILS)) then
+      nxt = 'unhealthy'
+    end
+  end
+  if nxt ~= cur then
+    since = now
+    if nxt ~= 'unhealthy' then afail, pfail = 0, 0 end
+    redis.call('HSET', K_HEALTH, w, nxt)
+    refresh_ok(w)
+  end
+  redis.call('HSET', key, 'afail', afail, 'pfail', pfail, 'since', since, 'asucc', asucc)
+  if nxt ~= cur and nxt ~= 'unhealthy' then pump_worker(w, now) end
+  return nxt
 end

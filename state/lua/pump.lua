@@ -1,7 +1,7 @@
 -- The periodic safety pump: hand free slots to waiters of every model
 -- (slots freed by lapsed leases, a worker undrained or recovered are also
 -- pumped where that happens; this catches anything else). ARGV: the
--- common three.
+-- common header.
 local now = now_ms()
 purge(now)
 for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do

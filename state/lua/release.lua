@@ -1,9 +1,9 @@
 -- Release a claim exactly once, fold the request's measurements into the
 -- worker's moving averages, and hand the freed slot to the best waiter, in
--- one round trip. ARGV (after the common three): claim id, worker hint (for
+-- one round trip. ARGV (after the common header): claim id, worker hint (for
 -- the averages when the claim already lapsed), failed (0/1), latency s,
 -- ttft s, tokens/s, alpha. Returns 1 if the claim was still held.
-local id = ARGV[4]
+local id = ARG[1]
 local now = now_ms()
 local w = redis.call('HGET', K_CLAIMS, id)
 local released = 0
@@ -14,7 +14,7 @@ if w then
   dec(w)
   released = 1
 else
-  w = ARGV[5]
+  w = ARG[2]
 end
 
 local function ema(key, f, x, alpha)
@@ -29,13 +29,15 @@ end
 if w ~= '' and redis.call('HEXISTS', K_WORKERS, w) == 1 then
   local sk = PREFIX .. 'stats:' .. w
   redis.call('HINCRBY', sk, 'req', 1)
-  if ARGV[6] == '1' then
+  if ARG[3] == '1' then
     redis.call('HINCRBY', sk, 'err', 1)
+    health_event(w, false, true, now)
   else
-    local alpha = tonumber(ARGV[10])
-    ema(sk, 'lat', tonumber(ARGV[7]), alpha)
-    ema(sk, 'ttft', tonumber(ARGV[8]), alpha)
-    ema(sk, 'tps', tonumber(ARGV[9]), alpha)
+    health_event(w, true, true, now)
+    local alpha = tonumber(ARG[7])
+    ema(sk, 'lat', tonumber(ARG[4]), alpha)
+    ema(sk, 'ttft', tonumber(ARG[5]), alpha)
+    ema(sk, 'tps', tonumber(ARG[6]), alpha)
   end
   if released == 1 then pump_worker(w, now) end
 end

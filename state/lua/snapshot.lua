@@ -1,13 +1,14 @@
--- Every worker's state in one round trip. ARGV: the common three. Returns
+-- Every worker's state in one round trip. ARGV: the common header. Returns
 -- {server time ms, workers (id, spec)..., in-flight..., health..., drain...,
 -- one stats list per worker in the order of the workers list, queue depths
--- (model, critical, standard, batch)...}.
+-- (model, critical, standard, batch)..., one telemetry list per worker}.
 local now = now_ms()
 purge(now)
 local workers = redis.call('HGETALL', K_WORKERS)
-local stats = {}
+local stats, tele = {}, {}
 for i = 1, #workers, 2 do
   stats[#stats + 1] = redis.call('HGETALL', PREFIX .. 'stats:' .. workers[i])
+  tele[#tele + 1] = redis.call('HGETALL', PREFIX .. 'tm:' .. workers[i])
 end
 local queues = {}
 for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do
@@ -20,4 +21,4 @@ for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do
   end
 end
 return {now, workers, redis.call('HGETALL', K_INFLIGHT), redis.call('HGETALL', K_HEALTH),
-  redis.call('HGETALL', K_DRAIN), stats, queues}
+  redis.call('HGETALL', K_DRAIN), stats, queues, tele}

@@ -27,6 +27,9 @@ type Store interface {
 	Poll(ctx context.Context, id string) (state.WaiterStatus, error)
 	Pump(ctx context.Context) error
 	Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error
+	ReportHealth(ctx context.Context, worker string, ok bool) (string, error)
+	AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error)
+	PutTelemetry(ctx context.Context, ts map[string]state.Telemetry) error
 }
 
 // Factory returns a fresh, empty store with the given limits.
@@ -54,6 +57,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s Store) Sto
 		capsHold(t, s, peers(t, s, newPeer, 3))
 	})
 	runQueue(t, newStore, newPeer)
+	runHealth(t, newStore, newPeer)
 }
 
 func peers(t *testing.T, s Store, newPeer func(*testing.T, Store) Store, n int) []Store {

@@ -1,0 +1,201 @@
+// Package telemetry feeds the scoring terms with the workers' own signals:
+// it scrapes each worker's metrics in its serving engine's format (vLLM,
+// SGLang, llama.cpp, TensorRT-LLM) and optionally a DCGM exporter, checks
+// worker health, and writes what it saw to the shared store with the time
+// it saw it, so every replica scores on the same, dated values and a stale
+// value reads as unknown rather than as zero.
+//
+// With several replicas, each worker is monitored by one of them at a
+// time: replicas take per-worker monitor leases in the store, so the
+// scrape load is one scrape per worker per interval whatever the number of
+// replicas, and a dead replica's workers are taken over within the lease.
+package telemetry
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Formats a worker may declare.
+const (
+	FormatVLLM     = "vllm"
+	FormatSGLang   = "sglang"
+	FormatLlamaCpp = "llamacpp"
+	FormatTRTLLM   = "trtllm"
+)
+
+// Formats lists the accepted metrics formats.
+var Formats = []string{FormatVLLM, FormatSGLang, FormatLlamaCpp, FormatTRTLLM}
+
+// Reading is what one scrape of a worker found. A nil field was not found:
+// the metric is absent (an engine version that renamed it), not zero.
+type Reading struct {
+	KVUsage *float64 // fraction 0..1 of the KV cache in use
+	Waiting *float64 // requests queued inside the engine
+	Running *float64 // requests in the running batch
+}
+
+// ErrNoMetrics: the exposition had none of the format's metrics; a worker
+// declared with the wrong format, or an engine that renamed everything.
+var ErrNoMetrics = errors.New("none of the format's metrics found")
+
+// names lists, per format and signal, the metric names to try in order.
+// vLLM renamed gpu_cache_usage_perc to kv_cache_usage_perc in 2025; routers
+// that read only one of the names silently read 0 on the other, so both are
+// read, the newer first.
+var names = map[string]struct{ kv, waiting, running []string }{
+	FormatVLLM: {
+		kv:      []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
+		waiting: []string{"vllm:num_requests_waiting"},
+		running: []string{"vllm:num_requests_running"},
+	},
+	FormatSGLang: {
+		kv:      []string{"sglang:token_usage"},
+		waiting: []string{"sglang:num_queue_reqs"},
+		running: []string{"sglang:num_running_reqs"},
+	},
+	// llama.cpp removed its KV metric: occupancy comes from GET /slots.
+	FormatLlamaCpp: {
+		waiting: []string{"llamacpp:requests_deferred"},
+		running: []string{"llamacpp:requests_processing"},
+	},
+	FormatTRTLLM: {
+		kv:      []string{"trtllm_kv_cache_utilization"},
+		waiting: []string{"trtllm_num_requests_waiting"},
+		running: []string{"trtllm_num_requests_running"},
+	},
+}
+
+// ParseMetrics reads a Prometheus text exposition in the given format.
+// Series labelled by model are summed (a worker serving several models).
+func ParseMetrics(format string, text []byte) (Reading, error) {
+	n, ok := names[format]
+	if !ok {
+		return Reading{}, fmt.Errorf("unknown metrics format %q", format)
+	}
+	fams, err := parseText(text)
+	if err != nil {
+		return Reading{}, err
+	}
+	r := Reading{
+		KVUsage: firstOf(fams, n.kv, maxOf),
+		Waiting: firstOf(fams, n.waiting, sum),
+		Running: firstOf(fams, n.running, sum),
+	}
+	if r.KVUsage == nil && r.Waiting == nil && r.Running == nil {
+		return r, fmt.Errorf("%s: %w", format, ErrNoMetrics)
+	}
+	if r.KVUsage != nil {
+		v := clamp01(*r.KVUsage)
+		r.KVUsage = &v
+	}
+	return r, nil
+}
+
+func parseText(text []byte) (map[string]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	return fams, nil
+}
+
+func firstOf(fams map[string]*dto.MetricFamily, candidates []string, agg func([]float64) float64) *float64 {
+	for _, name := range candidates {
+		f, ok := fams[name]
+		if !ok || len(f.GetMetric()) == 0 {
+			continue
+		}
+		var vs []float64
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetGauge() != nil:
+				vs = append(vs, m.GetGauge().GetValue())
+			case m.GetCounter() != nil:
+				vs = append(vs, m.GetCounter().GetValue())
+			case m.GetUntyped() != nil:
+				vs = append(vs, m.GetUntyped().GetValue())
+			}
+		}
+		if len(vs) == 0 {
+			continue
+		}
+		v := agg(vs)
+		return &v
+	}
+	return nil
+}
+
+func sum(vs []float64) float64 {
+	t := 0.0
+	for _, v := range vs {
+		t += v
+	}
+	return t
+}
+
+func maxOf(vs []float64) float64 {
+	m := vs[0]
+	for _, v := range vs[1:] {
+		m = max(m, v)
+	}
+	return m
+}
+
+func clamp01(v float64) float64 { return min(1, max(0, v)) }
+
+// ParseSlots derives llama.cpp KV occupancy from GET /slots: the share of
+// slots processing. (Its per-slot context use is not exposed in every
+// build; busy slots are what bound a llama.cpp server.)
+func ParseSlots(body []byte) (float64, error) {
+	var slots []struct {
+		ID           int  `json:"id"`
+		IsProcessing bool `json:"is_processing"`
+	}
+	if err := json.Unmarshal(body, &slots); err != nil {
+		return 0, fmt.Errorf("parse /slots: %w", err)
+	}
+	if len(slots) == 0 {
+		return 0, errors.New("parse /slots: no slots")
+	}
+	busy := 0
+	for _, s := range slots {
+		if s.IsProcessing {
+			busy++
+		}
+	}
+	return float64(busy) / float64(len(slots)), nil
+}
+
+// ParseDCGM reads DCGM_FI_DEV_GPU_UTIL (percent) for one GPU, matched by
+// the value of its gpu or UUID label; the fraction 0..1 is returned.
+func ParseDCGM(text []byte, gpu string) (float64, error) {
+	fams, err := parseText(text)
+	if err != nil {
+		return 0, err
+	}
+	f, ok := fams["DCGM_FI_DEV_GPU_UTIL"]
+	if !ok {
+		return 0, errors.New("DCGM_FI_DEV_GPU_UTIL not found")
+	}
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if (l.GetName() == "gpu" || l.GetName() == "UUID") && strings.EqualFold(l.GetValue(), gpu) {
+				v := m.GetGauge().GetValue()
+				if m.GetGauge() == nil {
+					v = m.GetUntyped().GetValue()
+				}
+				return clamp01(v / 100), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("DCGM_FI_DEV_GPU_UTIL has no series for gpu %q", gpu)
+}
