@@ -1,15 +1,19 @@
-// Package admin serves the router's admin HTTP endpoints: /health, /stats
-// and /metrics.
+// Package admin serves the router's admin HTTP endpoints: /health, /stats,
+// /metrics and /decisions/{request_id}.
 package admin
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/llm-router/llm-router/decisions"
+	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -28,9 +32,25 @@ type Status interface {
 	Auth() string
 }
 
+// Explainer finds the decision made for a request id, on any replica.
+type Explainer interface {
+	Explain(ctx context.Context, requestID string) (*scheduler.Decision, error)
+}
+
 // Handler returns the admin mux.
-func Handler(src Source, st Status, replica string, reg *prometheus.Registry) *http.ServeMux {
+func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheus.Registry) *http.ServeMux {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /decisions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		d, err := ex.Explain(r.Context(), r.PathValue("id"))
+		switch {
+		case errors.Is(err, decisions.ErrNotFound):
+			writeJSON(w, http.StatusNotFound, errorBody("not_found", err.Error()))
+		case err != nil:
+			writeJSON(w, http.StatusBadGateway, errorBody("store_error", err.Error()))
+		default:
+			writeJSON(w, http.StatusOK, d)
+		}
+	})
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		snap := src.Snapshot()
 		type worker struct {
@@ -94,6 +114,10 @@ func Handler(src Source, st Status, replica string, reg *prometheus.Registry) *h
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	return mux
+}
+
+func errorBody(code, msg string) map[string]map[string]string {
+	return map[string]map[string]string{"error": {"code": code, "message": msg}}
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -50,6 +50,7 @@ type Router struct {
 	ready     chan struct{}
 	authState string
 	decisions *decisions.Ring
+	stream    *decisions.Stream // nil without Redis
 	monitor   *telemetry.Monitor
 }
 
@@ -59,9 +60,21 @@ func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
 // Monitor exposes the telemetry monitor (tests count its scrapes).
 func (r *Router) Monitor() *telemetry.Monitor { return r.monitor }
 
-// Decision returns the recorded decision for a request id.
+// Decision returns the decision this replica recorded for a request id.
 func (r *Router) Decision(requestID string) (*scheduler.Decision, bool) {
 	return r.decisions.Get(requestID)
+}
+
+// Explain finds the decision for a request id: this replica's memory
+// first, then the shared decision stream (another replica decided).
+func (r *Router) Explain(ctx context.Context, requestID string) (*scheduler.Decision, error) {
+	if d, ok := r.decisions.Get(requestID); ok {
+		return d, nil
+	}
+	if r.stream == nil {
+		return nil, decisions.ErrNotFound
+	}
+	return r.stream.Get(ctx, requestID)
 }
 
 // NewLogger builds the JSON logger for level.
@@ -98,11 +111,19 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	}
 	m := metrics.New()
 	ring := decisions.NewRing(cfg.DecisionLogSize)
+	var recorder scheduler.Recorder = ring
+	var stream *decisions.Stream
 	store, storeRun, degraded := o.store, func(context.Context) {}, func() bool { return false }
 	if store == nil {
 		var err error
 		if store, storeRun, degraded, err = newStore(cfg, log.Named("store"), m); err != nil {
 			return nil, err
+		}
+		if f, ok := store.(*state.Failover); ok {
+			// Any replica can explain any decision: they share a bounded
+			// stream, written in batches off the request path.
+			stream = decisions.NewStream(f.Primary().Client(), f.Primary().Prefix(), cfg.DecisionLogSize, log.Named("decisions"))
+			recorder = decisions.Fanout{ring, stream}
 		}
 	}
 	// Merged into the shared registry without clobbering live state; with
@@ -120,7 +141,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		Lease:           cfg.ClaimLease.D(),
 		NonAtomicClaim:  !cfg.AtomicClaim,
 		LogCandidates:   cfg.DecisionLogCandidates,
-		Recorder:        ring,
+		Recorder:        recorder,
 		TelemetryStale:  cfg.Telemetry.StaleAfter.D(),
 		Queue: scheduler.QueueOptions{
 			MaxSize:            cfg.Queue.MaxQueueSize,
@@ -138,7 +159,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	if err := sched.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	r := &Router{cfg: cfg, log: log, metrics: m, store: store, storeRun: storeRun, degraded: degraded, sched: sched, ready: make(chan struct{}), decisions: ring}
+	r := &Router{cfg: cfg, log: log, metrics: m, store: store, storeRun: storeRun, degraded: degraded, sched: sched, ready: make(chan struct{}), decisions: ring, stream: stream}
 	r.monitor = telemetry.NewMonitor(store, sched, telemetry.Options{
 		Replica:        cfg.ReplicaID,
 		ScrapeInterval: cfg.Telemetry.ScrapeInterval.D(),
@@ -178,7 +199,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	r.health = health.NewServer()
 	healthpb.RegisterHealthServer(r.grpc, r.health)
 	r.admin = &http.Server{
-		Handler:           admin.Handler(sched, r, cfg.ReplicaID, m.Registry),
+		Handler:           admin.Handler(sched, r, r, cfg.ReplicaID, m.Registry),
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 	return r, nil
@@ -253,6 +274,9 @@ func (r *Router) Serve(ctx context.Context) error {
 	defer stopBg()
 	go r.sched.Run(bgCtx)
 	go r.storeRun(bgCtx)
+	if r.stream != nil {
+		go r.stream.Run(bgCtx, 200*time.Millisecond)
+	}
 	go r.monitor.Run(bgCtx)
 
 	errc := make(chan error, 2)

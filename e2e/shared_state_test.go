@@ -49,7 +49,8 @@ func startRedis(t *testing.T) *stack.Redis {
 func fakeWorkers(n, cap int, model string) []config.Worker {
 	out := make([]config.Worker, n)
 	for i := range out {
-		out[i] = config.Worker{ID: fmt.Sprintf("w%d", i), Address: fmt.Sprintf("127.0.0.1:%d", 1+i), Models: []string{model}, MaxConcurrency: cap}
+		// Nothing listens there: no scraping (metrics_format none).
+		out[i] = config.Worker{ID: fmt.Sprintf("w%d", i), Address: fmt.Sprintf("127.0.0.1:%d", 1+i), Models: []string{model}, MaxConcurrency: cap, MetricsFormat: "none"}
 	}
 	return out
 }
@@ -78,6 +79,13 @@ func newRouterFleet(t *testing.T, n int, workers []config.Worker, redisAddr stri
 		cfg.ReplicaID = fmt.Sprintf("replica-%d", i)
 		cfg.Workers = workers
 		cfg.ShutdownGrace = config.Duration(time.Second)
+		for _, w := range workers {
+			if w.MetricsFormat == "none" {
+				// Fake workers (nothing listens) would fail every health
+				// check; these tests are about the store, not health.
+				cfg.Health.CheckInterval = config.Duration(time.Hour)
+			}
+		}
 		if redisAddr != "" {
 			cfg.Redis.URL = "redis://" + redisAddr + "/0"
 			cfg.Redis.KeyPrefix = prefix

@@ -36,6 +36,19 @@ type Decision struct {
 	Unknown       []string           `json:"unknown_terms,omitempty"`
 	Candidates    []scoring.Line     `json:"candidates"`
 	Excluded      []scoring.Excluded `json:"excluded,omitempty"`
+	// Result is filled in a second record when the request ends.
+	Result *Result `json:"result,omitempty"`
+}
+
+// Result is how the request went, as the response phases saw it.
+type Result struct {
+	Status           int     `json:"status"`
+	ServedBy         string  `json:"served_by"` // after any Envoy retry
+	LatencySeconds   float64 `json:"latency_seconds"`
+	TTFTSeconds      float64 `json:"ttft_seconds,omitempty"`
+	TokensPerSecond  float64 `json:"tokens_per_second,omitempty"`
+	CompletionTokens int     `json:"completion_tokens,omitempty"`
+	Aborted          bool    `json:"aborted,omitempty"`
 }
 
 // Outcomes recorded in Decision.Outcome.

@@ -103,6 +103,16 @@ func (t *Ticket) Finish(o Outcome) {
 		s.log.Warn("release claim", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
 	}
 	s.observe(t, worker, elapsed, o)
+	if s.opts.Recorder != nil {
+		// A second record with the outcome: the first (at the decision)
+		// is never modified, so readers of it need no lock.
+		d := *t.Decision
+		d.Result = &Result{
+			Status: o.Status, ServedBy: worker, LatencySeconds: elapsed.Seconds(), TTFTSeconds: o.TTFT.Seconds(),
+			TokensPerSecond: o.TokensPerSec, CompletionTokens: o.CompletionTokens, Aborted: o.Aborted,
+		}
+		s.opts.Recorder.Record(&d)
+	}
 }
 
 func (s *Scheduler) observe(t *Ticket, worker string, elapsed time.Duration, o Outcome) {

@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/llm-router/llm-router/app"
+	"github.com/llm-router/llm-router/cli"
 	"github.com/llm-router/llm-router/config"
 	"github.com/llm-router/llm-router/envoy"
 )
@@ -18,7 +20,11 @@ const usage = `usage: llm-router <command> [flags]
 commands:
   serve --config FILE          run the ext_proc scheduling sidecar
   envoy-config --config FILE   print the Envoy configuration for FILE
+  explain REQUEST_ID           print the decision for a request (--admin URL, -o json)
   version                      print the version and the pinned Envoy version
+
+Commands that talk to a running router take --admin URL (default
+$LLM_ROUTER_ADMIN or http://127.0.0.1:9090) and -o table|json.
 `
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -31,6 +37,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return serve(ctx, args[1:], stderr)
 	case "envoy-config":
 		return envoyConfig(args[1:], stdout, stderr)
+	case "explain":
+		return explain(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "llm-router (Envoy %s)\n", envoy.Version())
 		return nil
@@ -87,4 +95,72 @@ func envoyConfig(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = stdout.Write(out)
 	return err
+}
+
+// adminFlags are the flags of every command that talks to a router.
+type adminFlags struct {
+	admin, token, output string
+}
+
+func (a *adminFlags) register(fs *flag.FlagSet) {
+	def := os.Getenv("LLM_ROUTER_ADMIN")
+	if def == "" {
+		def = "http://127.0.0.1:9090"
+	}
+	fs.StringVar(&a.admin, "admin", def, "the router's admin URL")
+	fs.StringVar(&a.token, "token", os.Getenv("LLM_ROUTER_ADMIN_TOKEN"), "admin credential (or LLM_ROUTER_ADMIN_TOKEN)")
+	fs.StringVar(&a.output, "o", "table", "output: table or json")
+}
+
+func (a *adminFlags) client() (*cli.Client, error) {
+	if a.output != "table" && a.output != "json" {
+		return nil, fmt.Errorf("-o %q: want table or json", a.output)
+	}
+	if !strings.HasPrefix(a.admin, "http://") && !strings.HasPrefix(a.admin, "https://") {
+		a.admin = "http://" + a.admin
+	}
+	return &cli.Client{Base: a.admin, Token: a.token}, nil
+}
+
+// parseWithPositional parses flags that may come before or after the
+// positional arguments (explain ID --admin URL, as operators type it).
+func parseWithPositional(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func explain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var a adminFlags
+	a.register(fs)
+	pos, err := parseWithPositional(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("usage: llm-router explain REQUEST_ID [--admin URL] [-o json]")
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	d, err := c.Explain(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if a.output == "json" {
+		return cli.PrintJSON(stdout, d)
+	}
+	cli.PrintDecision(stdout, d)
+	return nil
 }
