@@ -16,7 +16,7 @@ TEST_FLAGS    ?=
 # apt-get directly as root (CI), through sudo otherwise.
 APT           := $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: all build envoy redis prometheus deps test test-short lint fmt demo clean help
+.PHONY: all build envoy redis prometheus deps test test-short lint fmt demo clean help proto proto-check
 
 all: build envoy ## build the binaries and make sure Envoy is installed
 
@@ -55,8 +55,19 @@ test: deps ## run every test, with -race
 test-short: ## unit tests only (no Envoy, Redis or processes)
 	$(GO) test -race -short -count=1 ./...
 
-lint: ## golangci-lint v2 (pinned in tools/go.mod) with .golangci.yml
+lint: proto-check ## golangci-lint v2 (pinned in tools/go.mod) with .golangci.yml, and the proto checks
 	$(GOTOOL) golangci-lint run ./...
+
+proto: ## regenerate the native API's Go code (buf, protoc-gen-go, protoc-gen-go-grpc pinned in tools/go.mod)
+	cd proto && $(GO) tool -modfile=../tools/go.mod buf lint && $(GO) tool -modfile=../tools/go.mod buf generate
+
+proto-check: ## fail when proto/ does not lint or its generated Go code is stale
+	@cd proto && $(GO) tool -modfile=../tools/go.mod buf lint
+	@tmp=$$(mktemp -d) && trap 'rm -rf '$$tmp EXIT && \
+		(cd proto && $(GO) tool -modfile=../tools/go.mod buf generate --output $$tmp) && \
+		for f in $$(cd $$tmp && find . -name '*.go'); do \
+			cmp -s "$$tmp/$$f" "proto/$$f" || { echo "proto/$$f is stale: run make proto"; exit 1; }; \
+		done && echo "proto: generated code is up to date"
 
 fmt: ## format with gofumpt through golangci-lint
 	$(GOTOOL) golangci-lint fmt ./...

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,16 +22,19 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/llm-router/llm-router/admin"
+	"github.com/llm-router/llm-router/adminapi"
 	"github.com/llm-router/llm-router/auth"
 	"github.com/llm-router/llm-router/config"
 	"github.com/llm-router/llm-router/decisions"
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/extproc"
 	"github.com/llm-router/llm-router/metrics"
+	pb "github.com/llm-router/llm-router/proto/llmrouter/v1"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/telemetry"
+	"github.com/llm-router/llm-router/xds"
 )
 
 // Router is a running router process.
@@ -49,6 +53,9 @@ type Router struct {
 	draining  atomic.Bool
 	ready     chan struct{}
 	authState string
+	api       *adminapi.Service
+	adminGRPC *grpc.Server
+	xds       *xds.Server // nil with static discovery
 	decisions *decisions.Ring
 	stream    *decisions.Stream // nil without Redis
 	monitor   *telemetry.Monitor
@@ -143,6 +150,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		LogCandidates:   cfg.DecisionLogCandidates,
 		Recorder:        recorder,
 		TelemetryStale:  cfg.Telemetry.StaleAfter.D(),
+		JoinDelay:       joinDelay(cfg),
 		Queue: scheduler.QueueOptions{
 			MaxSize:            cfg.Queue.MaxQueueSize,
 			CriticalMultiplier: cfg.Queue.CriticalMultiplier,
@@ -198,11 +206,63 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	extprocv3.RegisterExternalProcessorServer(r.grpc, r.extproc)
 	r.health = health.NewServer()
 	healthpb.RegisterHealthServer(r.grpc, r.health)
+	var configIDs []string
+	for _, w := range cfg.Workers {
+		configIDs = append(configIDs, w.ID)
+	}
+	r.api = adminapi.New(store, sched, r, adminapi.Options{
+		Replica: cfg.ReplicaID, Token: cfg.Admin.Token, Dynamic: cfg.Envoy.Discovery == "xds",
+		ConfigWorkers: configIDs, Status: r.Status,
+	})
+	if cfg.Envoy.Discovery == "xds" {
+		r.xds = xds.New(ctx, log.Named("xds"))
+		r.xds.Register(r.grpc)
+	}
+	r.adminGRPC = grpc.NewServer()
+	pb.RegisterAdminServiceServer(r.adminGRPC, r.api)
+	mux := admin.Handler(sched, r, r, cfg.ReplicaID, m.Registry)
+	r.api.Routes(mux)
+	// One port for the admin API: gRPC (HTTP/2 without TLS, prior
+	// knowledge) and HTTP/JSON, told apart by content type.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
 	r.admin = &http.Server{
-		Handler:           admin.Handler(sched, r, r, cfg.ReplicaID, m.Registry),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
+				r.adminGRPC.ServeHTTP(w, req)
+				return
+			}
+			mux.ServeHTTP(w, req)
+		}),
+		Protocols:         &protocols,
 		ReadHeaderTimeout: 5 * time.Second,
 	}
 	return r, nil
+}
+
+// syncXDS keeps the clusters served over ADS in step with the registry.
+func (r *Router) syncXDS(ctx context.Context) {
+	t := time.NewTicker(r.cfg.RefreshInterval.D())
+	defer t.Stop()
+	for {
+		cfg := r.cfg
+		cfg.Workers = nil
+		for _, w := range r.sched.Snapshot().Workers {
+			cfg.Workers = append(cfg.Workers, config.Worker{
+				ID: w.Spec.ID, Address: w.Spec.Address, Models: w.Spec.Models, Zone: w.Spec.Zone,
+				Region: w.Spec.Region, MaxConcurrency: w.Spec.MaxConcurrency,
+			})
+		}
+		if err := r.xds.Update(ctx, cfg); err != nil && ctx.Err() == nil {
+			r.log.Warn("update xds clusters", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Params converts the config into scoring parameters.
@@ -278,6 +338,9 @@ func (r *Router) Serve(ctx context.Context) error {
 		go r.stream.Run(bgCtx, 200*time.Millisecond)
 	}
 	go r.monitor.Run(bgCtx)
+	if r.xds != nil {
+		go r.syncXDS(bgCtx)
+	}
 
 	errc := make(chan error, 2)
 	go func() { errc <- r.grpc.Serve(grpcLn) }()
@@ -323,6 +386,7 @@ func (r *Router) shutdown() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	r.adminGRPC.Stop()
 	_ = r.admin.Shutdown(ctx)
 	r.log.Info("stopped")
 	return nil
@@ -335,4 +399,12 @@ func (r *Router) SetHealth(ctx context.Context, worker, health string) error {
 		return err
 	}
 	return r.sched.Refresh(ctx)
+}
+
+// joinDelay applies only when Envoy learns of workers over xDS.
+func joinDelay(cfg config.Config) time.Duration {
+	if cfg.Envoy.Discovery != "xds" {
+		return 0
+	}
+	return cfg.Envoy.XDSJoinDelay.D()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
+	"github.com/llm-router/llm-router/adminapi"
 	"github.com/llm-router/llm-router/config"
 	"github.com/llm-router/llm-router/metrics"
 	"github.com/llm-router/llm-router/scheduler"
@@ -25,6 +26,7 @@ type routerStore interface {
 	SetHealth(ctx context.Context, worker, health string) error
 	SetDraining(ctx context.Context, worker string, draining bool) error
 	telemetry.Store
+	adminapi.Store
 }
 
 var (

@@ -55,6 +55,7 @@ type Config struct {
 	Health         Health         `yaml:"health"`
 	Queue          Queue          `yaml:"queue"`
 	Auth           Auth           `yaml:"auth"`
+	Admin          Admin          `yaml:"admin"`
 	Redis          Redis          `yaml:"redis"`
 	Locality       Locality       `yaml:"locality"`
 	Envoy          Envoy          `yaml:"envoy"`
@@ -109,6 +110,14 @@ type Timeouts struct {
 // Max is the longest of the three.
 func (t Timeouts) Max() time.Duration {
 	return max(t.Critical.D(), t.Standard.D(), t.Batch.D())
+}
+
+// Admin configures the native admin API.
+type Admin struct {
+	// Token is the admin credential (Bearer) for changes: registration,
+	// heartbeats, drains. Separate from client API keys; empty refuses
+	// every change.
+	Token string `yaml:"token"`
 }
 
 // Auth configures client API keys.
@@ -166,7 +175,14 @@ type Envoy struct {
 	Admin  string `yaml:"admin"`
 	// ExtProcAddrs lists every router replica's ext_proc address; empty means
 	// just this router's extproc_listen.
-	ExtProcAddrs   []string `yaml:"extproc_addrs"`
+	ExtProcAddrs []string `yaml:"extproc_addrs"`
+	// Discovery: static (every worker cluster in the rendered YAML) or xds
+	// (Envoy takes worker clusters from the router over ADS, so workers
+	// registered at run time are reachable).
+	Discovery string `yaml:"discovery"`
+	// XDSJoinDelay holds back a worker registered at run time until Envoy
+	// has surely received its cluster over xDS.
+	XDSJoinDelay   Duration `yaml:"xds_join_delay"`
 	RouteTimeout   Duration `yaml:"route_timeout"`
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	NumRetries     int      `yaml:"num_retries"`
@@ -264,6 +280,8 @@ func Default() Config {
 			RouteTimeout:   Duration(600 * time.Second),
 			ConnectTimeout: Duration(2 * time.Second),
 			NumRetries:     2,
+			Discovery:      "static",
+			XDSJoinDelay:   Duration(500 * time.Millisecond),
 			MessageTimeout: Duration(time.Second),
 		},
 		Scoring: Scoring{
@@ -477,6 +495,9 @@ func (c *Config) Validate() error {
 	}
 	if !idPattern.MatchString(c.Redis.KeyPrefix) {
 		bad("redis.key_prefix", "%q must be letters, digits, '.', '_' or '-'", c.Redis.KeyPrefix)
+	}
+	if c.Envoy.Discovery != "static" && c.Envoy.Discovery != "xds" {
+		bad("envoy.discovery", "want static or xds, got %q", c.Envoy.Discovery)
 	}
 	if c.Envoy.NumRetries < 0 || c.Envoy.NumRetries > 10 {
 		bad("envoy.num_retries", "must be in [0, 10], got %d", c.Envoy.NumRetries)

@@ -62,6 +62,7 @@ var Keys = []Key{
 		return nil
 	}},
 	{Path: "auth.forward_authorization", Env: "AUTH_FORWARD_AUTHORIZATION", Default: "false", Doc: "pass the client's Authorization header to the worker (off: tenant keys never reach workers)", apply: setBool(func(c *Config) *bool { return &c.Auth.ForwardAuthorization })},
+	{Path: "admin.token", Env: "ADMIN_TOKEN", Default: "", Doc: "admin credential (Bearer) for the admin API's changes: register, heartbeat, deregister, drain; separate from client keys; empty refuses every change", apply: setString(func(c *Config) *string { return &c.Admin.Token })},
 	{Path: "redis.url", Env: "REDIS_URL", Default: "", Doc: "shared store, redis://[user:pass@]host:port/db; empty and no addrs: in-memory (one replica)", apply: setString(func(c *Config) *string { return &c.Redis.URL })},
 	{Path: "redis.addrs", Env: "REDIS_ADDRS", Default: "", Doc: "Sentinel or Cluster seed addresses, comma-separated in the env var", apply: setList(func(c *Config) *[]string { return &c.Redis.Addrs })},
 	{Path: "redis.master_name", Env: "REDIS_MASTER_NAME", Default: "", Doc: "Sentinel master name (with redis.addrs)", apply: setString(func(c *Config) *string { return &c.Redis.MasterName })},
@@ -77,6 +78,8 @@ var Keys = []Key{
 	{Path: "envoy.listen", Env: "ENVOY_LISTEN", Default: "127.0.0.1:8080", Doc: "where the rendered Envoy config listens for clients", apply: setString(func(c *Config) *string { return &c.Envoy.Listen })},
 	{Path: "envoy.admin", Env: "ENVOY_ADMIN", Default: "127.0.0.1:9901", Doc: "Envoy's admin listener in the rendered config", apply: setString(func(c *Config) *string { return &c.Envoy.Admin })},
 	{Path: "envoy.extproc_addrs", Env: "ENVOY_EXTPROC_ADDRS", Default: "[extproc_listen]", Doc: "every router replica, comma-separated in the env var", apply: setList(func(c *Config) *[]string { return &c.Envoy.ExtProcAddrs })},
+	{Path: "envoy.discovery", Env: "ENVOY_DISCOVERY", Default: "static", Doc: "static: every worker cluster in the rendered YAML; xds: Envoy takes worker clusters from the router over ADS, so workers registered through the admin API are reachable", apply: setString(func(c *Config) *string { return &c.Envoy.Discovery })},
+	{Path: "envoy.xds_join_delay", Env: "ENVOY_XDS_JOIN_DELAY_SECONDS", Default: "500ms", Doc: "with xds: a worker registered at run time takes requests after this long, once Envoy surely has its cluster", apply: setDuration(func(c *Config) *Duration { return &c.Envoy.XDSJoinDelay })},
 	{Path: "envoy.route_timeout", Env: "NODE_TIMEOUT_SECONDS", Default: "600s", Doc: "Envoy's whole-request timeout toward a worker (long streams)", apply: setDuration(func(c *Config) *Duration { return &c.Envoy.RouteTimeout })},
 	{Path: "envoy.connect_timeout", Env: "CONNECT_TIMEOUT_SECONDS", Default: "2s", Doc: "Envoy's connect timeout to a worker", apply: setDuration(func(c *Config) *Duration { return &c.Envoy.ConnectTimeout })},
 	{Path: "envoy.num_retries", Env: "MAX_RETRIES", Default: "2", Doc: "Envoy retries on connect failure, reset or 503, on another worker of the model", apply: setInt(func(c *Config) *int { return &c.Envoy.NumRetries })},

@@ -89,6 +89,7 @@ type aggregateData struct {
 }
 
 type data struct {
+	XDS               bool
 	Version           string
 	Listen            endpoint
 	Admin             endpoint
@@ -115,11 +116,12 @@ func Render(cfg config.Config) ([]byte, error) {
 	if err := tmpl.Execute(&buf, d); err != nil {
 		return nil, fmt.Errorf("render envoy config: %w", err)
 	}
-	return buf.Bytes(), nil
+	return append(bytes.TrimRight(buf.Bytes(), "\n"), '\n'), nil
 }
 
 func build(cfg config.Config) (data, error) {
 	d := data{
+		XDS:            cfg.Envoy.Discovery == "xds",
 		Version:        Version(),
 		BufferLimit:    cfg.MaxBodyBytes + 1<<20,
 		MessageTimeout: dur(cfg.Envoy.MessageTimeout.D()),
@@ -241,6 +243,22 @@ func RenderBaseline(cfg config.Config, lbPolicy string) ([]byte, error) {
 	}{d, lbPolicy, all, static})
 	if err != nil {
 		return nil, fmt.Errorf("render baseline envoy config: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// RenderClusters returns the worker clusters alone (direct, failover pools,
+// aggregates) as YAML: what the router serves over xDS in discovery mode
+// xds, from the same template as the static config.
+func RenderClusters(cfg config.Config) ([]byte, error) {
+	d, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	buf.WriteString("clusters:\n")
+	if err := tmpl.ExecuteTemplate(&buf, "clusters", d); err != nil {
+		return nil, fmt.Errorf("render clusters: %w", err)
 	}
 	return buf.Bytes(), nil
 }

@@ -41,6 +41,7 @@ type exchange struct {
 	claim     Claim
 	claimedAt time.Time
 	status    int
+	upstream  bool // the response came from (or through) a worker
 	stream    *streamObserver
 	strip     *usageStripper // set when the router added include_usage
 }
@@ -201,6 +202,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processi
 		SetHeaders:    []*corev3.HeaderValueOption{setHeader(headerRequestID, x.requestID)},
 	}
 	resp := &extprocv3.ProcessingResponse{}
+	x.upstream = upstream != "" || upstreamHost != ""
 	if x.claim != nil {
 		if actual := x.actualWorker(upstream, upstreamHost); actual != "" {
 			x.claim.Moved(actual)
@@ -251,9 +253,11 @@ func (x *exchange) finish(aborted bool) {
 		return
 	}
 	o := scheduler.Outcome{
-		Status:          x.status,
-		Aborted:         aborted,
-		UpstreamFailure: x.status >= 500,
+		Status:  x.status,
+		Aborted: aborted,
+		// Only a 5xx that came from a worker counts against it; Envoy's own
+		// replies with no upstream (an unknown cluster) say nothing of it.
+		UpstreamFailure: x.status >= 500 && x.upstream,
 	}
 	if x.stream != nil {
 		o.TTFT, o.TokensPerSec, o.CompletionTokens = x.stream.result()

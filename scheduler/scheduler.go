@@ -98,6 +98,10 @@ type Options struct {
 	// TelemetryStale bounds the age of worker-reported values (KV usage,
 	// queue, GPU utilisation) used in scoring; older ones are unknown.
 	TelemetryStale time.Duration
+	// JoinDelay holds back a worker that appears after start (registered
+	// through the admin API) this long, so that Envoy has its cluster
+	// (pushed over xDS) before the first request is sent there.
+	JoinDelay time.Duration
 	Now            func() time.Time
 }
 
@@ -120,6 +124,9 @@ type Scheduler struct {
 	waiters map[string]chan state.Notice // this replica's queued requests
 
 	last sync.Map // model → *Decision, the latest with candidates (node_score_term)
+
+	seenMu    sync.Mutex
+	firstSeen map[string]time.Time // when each worker first appeared; nil until the first snapshot
 }
 
 // New builds a scheduler; call Refresh (or Run) before Admit.
@@ -257,7 +264,7 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 		s.m.StoreErrors.WithLabelValues("snapshot").Inc()
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale))
+	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap)))
 	healthy := map[string]int{}
 	for _, w := range snap.Workers {
 		for _, m := range w.Spec.Models {
@@ -369,4 +376,63 @@ func (s *Scheduler) Waiting() int {
 
 func (s *Scheduler) newClaimID() string {
 	return fmt.Sprintf("%s-%x", s.idPrefix, s.seq.Add(1))
+}
+
+// ModelTerm is one score term of a worker in the latest decision for a
+// model.
+type ModelTerm struct {
+	Model string
+	scoring.Term
+}
+
+// LastScoreTerms returns, per worker, its terms in the latest decision of
+// each model it was a candidate for.
+func (s *Scheduler) LastScoreTerms() map[string][]ModelTerm {
+	out := map[string][]ModelTerm{}
+	s.last.Range(func(_, v any) bool {
+		d := v.(*Decision)
+		for _, c := range d.Candidates {
+			for _, t := range c.Terms {
+				out[c.Worker] = append(out[c.Worker], ModelTerm{Model: d.Model, Term: t})
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// joining returns the workers that appeared less than JoinDelay ago. The
+// workers of the first snapshot are not joining: Envoy starts only once it
+// has every cluster.
+func (s *Scheduler) joining(snap state.Snapshot) map[string]bool {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	now := s.now()
+	first := s.firstSeen == nil
+	if first {
+		s.firstSeen = map[string]time.Time{}
+	}
+	out := map[string]bool{}
+	present := make(map[string]bool, len(snap.Workers))
+	for _, w := range snap.Workers {
+		id := w.Spec.ID
+		present[id] = true
+		seen, ok := s.firstSeen[id]
+		if !ok {
+			seen = now
+			if first {
+				seen = time.Time{}
+			}
+			s.firstSeen[id] = seen
+		}
+		if s.opts.JoinDelay > 0 && !seen.IsZero() && now.Sub(seen) < s.opts.JoinDelay {
+			out[id] = true
+		}
+	}
+	for id := range s.firstSeen {
+		if !present[id] {
+			delete(s.firstSeen, id) // gone: a later return is a new join
+		}
+	}
+	return out
 }

@@ -25,7 +25,7 @@ type updatedAt struct {
 	latency, ttft, tps time.Time
 }
 
-func newView(snap state.Snapshot, zone, region string, stale time.Duration) *view {
+func newView(snap state.Snapshot, zone, region string, stale time.Duration, joining map[string]bool) *view {
 	v := &view{
 		snap:    snap,
 		stale:   stale,
@@ -47,6 +47,7 @@ func newView(snap state.Snapshot, zone, region string, stale time.Duration) *vie
 			Models:         w.Spec.Models,
 			Health:         scoring.Health(w.Health),
 			Draining:       w.Draining,
+			Joining:        joining[w.Spec.ID],
 			MaxConcurrency: w.Spec.MaxConcurrency,
 			Active:         w.InFlight,
 			Distance:       scoring.Distance(w.Spec.Zone, w.Spec.Region, zone, region),

@@ -81,6 +81,8 @@ func Filter(job Job, workers []Worker) (eligible []Worker, excluded []Excluded) 
 			continue
 		case w.Draining:
 			excluded = append(excluded, Excluded{w.ID, "draining"})
+		case w.Joining:
+			excluded = append(excluded, Excluded{w.ID, "joining"})
 		case w.Health != Healthy && w.Health != Recovering:
 			excluded = append(excluded, Excluded{w.ID, string(w.Health)})
 		default:

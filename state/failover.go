@@ -502,3 +502,43 @@ func (f *Failover) PutTelemetry(ctx context.Context, ts map[string]Telemetry) er
 	}
 	return err
 }
+
+// RegisterLeased registers a leased worker in Redis, or locally while
+// degraded (restored into Redis on recovery, with the lease it had).
+func (f *Failover) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
+	return f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return s.RegisterLeased(ctx, spec, lease) })
+}
+
+// Heartbeat extends a registered worker's lease.
+func (f *Failover) Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error) {
+	return f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return s.Heartbeat(ctx, id, lease) })
+}
+
+// Deregister removes a worker from the fleet.
+func (f *Failover) Deregister(ctx context.Context, id string) error {
+	_, err := f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return time.Time{}, s.Deregister(ctx, id) })
+	return err
+}
+
+type leaseStore interface {
+	RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error)
+	Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error)
+	Deregister(ctx context.Context, id string) error
+}
+
+func (f *Failover) leaseOp(ctx context.Context, op func(leaseStore) (time.Time, error)) (time.Time, error) {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return op(f.local)
+	}
+	f.mu.Unlock()
+	t, err := op(f.primary)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return op(f.local)
+	}
+	return t, err
+}

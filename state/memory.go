@@ -39,6 +39,54 @@ type memWorker struct {
 	since               time.Time
 }
 
+func (m *Memory) deregisterLocked(id string) bool {
+	if _, ok := m.workers[id]; !ok {
+		return false
+	}
+	delete(m.workers, id)
+	delete(m.monitors, id)
+	m.order = slices.DeleteFunc(m.order, func(s string) bool { return s == id })
+	return true
+}
+
+// RegisterLeased registers a worker that must heartbeat within lease.
+func (m *Memory) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
+	if err := m.Register(ctx, []WorkerSpec{spec}); err != nil {
+		return time.Time{}, err
+	}
+	return m.Heartbeat(ctx, spec.ID, -lease)
+}
+
+// Heartbeat extends a registered worker's lease (a negative lease starts
+// one: RegisterLeased).
+func (m *Memory) Heartbeat(_ context.Context, id string, lease time.Duration) (time.Time, error) {
+	m.lock()
+	defer m.unlock()
+	w, ok := m.workers[id]
+	switch {
+	case !ok:
+		return time.Time{}, fmt.Errorf("%q: %w", id, ErrUnknownWorker)
+	case lease >= 0 && !w.Registered:
+		return time.Time{}, fmt.Errorf("%w: not registered through the API (it has no lease)", ErrUnknownWorker)
+	}
+	if lease < 0 {
+		lease = -lease
+	}
+	w.Registered, w.LeaseExpires = true, m.now().Add(lease)
+	return w.LeaseExpires, nil
+}
+
+// Deregister removes a worker from the fleet; its in-flight requests end
+// normally.
+func (m *Memory) Deregister(_ context.Context, id string) error {
+	m.lock()
+	defer m.unlock()
+	if !m.deregisterLocked(id) {
+		return fmt.Errorf("%q: %w", id, ErrUnknownWorker)
+	}
+	return nil
+}
+
 type monitorLease struct {
 	holder string
 	expiry time.Time
@@ -615,6 +663,11 @@ func (m *Memory) purge(now time.Time, force bool) {
 	for id, w := range m.waiters {
 		if now.After(w.expiry) {
 			m.dropWaiter(id)
+		}
+	}
+	for _, id := range slices.Clone(m.order) {
+		if w := m.workers[id]; w.Registered && now.After(w.LeaseExpires) {
+			m.deregisterLocked(id)
 		}
 	}
 	for w := range freed {

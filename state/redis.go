@@ -89,6 +89,9 @@ var luaMonitor string
 //go:embed lua/telemetry.lua
 var luaTelemetry string
 
+//go:embed lua/workers.lua
+var luaWorkers string
+
 func script(body string) *redis.Script { return redis.NewScript(luaPrelude + "\n" + body) }
 
 var (
@@ -106,6 +109,7 @@ var (
 	scriptHealth   = script(luaHealth)
 	scriptMonitor  = script(luaMonitor)
 	scriptTele     = script(luaTelemetry)
+	scriptWorkers  = script(luaWorkers)
 )
 
 // NewRedis returns a store on client under key prefix (default "llmr").
@@ -123,6 +127,7 @@ func NewRedis(client redis.UniversalClient, prefix string, l Limits) *Redis {
 			p + "workers", p + "inflight", p + "health", p + "drain",
 			p + "claims", p + "leases", p + "cap", p + "models", p + "ok",
 			p + "waiters", p + "wleases", p + "grants", p + "qseq", p + "total", p + "wmodels",
+			p + "wkleases", p + "source",
 		},
 	}
 }
@@ -215,9 +220,10 @@ func (r *Redis) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 8 {
+	if len(res) != 9 {
 		return Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
+	leases := pairs(res[8])
 	teleLists, _ := res[7].([]any)
 	now, _ := res[0].(int64)
 	workers := pairs(res[1])
@@ -236,6 +242,10 @@ func (r *Redis) Snapshot(ctx context.Context) (Snapshot, error) {
 		}
 		if i < len(teleLists) {
 			w.Telemetry = parseTelemetry(pairs(teleLists[i]))
+		}
+		if exp := lookup(leases, kv[0]); exp != "" {
+			ms, _ := strconv.ParseFloat(exp, 64)
+			w.Registered, w.LeaseExpires = true, time.UnixMilli(int64(ms))
 		}
 		snap.Workers = append(snap.Workers, w)
 	}
@@ -480,6 +490,9 @@ func scriptError(err error) error {
 	switch msg := err.Error(); {
 	case strings.Contains(msg, "unknown claim"):
 		return ErrUnknownClaim
+	case strings.Contains(msg, "unknown worker:"):
+		_, detail, _ := strings.Cut(msg, "unknown worker:")
+		return fmt.Errorf("%w:%s", ErrUnknownWorker, detail)
 	case strings.Contains(msg, "unknown worker"):
 		return ErrUnknownWorker
 	}
@@ -590,4 +603,36 @@ func telemetryFields(t Telemetry) []any {
 		out = append(out, "err", t.Error)
 	}
 	return out
+}
+
+// RegisterLeased registers a worker that must heartbeat within lease, or
+// leaves the fleet; it returns the lease expiry.
+func (r *Redis) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
+	if err := r.Register(ctx, []WorkerSpec{spec}); err != nil {
+		return time.Time{}, err
+	}
+	return r.workerOp(ctx, "lease", spec.ID, lease)
+}
+
+// Heartbeat extends a registered worker's lease.
+func (r *Redis) Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error) {
+	return r.workerOp(ctx, "beat", id, lease)
+}
+
+// Deregister removes a worker from the fleet; its in-flight requests end
+// normally.
+func (r *Redis) Deregister(ctx context.Context, id string) error {
+	_, err := r.workerOp(ctx, "drop", id, 0)
+	return err
+}
+
+func (r *Redis) workerOp(ctx context.Context, op, id string, lease time.Duration) (time.Time, error) {
+	ms, err := r.run(ctx, scriptWorkers, op, id, lease.Milliseconds()).Int64()
+	if err != nil {
+		return time.Time{}, scriptError(err)
+	}
+	if ms == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(ms), nil
 }

@@ -87,6 +87,10 @@ type Worker struct {
 	InFlight  int        `json:"in_flight"`
 	Stats     Stats      `json:"stats"`
 	Telemetry Telemetry  `json:"telemetry"`
+	// Registered workers joined through the admin API and must heartbeat
+	// before LeaseExpires; the others come from the config.
+	Registered   bool      `json:"registered,omitempty"`
+	LeaseExpires time.Time `json:"lease_expires,omitempty"`
 }
 
 // Sample is one measured value and when it was measured (zero At: never).

@@ -20,11 +20,20 @@ const usage = `usage: llm-router <command> [flags]
 commands:
   serve --config FILE          run the ext_proc scheduling sidecar
   envoy-config --config FILE   print the Envoy configuration for FILE
-  explain REQUEST_ID           print the decision for a request (--admin URL, -o json)
+  workers [--model M]          list workers with their live state
+  stats                        the fleet at a glance, with queues
+  register --id ID --address HOST:PORT --model M [--lease 10s] [--keep-alive]
+                               add a worker (--keep-alive: stay and heartbeat, an agent)
+  deregister ID                remove a worker now
+  drain ID [--wait] [--timeout 5m]
+                               no new requests; --wait returns once none is in flight
+  undrain ID                   take requests again
+  explain REQUEST_ID           print the decision for a request
   version                      print the version and the pinned Envoy version
 
 Commands that talk to a running router take --admin URL (default
-$LLM_ROUTER_ADMIN or http://127.0.0.1:9090) and -o table|json.
+$LLM_ROUTER_ADMIN or http://127.0.0.1:9090), -o table|json, and for changes
+--token (default $LLM_ROUTER_ADMIN_TOKEN), the router's admin.token.
 `
 
 func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -39,6 +48,18 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return envoyConfig(args[1:], stdout, stderr)
 	case "explain":
 		return explain(ctx, args[1:], stdout, stderr)
+	case "workers":
+		return workers(ctx, args[1:], stdout, stderr)
+	case "stats":
+		return stats(ctx, args[1:], stdout, stderr)
+	case "register":
+		return register(ctx, args[1:], stdout, stderr)
+	case "deregister":
+		return deregister(ctx, args[1:], stdout, stderr)
+	case "drain":
+		return drain(ctx, args[1:], stdout, stderr, true)
+	case "undrain":
+		return drain(ctx, args[1:], stdout, stderr, false)
 	case "version":
 		fmt.Fprintf(stdout, "llm-router (Envoy %s)\n", envoy.Version())
 		return nil

@@ -6,9 +6,9 @@
 -- global in-flight cap (0: none), health policy ("active threshold,passive
 -- threshold,hold-down ms"). Script-specific arguments follow, as ARG[1]...
 local K_WORKERS, K_INFLIGHT, K_HEALTH, K_DRAIN, K_CLAIMS, K_LEASES, K_CAP, K_MODELS, K_OK,
-  K_WAITERS, K_WLEASES, K_GRANTS, K_QSEQ, K_TOTAL, K_WMODELS =
+  K_WAITERS, K_WLEASES, K_GRANTS, K_QSEQ, K_TOTAL, K_WMODELS, K_WKLEASES, K_SOURCE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9],
-  KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
+  KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15], KEYS[16], KEYS[17]
 local PREFIX, LEASE, GLOBAL_CAP = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local ACTIVE_FAILS, PASSIVE_FAILS, HOLD_MS = string.match(ARGV[4], '^(%d+),(%d+),(%d+)$')
 ACTIVE_FAILS, PASSIVE_FAILS, HOLD_MS = tonumber(ACTIVE_FAILS), tonumber(PASSIVE_FAILS), tonumber(HOLD_MS)
@@ -32,7 +32,9 @@ local function inc(worker)
 end
 
 local function dec(worker)
-  if redis.call('HINCRBY', K_INFLIGHT, worker, -1) < 0 then
+  -- A deregistered worker's claims still end; they only give back the
+  -- global count.
+  if redis.call('HEXISTS', K_WORKERS, worker) == 1 and redis.call('HINCRBY', K_INFLIGHT, worker, -1) < 0 then
     redis.call('HSET', K_INFLIGHT, worker, 0)
   end
   if redis.call('DECR', K_TOTAL) < 0 then
@@ -143,6 +145,22 @@ local function pump_model(model, now)
   end
 end
 
+-- deregister removes a worker from the registry and every per-worker key.
+-- Claims on it end normally.
+local function deregister(id)
+  if redis.call('HEXISTS', K_WORKERS, id) == 0 then return false end
+  local models = redis.call('HGET', K_WMODELS, id) or ''
+  for m in string.gmatch(models, '[^\n]+') do
+    redis.call('SREM', PREFIX .. 'model:' .. m, id)
+  end
+  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE}) do
+    redis.call('HDEL', k, id)
+  end
+  redis.call('ZREM', K_WKLEASES, id)
+  redis.call('DEL', PREFIX .. 'stats:' .. id, PREFIX .. 'tm:' .. id, PREFIX .. 'hstate:' .. id, PREFIX .. 'mon:' .. id)
+  return true
+end
+
 -- purge drops claims whose lease lapsed (their replica stopped renewing:
 -- it died), gives their slots back to waiters, and drops waiters whose
 -- replica stopped renewing them. Bounded, so no call runs long.
@@ -161,6 +179,10 @@ local function purge(now)
   end
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_WLEASES, '-inf', now, 'LIMIT', 0, 512)) do
     drop_waiter(id)
+  end
+  -- Registered workers whose heartbeats stopped leave the fleet.
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_WKLEASES, '-inf', now, 'LIMIT', 0, 64)) do
+    deregister(id)
   end
   for w in pairs(freed) do pump_worker(w, now) end
 end

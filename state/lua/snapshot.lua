@@ -1,7 +1,8 @@
 -- Every worker's state in one round trip. ARGV: the common header. Returns
 -- {server time ms, workers (id, spec)..., in-flight..., health..., drain...,
 -- one stats list per worker in the order of the workers list, queue depths
--- (model, critical, standard, batch)..., one telemetry list per worker}.
+-- (model, critical, standard, batch)..., one telemetry list per worker,
+-- registered workers' leases (id, expiry ms)...}.
 local now = now_ms()
 purge(now)
 local workers = redis.call('HGETALL', K_WORKERS)
@@ -20,5 +21,6 @@ for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do
     end
   end
 end
+local leases = redis.call('ZRANGE', K_WKLEASES, 0, -1, 'WITHSCORES')
 return {now, workers, redis.call('HGETALL', K_INFLIGHT), redis.call('HGETALL', K_HEALTH),
-  redis.call('HGETALL', K_DRAIN), stats, queues, tele}
+  redis.call('HGETALL', K_DRAIN), stats, queues, tele, leases}

@@ -178,3 +178,64 @@ func telemetry(t *testing.T, s Store) {
 		t.Fatalf("telemetry %+v", tm)
 	}
 }
+
+// registeredWorkers: a worker registered with a lease stays while it
+// heartbeats and leaves the fleet when it stops; deregistration is
+// immediate; claims on a worker that left still end cleanly.
+func registeredWorkers(t *testing.T, s Store) {
+	ctx := context.Background()
+	register(t, s, workers(1, 4))
+	dyn := state.WorkerSpec{ID: "dyn", Address: "10.9.9.9:8000", Models: []string{"m"}, MaxConcurrency: 2}
+	exp, err := s.RegisterLeased(ctx, dyn, 400*time.Millisecond)
+	if err != nil || time.Until(exp) > time.Second || time.Until(exp) < 0 {
+		t.Fatalf("register: %v %v", exp, err)
+	}
+	snap, _ := s.Snapshot(ctx)
+	var found state.Worker
+	for _, w := range snap.Workers {
+		if w.Spec.ID == "dyn" {
+			found = w
+		}
+	}
+	if !found.Registered || found.Health != state.Healthy || found.LeaseExpires.IsZero() {
+		t.Fatalf("registered worker: %+v", found)
+	}
+	id, w := mustClaim(t, s, []state.Candidate{{Worker: "dyn", Cap: 2}})
+	if w != "dyn" {
+		t.Fatal("the registered worker takes requests")
+	}
+	if _, err := s.Heartbeat(ctx, "w0", time.Second); err == nil {
+		t.Fatal("a config worker has no lease to extend")
+	}
+	for i := 0; i < 4; i++ { // heartbeats keep it
+		time.Sleep(150 * time.Millisecond)
+		if _, err := s.Heartbeat(ctx, "dyn", 400*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) { // heartbeats stop
+		if _, ok := inFlight(t, s)["dyn"]; !ok {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, ok := inFlight(t, s)["dyn"]; ok {
+		t.Fatal("a worker whose heartbeats stopped is still registered")
+	}
+	if _, err := s.Heartbeat(ctx, "dyn", time.Second); err == nil {
+		t.Fatal("a gone worker heartbeats")
+	}
+	if ok, err := s.Release(ctx, state.Release{ID: id}); err != nil || !ok {
+		t.Fatalf("the claim on the gone worker: %v %v", ok, err)
+	}
+	if err := s.Deregister(ctx, "w0"); err != nil {
+		t.Fatal(err)
+	}
+	if snap, _ := s.Snapshot(ctx); len(snap.Workers) != 0 {
+		t.Fatalf("after deregistering all: %+v", snap.Workers)
+	}
+	if err := s.Deregister(ctx, "w0"); err == nil {
+		t.Fatal("deregistering twice")
+	}
+}

@@ -30,6 +30,9 @@ type Store interface {
 	ReportHealth(ctx context.Context, worker string, ok bool) (string, error)
 	AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error)
 	PutTelemetry(ctx context.Context, ts map[string]state.Telemetry) error
+	RegisterLeased(ctx context.Context, spec state.WorkerSpec, lease time.Duration) (time.Time, error)
+	Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error)
+	Deregister(ctx context.Context, id string) error
 }
 
 // Factory returns a fresh, empty store with the given limits.
@@ -58,6 +61,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s Store) Sto
 	})
 	runQueue(t, newStore, newPeer)
 	runHealth(t, newStore, newPeer)
+	t.Run("RegisteredWorkersLeaveWhenHeartbeatsStop", func(t *testing.T) { registeredWorkers(t, newStore(t, def)) })
 }
 
 func peers(t *testing.T, s Store, newPeer func(*testing.T, Store) Store, n int) []Store {
