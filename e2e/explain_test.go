@@ -36,7 +36,7 @@ func TestExplainAcrossReplicas(t *testing.T) {
 	err = stack.WaitFor(context.Background(), 5*time.Second, func() error {
 		out, err = exec.Command(bins["llm-router"], "explain", id, "--admin", adminB, "-o", "json").CombinedOutput()
 		if err != nil {
-			return fmt.Errorf("%v: %s", err, out)
+			return fmt.Errorf("%w: %s", err, out)
 		}
 		var d scheduler.Decision
 		if err := json.Unmarshal(out, &d); err != nil {

@@ -102,7 +102,7 @@ type Options struct {
 	// through the admin API) this long, so that Envoy has its cluster
 	// (pushed over xDS) before the first request is sent there.
 	JoinDelay time.Duration
-	Now            func() time.Time
+	Now       func() time.Time
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.

@@ -54,13 +54,13 @@ const (
 
 // Worker is the scoring view of one candidate.
 type Worker struct {
-	ID             string
-	Models         []string
-	Health         Health
-	Draining       bool
+	ID       string
+	Models   []string
+	Health   Health
+	Draining bool
 	// Joining: the worker appeared moments ago and Envoy may not have its
 	// cluster yet; it takes requests once the join delay has passed.
-	Joining bool
+	Joining        bool
 	MaxConcurrency int
 	// Active is the in-flight count from the snapshot. Strategies use it only
 	// for explanation; the store evaluates curves on the live count.

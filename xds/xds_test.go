@@ -29,8 +29,10 @@ func TestClustersMatchTheStaticConfig(t *testing.T) {
 		c := r.(*clusterv3.Cluster)
 		names[c.GetName()] = c
 	}
-	for _, want := range []string{"gpu-0", "gpu-1", "gpu-2", "pool.llama-3-8b", "pool.mistral-7b",
-		"pool.llama-3-8b.except.gpu-0", "gpu-0.via.llama-3-8b", "gpu-2.via.mistral-7b"} {
+	for _, want := range []string{
+		"gpu-0", "gpu-1", "gpu-2", "pool.llama-3-8b", "pool.mistral-7b",
+		"pool.llama-3-8b.except.gpu-0", "gpu-0.via.llama-3-8b", "gpu-2.via.mistral-7b",
+	} {
 		if names[want] == nil {
 			t.Errorf("no cluster %s (have %d)", want, len(names))
 		}
