@@ -70,7 +70,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, ou
 	}
 	if resp.StatusCode >= 300 {
 		var e struct {
-			Error struct{ Code, Message string }
+			Error   struct{ Code, Message string }
 			Message string
 		}
 		_ = json.Unmarshal(raw, &e)
@@ -126,7 +126,9 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 	if d.Worker != "" {
 		fmt.Fprintf(w, " -> %s", d.Worker)
 	}
-	fmt.Fprintf(w, " in %s", time.Duration(d.DecideMicros*float64(time.Microsecond)).Round(time.Microsecond))
+	if d.DecideMicros > 0 {
+		fmt.Fprintf(w, " in %s", time.Duration(d.DecideMicros*float64(time.Microsecond)).Round(time.Microsecond))
+	}
 	fmt.Fprintf(w, ", on a snapshot %s old\n", time.Duration(d.SnapshotAge*float64(time.Second)).Round(time.Millisecond))
 	if d.WaitSeconds > 0 {
 		fmt.Fprintf(w, "waited    %s in the queue", time.Duration(d.WaitSeconds*float64(time.Second)).Round(time.Millisecond))
@@ -193,10 +195,7 @@ func printCandidates(w io.Writer, d *scheduler.Decision) {
 		return 0
 	})
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := []string{"", "worker", "active/cap", "total"}
-	for _, n := range names {
-		header = append(header, n)
-	}
+	header := append([]string{"", "worker", "active/cap", "total"}, names...)
 	fmt.Fprintln(tw, strings.Join(header, "\t")+"\t")
 	for _, l := range lines {
 		mark := " "

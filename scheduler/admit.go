@@ -115,7 +115,7 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		return s.admitted(d, r, id, plan.Candidates[res.Index].Worker), nil
 	case res.Queued:
 		d.QueuePosition = res.Position
-		return s.wait(ctx, r, d, id, start)
+		return s.wait(ctx, r, d, id, s.now()) // the wait counts from joining the queue
 	case !anyTrue(res.Available):
 		return nil, s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
 			&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrNoHealthyWorker), After: retryAfterBusy})
