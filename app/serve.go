@@ -130,6 +130,12 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 			// Any replica can explain any decision: they share a bounded
 			// stream, written in batches off the request path.
 			stream = decisions.NewStream(f.Primary().Client(), f.Primary().Prefix(), cfg.DecisionLogSize, log.Named("decisions"))
+			stream.OnFlush = func(err error) {
+				m.StoreRoundTrips.WithLabelValues("decisions").Inc()
+				if err != nil {
+					m.StoreErrors.WithLabelValues("decisions").Inc()
+				}
+			}
 			recorder = decisions.Fanout{ring, stream}
 		}
 	}

@@ -180,6 +180,10 @@ type Envoy struct {
 	// (Envoy takes worker clusters from the router over ADS, so workers
 	// registered at run time are reachable).
 	Discovery string `yaml:"discovery"`
+	// FailureModeAllow renders ext_proc fail-open: with no router replica
+	// answering, requests are still served, by model, without caps, queue,
+	// priorities or API keys. False renders fail-closed (503).
+	FailureModeAllow bool `yaml:"failure_mode_allow"`
 	// XDSJoinDelay holds back a worker registered at run time until Envoy
 	// has surely received its cluster over xDS.
 	XDSJoinDelay   Duration `yaml:"xds_join_delay"`
@@ -245,6 +249,7 @@ func Default() Config {
 		LogLevel:              "info",
 		MaxBodyBytes:          4 << 20,
 		ShutdownGrace:         Duration(30 * time.Second),
+		ShutdownDelay:         Duration(time.Second),
 		EMAAlpha:              0.2,
 		DecisionLogSize:       10000,
 		DecisionLogCandidates: 8,
@@ -275,14 +280,15 @@ func Default() Config {
 			},
 		},
 		Envoy: Envoy{
-			Listen:         "127.0.0.1:8080",
-			Admin:          "127.0.0.1:9901",
-			RouteTimeout:   Duration(600 * time.Second),
-			ConnectTimeout: Duration(2 * time.Second),
-			NumRetries:     2,
-			Discovery:      "static",
-			XDSJoinDelay:   Duration(500 * time.Millisecond),
-			MessageTimeout: Duration(time.Second),
+			Listen:           "127.0.0.1:8080",
+			Admin:            "127.0.0.1:9901",
+			RouteTimeout:     Duration(600 * time.Second),
+			ConnectTimeout:   Duration(2 * time.Second),
+			NumRetries:       2,
+			Discovery:        "static",
+			FailureModeAllow: true,
+			XDSJoinDelay:     Duration(500 * time.Millisecond),
+			MessageTimeout:   Duration(time.Second),
 		},
 		Scoring: Scoring{
 			Weights: Weights{

@@ -28,6 +28,9 @@ type Stream struct {
 
 	mu      sync.Mutex
 	pending []*scheduler.Decision
+
+	// OnFlush, when set, is called once per pipelined write (a round trip).
+	OnFlush func(err error)
 }
 
 var _ scheduler.Recorder = (*Stream)(nil)
@@ -92,7 +95,11 @@ func (s *Stream) Flush(ctx context.Context) error {
 			Values: []any{"id", d.RequestID, "d", b},
 		})
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	_, err := pipe.Exec(ctx)
+	if s.OnFlush != nil {
+		s.OnFlush(err)
+	}
+	if err != nil {
 		s.mu.Lock()
 		s.pending = append(batch, s.pending...) // retry next time
 		s.mu.Unlock()

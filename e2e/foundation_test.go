@@ -300,11 +300,11 @@ func TestInFlightReturnsToZeroAfterAborts(t *testing.T) {
 	e.waitIdle(10 * time.Second)
 }
 
-// TestRouterDownFailsClosed: with no router replica, Envoy answers 503 with
-// an OpenAI-style body and never reaches a worker (failure_mode_allow is
-// off in the rendered config).
+// TestRouterDownFailsClosed: with fail-open switched off and no router
+// replica, Envoy answers 503 with an OpenAI-style body and never reaches a
+// worker.
 func TestRouterDownFailsClosed(t *testing.T) {
-	e := newEnv(t, threeWorkers("--tokens-per-second", "0", "--ttft-ms", "0"), nil)
+	e := newEnv(t, threeWorkers("--tokens-per-second", "0", "--ttft-ms", "0"), func(c *config.Config) { c.Envoy.FailureModeAllow = false })
 	e.shutdownRouter()
 	resp, body := e.post("/v1/chat/completions", `{"model":"model-a","messages":[{"role":"user","content":"hi"}]}`, nil)
 	if resp.StatusCode != 503 || resp.Header.Get("x-gpusim-id") != "" {
@@ -329,4 +329,41 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestRouterDownFailsOpenByModel: with every router replica down (the
+// rendered default, fail-open), requests are still served, each by a worker
+// of its model, streams included; a client's own routing header still
+// chooses nothing.
+func TestRouterDownFailsOpenByModel(t *testing.T) {
+	e := newEnv(t, threeWorkers("--tokens-per-second", "200", "--ttft-ms", "0"), nil)
+	body := func(model string, stream bool) string {
+		return `{"model":"` + model + `","messages":[{"role":"user","content":"hi"}],"max_tokens":5,"stream":` + boolStr(stream) + `}`
+	}
+	resp, _ := e.post("/v1/chat/completions", body("model-a", false), nil)
+	if resp.StatusCode != 200 || resp.Header.Get("x-llm-fail-open") != "" {
+		t.Fatalf("with the router up: %d, fail-open %q", resp.StatusCode, resp.Header.Get("x-llm-fail-open"))
+	}
+	e.shutdownRouter()
+	for i := 0; i < 20; i++ {
+		model, prefix := "model-a", "a-"
+		if i%2 == 1 {
+			model, prefix = "model-b", "b-"
+		}
+		resp, b := e.post("/v1/chat/completions", body(model, i%4 < 2), map[string]string{"x-llm-cluster": "b-0"})
+		if resp.StatusCode != 200 {
+			t.Fatalf("fail-open %s: %d %s", model, resp.StatusCode, b)
+		}
+		served := resp.Header.Get("x-gpusim-id")
+		if !strings.HasPrefix(served, prefix) || resp.Header.Get("x-routed-node") != served || resp.Header.Get("x-llm-fail-open") != "true" {
+			t.Fatalf("%s served by %q (x-routed-node %q, fail-open %q)", model, served, resp.Header.Get("x-routed-node"), resp.Header.Get("x-llm-fail-open"))
+		}
+		if i%4 < 2 && !strings.HasSuffix(b, "data: [DONE]\n\n") {
+			t.Fatalf("stream cut: %q", b)
+		}
+	}
+	resp, b := e.post("/v1/chat/completions", body("nope", false), nil)
+	if resp.StatusCode != 503 || !strings.Contains(b, `"error"`) {
+		t.Fatalf("unknown model with no router: %d %s", resp.StatusCode, b)
+	}
 }

@@ -95,6 +95,7 @@ func startWorkers(t *testing.T, workers []workerSpec) *env {
 
 	addrs := stack.MustFreeAddrs(len(workers))
 	cfg := config.Default()
+	cfg.ShutdownDelay = 0 // one Envoy, one replica per test: nothing to wait for
 	cfg.ReplicaID = "e2e"
 	cfg.ShutdownGrace = config.Duration(2 * time.Second)
 	var mu sync.Mutex

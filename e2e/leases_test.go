@@ -23,6 +23,7 @@ func TestKilledReplicaLeaksNothing(t *testing.T) {
 	const lease = 2 * time.Second
 	addrs := stack.MustFreeAddrs(2)
 	cfg := config.Default()
+	cfg.ShutdownDelay = 0
 	cfg.ExtProcListen, cfg.AdminListen = addrs[0], addrs[1]
 	cfg.Redis.URL = "redis://" + rd.Addr + "/0"
 	cfg.Redis.KeyPrefix = fmt.Sprintf("kill%d", prefixSeq.Add(1))

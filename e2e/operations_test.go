@@ -136,8 +136,10 @@ func TestRegisteredWorkerJoinsAndLeaves(t *testing.T) {
 	load := e.startLoad("model-a", 2)
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
-	agent, err := stack.Start("agent", bins["llm-router"], []string{"register", "--id", "dyn", "--address", dyn.Addr, "--model", "model-a",
-		"--lease", "2s", "--keep-alive", "--admin", admin, "--token", adminToken}, nil)
+	agent, err := stack.Start("agent", bins["llm-router"], []string{
+		"register", "--id", "dyn", "--address", dyn.Addr, "--model", "model-a",
+		"--lease", "2s", "--keep-alive", "--admin", admin, "--token", adminToken,
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,20 +160,22 @@ func TestRegisteredWorkerJoinsAndLeaves(t *testing.T) {
 	if out := cliRun(t, admin, "workers"); !strings.Contains(out, "dyn") || !strings.Contains(out, "registered") {
 		t.Fatalf("workers:\n%s", out)
 	}
-	// The other replica routes to it too.
-	r, err := other.conns[0].start(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The other replica routes to it too (once its own join delay passed).
 	seen := map[string]bool{}
-	for i := 0; i < 4; i++ {
-		r, _ = other.conns[0].start(e.ctx)
+	if err := stack.WaitFor(e.ctx, 2*time.Second, func() error {
+		r, err := other.conns[0].start(e.ctx)
+		if err != nil {
+			return err
+		}
 		w, _, _ := r.decide(chatBody("model-a"))
 		seen[w] = true
 		_ = r.respond(200)
-	}
-	if !seen["dyn"] {
-		t.Fatalf("the second replica never picked the registered worker: %v", seen)
+		if !seen["dyn"] {
+			return fmt.Errorf("picked %v", seen)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the second replica never picked the registered worker: %v", err)
 	}
 
 	agent.Kill() // heartbeats stop; the worker itself keeps serving

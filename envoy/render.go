@@ -90,6 +90,7 @@ type aggregateData struct {
 
 type data struct {
 	XDS               bool
+	FailOpen          bool
 	Version           string
 	Listen            endpoint
 	Admin             endpoint
@@ -122,6 +123,7 @@ func Render(cfg config.Config) ([]byte, error) {
 func build(cfg config.Config) (data, error) {
 	d := data{
 		XDS:            cfg.Envoy.Discovery == "xds",
+		FailOpen:       cfg.Envoy.FailureModeAllow,
 		Version:        Version(),
 		BufferLimit:    cfg.MaxBodyBytes + 1<<20,
 		MessageTimeout: dur(cfg.Envoy.MessageTimeout.D()),

@@ -143,6 +143,9 @@ func immediateOK(body []byte, requestID string) *extprocv3.ProcessingResponse {
 					setHeader(headerRequestID, requestID),
 				}},
 				Body: body,
+				// Named, so that Envoy's local-reply mappers (which turn
+				// Envoy's own replies into OpenAI errors) leave it alone.
+				Details: "llm_router_ok",
 			},
 		},
 	}

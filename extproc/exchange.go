@@ -14,6 +14,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/tidwall/sjson"
 
@@ -178,9 +179,12 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRespo
 			x.strip = &usageStripper{}
 		}
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestBody{
-		RequestBody: &extprocv3.BodyResponse{Response: common},
-	}}
+	return &extprocv3.ProcessingResponse{
+		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: common}},
+		// Tells Envoy's fail-open path this request was decided by the
+		// router (a client cannot forge dynamic metadata).
+		DynamicMetadata: decidedMetadata,
+	}
 }
 
 func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
@@ -369,3 +373,9 @@ func newRequestID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+var decidedMetadata = &structpb.Struct{Fields: map[string]*structpb.Value{
+	"llm_router": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{
+		"decided": structpb.NewBoolValue(true),
+	}}),
+}}
