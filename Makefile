@@ -16,7 +16,17 @@ TEST_FLAGS    ?=
 # apt-get directly as root (CI), through sudo otherwise.
 APT           := $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: all build envoy redis prometheus deps test test-short lint fmt demo clean help proto proto-check
+.PHONY: all build envoy redis prometheus deps test test-short lint fmt demo clean help proto proto-check \
+	setup cluster smoke chaos
+
+# Operational knobs: `make cluster WORKERS=4 MODEL=m BASE_PORT=8100`,
+# `make smoke URL=http://envoy:8080 MODEL=m ADMIN=http://router:9090`.
+WORKERS   ?= 3
+MODEL     ?= llama-3-8b
+BASE_PORT ?= 8001
+URL       ?= http://127.0.0.1:8080
+ADMIN     ?=
+CHAOS_OUT ?= benchmark/results/chaos
 
 all: build envoy ## build the binaries and make sure Envoy is installed
 
@@ -74,6 +84,31 @@ fmt: ## format with gofumpt through golangci-lint
 
 demo: build envoy ## start Envoy, the router and three simulated GPUs; send requests; serve until Ctrl-C
 	$(BIN)/llm-demo --bin $(BIN)
+
+setup: build deps ## everything `make demo`, `make chaos` and the tests need: binaries, Envoy, Redis, Prometheus
+	@echo "setup: done; next: make demo"
+
+# A local fleet for a router you run yourself: WORKERS simulated GPUs
+# serving MODEL on 127.0.0.1:BASE_PORT and up, until Ctrl-C. It prints the
+# matching `workers:` block for the router's config.
+cluster: build ## start WORKERS simulated GPU workers serving MODEL from BASE_PORT, until Ctrl-C
+	@trap 'kill $$(jobs -p) 2>/dev/null; wait' EXIT; trap 'exit 0' INT TERM; \
+	echo "workers:"; \
+	for i in $$(seq 0 $$(($(WORKERS)-1))); do \
+		port=$$(($(BASE_PORT)+i)); \
+		echo "  - { id: gpu-$$i, address: 127.0.0.1:$$port, models: [$(MODEL)] }"; \
+		$(BIN)/gpusim --listen 127.0.0.1:$$port --model $(MODEL) --id gpu-$$i & \
+	done; \
+	echo "# $(WORKERS) gpusim workers running; Ctrl-C stops them"; wait
+
+# Checks a running stack as a client sees it; works against a real
+# deployment too (URL=https://llm.example.com MODEL=m; an API key goes in
+# $LLM_ROUTER_API_KEY).
+smoke: ## smoke-test a running stack: make smoke URL=http://127.0.0.1:8080 [MODEL=m] [ADMIN=http://127.0.0.1:9090]
+	$(GO) run ./cmd/llm-router smoke --url $(URL) $(if $(filter command line environment,$(origin MODEL)),--model $(MODEL)) $(if $(ADMIN),--admin $(ADMIN))
+
+chaos: build deps ## the full chaos suite (3 router replicas, Envoy, Redis, gpusim, under load); writes $(CHAOS_OUT)
+	$(BIN)/llm-chaos --bin $(BIN) --out $(CHAOS_OUT)
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf $(BIN)

@@ -29,6 +29,8 @@ commands:
                                no new requests; --wait returns once none is in flight
   undrain ID                   take requests again
   explain REQUEST_ID           print the decision for a request
+  smoke --url URL [--model M] [--api-key K] [--admin URL]
+                               check a running stack as a client sees it
   version                      print the version and the pinned Envoy version
 
 Commands that talk to a running router take --admin URL (default
@@ -60,6 +62,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return drain(ctx, args[1:], stdout, stderr, true)
 	case "undrain":
 		return drain(ctx, args[1:], stdout, stderr, false)
+	case "smoke":
+		return smoke(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "llm-router (Envoy %s)\n", envoy.Version())
 		return nil
@@ -184,4 +188,21 @@ func explain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	cli.PrintDecision(stdout, d)
 	return nil
+}
+
+func smoke(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("smoke", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o cli.SmokeOptions
+	fs.StringVar(&o.URL, "url", "http://127.0.0.1:8080", "the Envoy listener clients use")
+	fs.StringVar(&o.Model, "model", "", "model to ask for (default: the first /v1/models lists)")
+	fs.StringVar(&o.APIKey, "api-key", os.Getenv("LLM_ROUTER_API_KEY"), "API key, when the router checks keys (default $LLM_ROUTER_API_KEY)")
+	fs.StringVar(&o.Admin, "admin", "", "a router admin URL: also check /health and explain a request")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("smoke: unexpected arguments %s", strings.Join(fs.Args(), " "))
+	}
+	return cli.Smoke(ctx, o, stdout)
 }

@@ -1,0 +1,123 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func newRedisClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+}
+
+// outcome is one request's fate.
+type outcome struct {
+	start, end time.Time
+	model      string
+	stream     bool
+	status     int
+	err        string
+	node       string // x-routed-node: the router's (or fail-open's) record of the worker
+	served     string // x-gpusim-id: the worker that really answered
+	failOpen   bool
+	cut        bool // a stream that ended without [DONE]
+	lost       bool // no answer within the client timeout
+}
+
+func (o outcome) ok() bool { return o.err == "" && o.status == 200 && !o.cut && !o.lost }
+
+// load is a steady stream of requests from a few clients.
+type load struct {
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	out  []outcome
+}
+
+// startLoad sends requests from conc clients until stopped: 3 in 4 for
+// model-a, every third streamed, each client pausing gap between requests.
+func startLoad(ctx context.Context, url string, conc int, gap time.Duration) *load {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &load{stop: cancel}
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
+	for c := 0; c < conc; c++ {
+		l.wg.Add(1)
+		go func(c int) {
+			defer l.wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				model := "model-a"
+				if (c+i)%4 == 3 {
+					model = "model-b"
+				}
+				o := send(ctx, client, url, model, (c+i)%3 == 0)
+				if ctx.Err() != nil && !o.ok() {
+					return // stopped mid-request: not a result
+				}
+				l.mu.Lock()
+				l.out = append(l.out, o)
+				l.mu.Unlock()
+				time.Sleep(gap)
+			}
+		}(c)
+	}
+	return l
+}
+
+func send(ctx context.Context, client *http.Client, url, model string, stream bool) outcome {
+	o := outcome{start: time.Now(), model: model, stream: stream}
+	defer func() { o.end = time.Now() }()
+	body := fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hello"}],"max_tokens":16,"stream":%v}`, model, stream)
+	req, _ := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		o.err = err.Error()
+		o.lost = strings.Contains(o.err, "Client.Timeout")
+		o.end = time.Now()
+		return o
+	}
+	defer resp.Body.Close()
+	o.status, o.node, o.served = resp.StatusCode, resp.Header.Get("x-routed-node"), resp.Header.Get("x-gpusim-id")
+	o.failOpen = resp.Header.Get("x-llm-fail-open") == "true"
+	if stream && resp.StatusCode == 200 {
+		done := false
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if strings.TrimSpace(sc.Text()) == "data: [DONE]" {
+				done = true
+			}
+		}
+		o.cut = !done
+		if err := sc.Err(); err != nil {
+			o.err = "stream: " + err.Error()
+			o.lost = strings.Contains(o.err, "Client.Timeout")
+		}
+	} else if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		o.err = "body: " + err.Error()
+	}
+	o.end = time.Now()
+	return o
+}
+
+// finish stops the load and returns what happened.
+func (l *load) finish() []outcome {
+	l.stop()
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.out
+}
+
+// snapshot returns the outcomes so far.
+func (l *load) snapshot() []outcome {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]outcome(nil), l.out...)
+}
