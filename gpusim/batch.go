@@ -6,8 +6,9 @@ import "time"
 // each plan is one forward pass. Running sequences come first, in admission
 // order (one token for a decode, a chunk for a prefill), then waiting ones
 // while the token budget, max_num_seqs and the KV cache allow. The pass
-// takes the profiled linear-layer time for its tokens plus the time to read
-// its sequences' KV from HBM.
+// takes the host's per-step CPU time for its sequences, the profiled
+// linear-layer time for its tokens and the time to read its sequences' KV
+// from HBM.
 type batchScheduler struct {
 	e      *Engine
 	prof   *Profile
@@ -78,7 +79,7 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 		info.tokens += it.n
 		info.contextTokens += it.s.computed + it.n
 	}
-	info.base = b.prof.StepTime(info.tokens, info.contextTokens)
+	info.base = b.prof.StepTime(info.tokens, info.contextTokens, info.seqs)
 	info.dur = duration(float64(info.base) * e.knobs.Slowdown)
 	b.lastStep, b.start = info, now
 	return info.dur, true

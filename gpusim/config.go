@@ -50,6 +50,13 @@ type Config struct {
 
 	MetricsFormat string `yaml:"metrics_format"`
 
+	// Slowdown multiplies every simulated duration from the start (the
+	// /admin/config knob of the same name changes it at run time). A
+	// benchmark slows a fleet down by a common factor so that the machine
+	// running the proxies is not what saturates: the GPUs' dynamics scale,
+	// their ratios stay.
+	Slowdown float64 `yaml:"slowdown"`
+
 	// Faults.
 	ErrorRate float64 `yaml:"error_rate"`
 	ExitAfter int     `yaml:"exit_after"`
@@ -70,6 +77,7 @@ func DefaultConfig() Config {
 		GPUMemUtil:       0.9,
 		CtxSize:          4096,
 		MetricsFormat:    FormatVLLM,
+		Slowdown:         1,
 		Seed:             1,
 	}
 }
@@ -112,6 +120,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GPUMemUtil <= 0 || c.GPUMemUtil > 1 {
 		bad("gpu_mem_util must be in (0, 1]")
+	}
+	if !(c.Slowdown > 0) {
+		bad("slowdown must be > 0")
 	}
 	if c.ErrorRate < 0 || c.ErrorRate > 1 {
 		bad("error_rate must be in [0, 1]")
@@ -164,6 +175,7 @@ func registerFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.Slots, "slots", c.Slots, "llama.cpp mode: fixed number of slots (0 = off)")
 	fs.IntVar(&c.CtxSize, "ctx-size", c.CtxSize, "llama.cpp mode: context tokens per slot")
 	fs.StringVar(&c.MetricsFormat, "metrics-format", c.MetricsFormat, "metric names on /metrics: "+strings.Join(metricsFormats, "|"))
+	fs.Float64Var(&c.Slowdown, "slowdown", c.Slowdown, "multiply every simulated duration (steps, TTFT, token gaps) by this factor")
 	fs.Float64Var(&c.ErrorRate, "error-rate", c.ErrorRate, "fraction of inference requests answered 503")
 	fs.IntVar(&c.ExitAfter, "exit-after", c.ExitAfter, "stop serving after answering N inference requests (0 = never)")
 	fs.IntVar(&c.LoadingMs, "loading-ms", c.LoadingMs, "answer 503 Loading model for N ms after start")

@@ -48,6 +48,16 @@ func TestParseFlags(t *testing.T) {
 		{name: "bad profile", args: []string{"--listen", ":1", "--model", "m", "--profile", "tpu"}, wantErr: "unknown profile"},
 		{name: "bad format", args: []string{"--listen", ":1", "--model", "m", "--metrics-format", "tgi"}, wantErr: "metrics_format"},
 		{name: "bad error rate", args: []string{"--listen", ":1", "--model", "m", "--error-rate", "2"}, wantErr: "error_rate"},
+		{name: "bad slowdown", args: []string{"--listen", ":1", "--model", "m", "--slowdown", "0"}, wantErr: "slowdown"},
+		{
+			name: "slowdown",
+			args: []string{"--listen", ":1", "--model", "m", "--slowdown", "4"},
+			check: func(t *testing.T, c Config) {
+				if c.Slowdown != 4 {
+					t.Errorf("slowdown %v, want 4", c.Slowdown)
+				}
+			},
+		},
 		{name: "stray arg", args: []string{"--listen", ":1", "--model", "m", "extra"}, wantErr: "unexpected"},
 		{name: "fleet and listen", args: []string{"--fleet", "testdata/fleet-example.yaml", "--listen", ":1"}, wantErr: "per GPU"},
 	}

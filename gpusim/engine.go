@@ -116,7 +116,7 @@ func newEngine(cfg Config, clk clock) (*Engine, error) {
 		wake:    make(chan struct{}, 1),
 		retimed: make(chan struct{}, 1),
 		knobs: Knobs{
-			Slowdown: 1, ErrorRate: cfg.ErrorRate,
+			Slowdown: cfg.Slowdown, ErrorRate: cfg.ErrorRate,
 			TTFTMs: cfg.TTFTMs, TokensPerSecond: cfg.TokensPerSecond,
 		},
 		models: make(map[string]*modelStats, len(cfg.Models)),

@@ -164,13 +164,39 @@ func TestCalibratedPrefillTiming(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Chunked prefill: 512 then 488 tokens, then two decodes.
-	want := p.StepTime(512, 512) + p.StepTime(488, 1000)
+	want := p.StepTime(512, 512, 1) + p.StepTime(488, 1000, 1)
 	if got := res[0].TTFT(); got != want {
 		t.Errorf("TTFT %v, want %v", got, want)
 	}
-	want += p.StepTime(1, 1001) + p.StepTime(1, 1002)
+	want += p.StepTime(1, 1001, 1) + p.StepTime(1, 1002, 1)
 	if res[0].Done != want {
 		t.Errorf("done at %v, want %v", res[0].Done, want)
+	}
+}
+
+// TestSlowdownScalesTime: a fleet slowed down by K from the start runs the
+// same steps K times longer, so every time of the run scales by K.
+func TestSlowdownScalesTime(t *testing.T) {
+	reqs := []SimRequest{{0, 1000, 5}, {10 * time.Millisecond, 300, 40}, {30 * time.Millisecond, 2000, 3}}
+	base, _, err := Simulate(simConfig(func(c *Config) { c.Profile = "h100-llama2-7b" }), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scaled := make([]SimRequest, len(reqs))
+	for i, r := range reqs {
+		r.Arrival *= 4
+		scaled[i] = r
+	}
+	slow, _, err := Simulate(simConfig(func(c *Config) { c.Profile = "h100-llama2-7b"; c.Slowdown = 4 }), scaled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range base {
+		for _, pair := range [][2]time.Duration{{base[i].FirstToken, slow[i].FirstToken}, {base[i].Done, slow[i].Done}} {
+			if d := pair[1] - 4*pair[0]; d < -time.Microsecond || d > time.Microsecond {
+				t.Errorf("request %d: slowed %v, want 4 × %v", i, pair[1], pair[0])
+			}
+		}
 	}
 }
 

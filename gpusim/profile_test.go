@@ -14,14 +14,25 @@ func TestStepTimeMonotonic(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, ctx := range []int{0, 10_000, 300_000} {
-				prev := time.Duration(0)
-				for tok := 1; tok <= 16384; tok++ {
-					d := p.StepTime(tok, ctx)
-					if d < prev {
-						t.Fatalf("ctx %d: step(%d)=%v < step(%d)=%v", ctx, tok, d, tok-1, prev)
+				for _, seqs := range []int{1, 64, 256} {
+					prev := time.Duration(0)
+					for tok := 1; tok <= 16384; tok++ {
+						d := p.StepTime(tok, ctx, seqs)
+						if d < prev {
+							t.Fatalf("ctx %d seqs %d: step(%d)=%v < step(%d)=%v", ctx, seqs, tok, d, tok-1, prev)
+						}
+						prev = d
 					}
-					prev = d
 				}
+			}
+			// More sequences for the same tokens never make a step faster.
+			prev := time.Duration(0)
+			for seqs := 0; seqs <= 1024; seqs++ {
+				d := p.StepTime(1024, 50_000, seqs)
+				if d < prev {
+					t.Fatalf("step with %d seqs = %v < %v with %d", seqs, d, prev, seqs-1)
+				}
+				prev = d
 			}
 		})
 	}
@@ -52,6 +63,29 @@ func TestLinearTimeMatchesProfile(t *testing.T) {
 		if diff := got - tt.wantMs; diff > 0.001 || diff < -0.001 {
 			t.Errorf("%s LinearTime(%d) = %.3f ms, want %.3f", tt.profile, tt.tokens, got, tt.wantMs)
 		}
+	}
+}
+
+func TestCPUTime(t *testing.T) {
+	p, err := LookupProfile("a100-llama3-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		seqs int
+		want time.Duration
+	}{
+		{0, 0},
+		{1, 3*time.Millisecond + 40*time.Microsecond},
+		{64, 3*time.Millisecond + 64*40*time.Microsecond},
+	}
+	for _, tt := range tests {
+		if got := p.CPUTime(tt.seqs); got != tt.want {
+			t.Errorf("CPUTime(%d) = %v, want %v", tt.seqs, got, tt.want)
+		}
+	}
+	if got, want := p.StepTime(512, 0, 1), p.LinearTime(512)+p.CPUTime(1); got != want {
+		t.Errorf("StepTime(512, 0, 1) = %v, want linear + cpu = %v", got, want)
 	}
 }
 

@@ -61,14 +61,14 @@ func TestRescale(t *testing.T) {
 	}
 }
 
-// convTrace finds the Azure conversation trace beside the repository
-// (shared/traces), or at $GPUSIM_TRACE.
+// convTrace finds the Azure conversation trace in the repository
+// (benchmark/traces), or at $GPUSIM_TRACE.
 func convTrace(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("GPUSIM_TRACE"); p != "" {
 		return p
 	}
-	p := filepath.Join("..", "..", "shared", "traces", "azure-conv-2023.csv")
+	p := filepath.Join("..", "benchmark", "traces", "azure-conv-2023.csv")
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("trace not found (%v): set GPUSIM_TRACE to run the saturation validation", err)
 	}
@@ -90,8 +90,10 @@ func TestSaturationAzureConv(t *testing.T) {
 	}
 	const reference = 6.45
 	t.Logf("saturation %.2f req/s (reference %.2f, ratio %.2f) after %d replays", v.SaturationRate, reference, v.SaturationRate/reference, len(v.Runs))
-	if v.SaturationRate < 0.65*reference || v.SaturationRate > 1.35*reference {
-		t.Errorf("saturation %.2f req/s is more than 35%% off the reference %.2f", v.SaturationRate, reference)
+	// The per-step host time (profile.go) brought this from 7.75 (+20 %) to
+	// 6.66 (+3 %); 10 % is the calibration's promise.
+	if v.SaturationRate < 0.9*reference || v.SaturationRate > 1.1*reference {
+		t.Errorf("saturation %.2f req/s is more than 10%% off the reference %.2f", v.SaturationRate, reference)
 	}
 	below, err := ReplayAt(cfg, reqs, v.SaturationRate/2, time.Second)
 	if err != nil {

@@ -100,7 +100,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 }
 
 func TestValidateCommand(t *testing.T) {
-	trace := filepath.Join("..", "..", "..", "shared", "traces", "azure-conv-2023.csv")
+	trace := filepath.Join("..", "..", "benchmark", "traces", "azure-conv-2023.csv")
 	if _, err := os.Stat(trace); err != nil {
 		t.Skipf("trace not found: %v", err)
 	}
