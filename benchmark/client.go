@@ -26,6 +26,8 @@ type Request struct {
 	Priority     string // x-llm-priority, when set
 	// Body overrides the generated JSON body when set.
 	Body []byte
+	// onFirstToken, when set, is called once the first token arrives.
+	onFirstToken func()
 }
 
 // Result is what one request measured.
@@ -39,6 +41,9 @@ type Result struct {
 	Status  int
 	Node    string // x-routed-node
 	Err     string
+	// Cut marks a request cancelled by the harness at the end of a run,
+	// still unfinished: its latencies are lower bounds.
+	Cut bool
 }
 
 // OK reports a 200 that completed.
@@ -132,13 +137,13 @@ func (c *Client) Do(ctx context.Context, r Request, epoch time.Time) Result {
 		}
 		return res
 	}
-	c.readStream(resp.Body, start, &res)
+	c.readStream(resp.Body, start, &res, r.onFirstToken)
 	res.Latency = time.Since(start)
 	return res
 }
 
 // readStream reads SSE events, timing every content-bearing one.
-func (c *Client) readStream(body io.Reader, start time.Time, res *Result) {
+func (c *Client) readStream(body io.Reader, start time.Time, res *Result, onFirst func()) {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var last time.Time
@@ -163,6 +168,9 @@ func (c *Client) readStream(body io.Reader, start time.Time, res *Result) {
 		now := time.Now()
 		if res.Tokens == 0 {
 			res.TTFT = now.Sub(start)
+			if onFirst != nil {
+				onFirst()
+			}
 		} else {
 			gap := now.Sub(last)
 			res.ITLs = append(res.ITLs, gap)

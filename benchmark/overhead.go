@@ -23,7 +23,7 @@ type OverheadOptions struct {
 	MaxTokens   int
 	PromptBytes int
 	Out         io.Writer
-	ResultsDir  string // JSON written here when set
+	ResultsDir  string // a run folder with overhead-closed.json, and latest/, when set
 }
 
 // OverheadReport compares Envoy straight to a zero-latency gpusim against
@@ -51,60 +51,84 @@ type OverheadConfig struct {
 	RPS    float64 `json:"requests_per_second"`
 }
 
-// Overhead starts one instant gpusim, an Envoy routing straight to it and
-// Envoys asking a router (admission off: no queue, no auth; admission on:
-// queue and API keys, as deployed), and sends identical small chat
-// requests through each, alternating between them so that machine noise
-// hits all alike. No request ever waits: the worker's cap is far above the
-// concurrency, so the admission row shows what the admission path costs a
-// request that never queues.
-func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
-	dir, err := os.MkdirTemp("", "llmr-overhead-")
-	if err != nil {
-		return nil, err
+// overheadTarget is one configuration in front of the instant gpusim.
+type overheadTarget struct {
+	name, url, key string
+	pids           map[string]int
+}
+
+// overheadStack is the instant gpusim and every configuration in front of
+// it, all started.
+type overheadStack struct {
+	targets []overheadTarget
+	gpuPid  int
+	stops   []func()
+}
+
+func (s *overheadStack) stop() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
 	}
-	defer os.RemoveAll(dir)
+}
+
+// startOverheadStack starts one instant gpusim, an Envoy routing straight to
+// it and Envoys asking a router with admission off (no queue, no auth) and,
+// when admission is set, on (queue and API keys, as deployed). No request
+// ever waits: the worker's cap is far above any concurrency, so the
+// admission row shows what the admission path costs a request that never
+// queues.
+func startOverheadStack(ctx context.Context, binDir, dir string, admission bool) (st *overheadStack, err error) {
+	st = &overheadStack{}
+	defer func() {
+		if err != nil {
+			st.stop()
+		}
+	}()
 	envoyBin, err := stack.EnvoyBinary()
 	if err != nil {
-		return nil, err
+		return st, err
 	}
 	workerAddr, err := stack.FreeAddr()
 	if err != nil {
-		return nil, err
+		return st, err
 	}
-	g, err := stack.StartGpusim(ctx, filepath.Join(o.BinDir, "gpusim"), "--listen", workerAddr, "--id", "gpu-0", "--model", "bench", "--ttft-ms", "0", "--tokens-per-second", "0")
+	g, err := stack.StartGpusim(ctx, filepath.Join(binDir, "gpusim"), "--listen", workerAddr, "--id", "gpu-0", "--model", "bench", "--ttft-ms", "0", "--tokens-per-second", "0")
 	if err != nil {
-		return nil, err
+		return st, err
 	}
-	defer g.Stop(2 * time.Second)
+	st.stops = append(st.stops, func() { g.Stop(2 * time.Second) })
+	st.gpuPid = g.Pid()
 
 	const key = "sk-bench-overhead-key"
-	type target struct {
-		name, url, key string
-	}
-	var targets []target
 	base := config.Default()
 	base.LogLevel = "warn"
-	base.Workers = []config.Worker{{ID: "gpu-0", Address: workerAddr, Models: []string{"bench"}, MaxConcurrency: 4096}}
+	base.Workers = []config.Worker{{ID: "gpu-0", Address: workerAddr, Models: []string{"bench"}, MaxConcurrency: 1 << 20}}
 
 	addrs := stack.MustFreeAddrs(2)
 	direct := base
 	direct.Envoy.Listen, direct.Envoy.Admin = addrs[0], addrs[1]
 	directYAML, err := envoy.RenderBaseline(direct, "ROUND_ROBIN")
 	if err != nil {
-		return nil, err
+		return st, err
 	}
 	evD, err := stack.StartEnvoy(ctx, envoyBin, dir, directYAML, direct.Envoy.Admin, direct.Envoy.Listen)
 	if err != nil {
-		return nil, err
+		return st, err
 	}
-	defer evD.Stop(3 * time.Second)
-	targets = append(targets, target{"envoy -> gpusim", "http://" + direct.Envoy.Listen, ""})
+	st.stops = append(st.stops, func() { evD.Stop(3 * time.Second) })
+	st.targets = append(st.targets, overheadTarget{name: "envoy -> gpusim", url: "http://" + direct.Envoy.Listen, pids: map[string]int{"envoy": evD.Pid()}})
 
-	for _, v := range []struct {
+	variants := []struct {
 		name      string
 		admission bool
-	}{{"envoy + llm-router, admission off", false}, {"envoy + llm-router, admission on", true}} {
+	}{{"envoy + llm-router, admission off", false}}
+	if admission {
+		variants = append(variants, struct {
+			name      string
+			admission bool
+		}{"envoy + llm-router, admission on", true})
+	}
+	for _, v := range variants {
 		cfg := base
 		a := stack.MustFreeAddrs(4)
 		cfg.ExtProcListen, cfg.AdminListen, cfg.Envoy.Listen, cfg.Envoy.Admin = a[0], a[1], a[2], a[3]
@@ -117,26 +141,47 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 		} else {
 			cfg.Queue.MaxQueueSize = 0
 		}
-		cfgPath := filepath.Join(dir, fmt.Sprintf("router-%d.yaml", len(targets)))
+		cfgPath := filepath.Join(dir, fmt.Sprintf("router-%d.yaml", len(st.targets)))
 		if err := writeRouterConfig(cfgPath, cfg); err != nil {
-			return nil, err
+			return st, err
 		}
-		router, err := stack.StartRouter(ctx, filepath.Join(o.BinDir, "llm-router"), cfgPath, cfg.AdminListen, cfg.ExtProcListen)
+		router, err := stack.StartRouter(ctx, filepath.Join(binDir, "llm-router"), cfgPath, cfg.AdminListen, cfg.ExtProcListen)
 		if err != nil {
-			return nil, err
+			return st, err
 		}
-		defer router.Stop(5 * time.Second)
+		st.stops = append(st.stops, func() { router.Stop(5 * time.Second) })
 		yaml, err := envoy.Render(cfg)
 		if err != nil {
-			return nil, err
+			return st, err
 		}
 		ev, err := stack.StartEnvoy(ctx, envoyBin, dir, yaml, cfg.Envoy.Admin, cfg.Envoy.Listen)
 		if err != nil {
-			return nil, err
+			return st, err
 		}
-		defer ev.Stop(3 * time.Second)
-		targets = append(targets, target{v.name, "http://" + cfg.Envoy.Listen, k})
+		st.stops = append(st.stops, func() { ev.Stop(3 * time.Second) })
+		st.targets = append(st.targets, overheadTarget{
+			name: v.name, url: "http://" + cfg.Envoy.Listen, key: k,
+			pids: map[string]int{"envoy": ev.Pid(), "llm-router": router.Pid()},
+		})
 	}
+	return st, nil
+}
+
+// Overhead runs the closed-loop comparison: identical small chat requests
+// from o.Concurrency clients through each configuration, alternating
+// between them so that machine noise hits all alike.
+func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
+	dir, err := os.MkdirTemp("", "llmr-overhead-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := startOverheadStack(ctx, o.BinDir, dir, true)
+	if err != nil {
+		return nil, err
+	}
+	defer st.stop()
+	targets := st.targets
 
 	gen := func(int) Request {
 		return Request{Model: "bench", MaxTokens: o.MaxTokens, PromptTokens: o.PromptBytes / 5}
@@ -172,7 +217,14 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 	rep.AdmissionP50 = rep.Configs[2].P50 - rep.Configs[1].P50
 	rep.AdmissionP99 = rep.Configs[2].P99 - rep.Configs[1].P99
 	if o.ResultsDir != "" {
-		if err := writeJSON(filepath.Join(o.ResultsDir, "overhead.json"), rep); err != nil {
+		dir, err := runFolder(o.ResultsDir, "overhead-closed", time.Now())
+		if err != nil {
+			return rep, err
+		}
+		if err := writeJSON(filepath.Join(dir, "overhead-closed.json"), rep); err != nil {
+			return rep, err
+		}
+		if err := publishLatest(o.ResultsDir, dir, []string{"overhead-closed.json"}); err != nil {
 			return rep, err
 		}
 	}

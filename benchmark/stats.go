@@ -16,14 +16,13 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	if rank < 1 {
-		rank = 1
-	}
-	if rank > len(s) {
-		rank = len(s)
-	}
-	return s[rank-1]
+	return s[nearestRank(len(s), p)-1]
+}
+
+// nearestRank is the 1-based rank of the p-th percentile of n values:
+// ceil(p/100·n), within [1, n].
+func nearestRank(n int, p float64) int {
+	return min(max(int(math.Ceil(p/100*float64(n))), 1), n)
 }
 
 // MeanCV returns the mean and coefficient of variation (stddev/mean) of xs.

@@ -1,5 +1,11 @@
-// Command llm-bench drives the benchmarks in benchmark/: `overhead` compares
-// Envoy straight to a zero-latency worker against Envoy with the router.
+// Command llm-bench drives the benchmarks in benchmark/:
+//
+//	compare     every configuration on one heterogeneous simulated fleet, one workload, at several loads
+//	herd        bursts onto an idle fleet: how often two requests land on one GPU while another idles
+//	overhead    what Envoy + llm-router add over Envoy alone, at fixed rates and in a closed loop
+//	picks       scheduler decisions per second against one real redis-server
+//	sequential  the same requests one at a time, then concurrently
+//	sweep       throughput and latency against client concurrency
 package main
 
 import (
@@ -11,9 +17,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
-
-	"github.com/llm-router/llm-router/benchmark"
 )
 
 func main() {
@@ -28,8 +31,14 @@ func main() {
 const usage = `usage: llm-bench <command> [flags]
 
 commands:
-  overhead   Envoy straight to one instant gpusim vs Envoy with llm-router, same requests
-  picks      scheduler decisions per second against one real redis-server, 1 and 3 replicas
+  compare     Envoy alone and llm-router's strategies on one heterogeneous simulated fleet, same workload, at 60/80/95% of the measured capacity
+  herd        bursts of N simultaneous requests onto N idle GPUs: collision rate per strategy, atomic claim on/off, 1 and 3 replicas
+  overhead    Envoy straight to one instant gpusim vs Envoy with llm-router: fixed rates (open loop) or closed loop
+  picks       scheduler decisions per second against one real redis-server, 1 and 3 replicas
+  sequential  the same requests one at a time, then concurrently (throughput and latency)
+  sweep       throughput and latency against client concurrency
+
+Run "llm-bench <command> -h" for its flags.
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -37,49 +46,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, usage)
 		return errors.New("no command given")
 	}
-	switch args[0] {
-	case "overhead":
-		return overhead(ctx, args[1:], stdout, stderr)
-	case "picks":
-		return picks(ctx, args[1:], stdout, stderr)
+	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
+		"compare":    compare,
+		"herd":       herd,
+		"overhead":   overhead,
+		"picks":      picks,
+		"sequential": sequential,
+		"sweep":      sweep,
+	}
+	if c, ok := cmds[args[0]]; ok {
+		return c(ctx, args[1:], stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])
-}
-
-func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("overhead", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := benchmark.OverheadOptions{Out: stderr}
-	fs.StringVar(&o.BinDir, "bin", "bin", "directory holding llm-router and gpusim")
-	fs.IntVar(&o.Requests, "requests", 2000, "requests per configuration")
-	fs.IntVar(&o.Concurrency, "concurrency", 16, "concurrent clients")
-	fs.IntVar(&o.Rounds, "rounds", 4, "times the configurations alternate")
-	fs.IntVar(&o.MaxTokens, "max-tokens", 8, "max_tokens of each request")
-	fs.IntVar(&o.PromptBytes, "prompt-bytes", 200, "size of each prompt")
-	fs.StringVar(&o.ResultsDir, "results", "", "write overhead.json here")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	rep, err := benchmark.Overhead(ctx, o)
-	if err != nil {
-		return err
-	}
-	rep.Print(stdout)
-	return nil
-}
-
-func picks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("picks", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	o := benchmark.PicksOptions{Out: stdout, Replicas: []int{1, 3}}
-	fs.IntVar(&o.Workers, "workers", 64, "registered workers")
-	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measurement time per replica count")
-	fs.IntVar(&o.Concurrency, "concurrency", 16, "concurrent decisions per replica")
-	fs.StringVar(&o.ResultsDir, "results", "", "write picks.json here")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	_, err := benchmark.Picks(ctx, o)
-	return err
 }

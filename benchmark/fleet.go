@@ -1,0 +1,212 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/gpusim"
+	"github.com/llm-router/llm-router/internal/stack"
+)
+
+// Model is the one model name every GPU of the benchmark fleet serves.
+const Model = "llama"
+
+// DefaultFleet is the heterogeneous fleet of the comparison: two GPUs of
+// each calibrated profile, the fast H100, the A100 and the slow A40.
+const DefaultFleet = "h100-llama2-7b:2,a100-llama3-8b:2,a40-llama2-7b:2"
+
+// GPU is one simulated GPU of the fleet.
+type GPU struct {
+	ID      string `json:"id"`
+	Profile string `json:"profile"`
+	Addr    string `json:"addr"`
+	// SaturationRate is what the GPU sustains alone on the workload (req/s
+	// of GPU time), found by gpusim's virtual-time saturation search.
+	SaturationRate float64 `json:"saturation_rate"`
+	// Cap is the router's max_concurrency for it; see SizeFleet.
+	Cap int `json:"max_concurrency"`
+}
+
+// ParseFleet reads "profile:count,profile:count"; ids are the profile's
+// GPU name and an index (h100-0, h100-1, a100-0, ...).
+func ParseFleet(s string) ([]GPU, error) {
+	var out []GPU
+	seen := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, count, ok := strings.Cut(part, ":")
+		n := 1
+		if ok {
+			var err error
+			if n, err = strconv.Atoi(count); err != nil || n < 1 || n > 64 {
+				return nil, fmt.Errorf("fleet %q: bad count %q", part, count)
+			}
+		}
+		if _, err := gpusim.LookupProfile(name); err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		short, _, _ := strings.Cut(name, "-")
+		for i := 0; i < n; i++ {
+			out = append(out, GPU{ID: fmt.Sprintf("%s-%d", short, seen[short]), Profile: name})
+			seen[short]++
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("fleet %q lists no GPU", s)
+	}
+	return out, nil
+}
+
+// capLoad is the share of a GPU's saturation rate at which its cap is
+// sized.
+const capLoad = 0.9
+
+// SizeFleet fills each GPU's saturation rate and cap from a virtual-time
+// replay of jobs on its profile (gpusim's engine, no processes):
+//
+//   - saturation rate: the highest rate at which the GPU alone keeps the
+//     median TTFT under 2 s (gpusim.FindSaturation);
+//   - cap (the router's max_concurrency): by Little's law, the mean number
+//     of requests the GPU holds when it serves capLoad (90 %) of its
+//     saturation rate, i.e. rate × mean end-to-end latency there. More
+//     concurrent requests than that no longer raise the GPU's throughput,
+//     only everyone's latency; fewer leave it idle under load.
+//
+// The result depends only on the profile and the workload, so GPUs of one
+// profile share it.
+func SizeFleet(gpus []GPU, jobs []Job) error {
+	reqs := make([]gpusim.SimRequest, len(jobs))
+	for i, j := range jobs {
+		reqs[i] = gpusim.SimRequest{Arrival: j.At, PromptTokens: j.Prompt, OutputTokens: j.Output}
+	}
+	type sized struct {
+		rate float64
+		cap  int
+	}
+	done := map[string]sized{}
+	for i := range gpus {
+		s, ok := done[gpus[i].Profile]
+		if !ok {
+			cfg := gpusim.DefaultConfig()
+			cfg.Listen, cfg.Models, cfg.Profile = "size", []string{Model}, gpus[i].Profile
+			v, err := saturation(cfg, reqs)
+			if err != nil {
+				return fmt.Errorf("size %s: %w", gpus[i].Profile, err)
+			}
+			rate := capLoad * v.SaturationRate
+			res, _, err := gpusim.Simulate(cfg, gpusim.Rescale(reqs, rate))
+			if err != nil {
+				return fmt.Errorf("size %s: %w", gpus[i].Profile, err)
+			}
+			var sum time.Duration
+			n := 0
+			for _, r := range res {
+				if !r.Rejected {
+					sum += r.Done - r.Arrival
+					n++
+				}
+			}
+			meanE2E := sum.Seconds() / float64(max(n, 1))
+			s = sized{rate: v.SaturationRate, cap: max(1, int(math.Round(rate*meanE2E)))}
+			done[gpus[i].Profile] = s
+		}
+		gpus[i].SaturationRate, gpus[i].Cap = s.rate, s.cap
+	}
+	return nil
+}
+
+// saturation is gpusim.FindSaturation with a scan that grows tenfold while
+// the GPU sustains its top rate (short generations go fast). A replay too
+// short to ever push the median TTFT past the bound, even with every
+// request arriving at once, has no such rate; the GPU's highest completion
+// rate stands in for it.
+func saturation(cfg gpusim.Config, reqs []gpusim.SimRequest) (gpusim.Validation, error) {
+	opts := gpusim.DefaultValidateOptions()
+	opts.Step, opts.Tolerance = 0.25, 0.02
+	for {
+		v, err := gpusim.FindSaturation(cfg, reqs, opts)
+		if err == nil || v.SaturationRate < opts.MaxRate-opts.Step {
+			return v, err
+		}
+		if opts.MaxRate >= 4000 {
+			v.SaturationRate = 0
+			for _, r := range v.Runs {
+				v.SaturationRate = max(v.SaturationRate, r.Throughput)
+			}
+			return v, nil
+		}
+		opts.Step, opts.Tolerance, opts.MaxRate = opts.Step*10, opts.Tolerance*10, opts.MaxRate*10
+	}
+}
+
+// fleetProc is the running gpusim --fleet process.
+type fleetProc struct {
+	*stack.Proc
+	gpus []GPU
+}
+
+// startFleet starts one gpusim process serving every GPU on its own free
+// port, every duration multiplied by slowdown, and waits for them.
+func startFleet(ctx context.Context, binDir, dir string, gpus []GPU, slowdown float64, extra map[string]any) (*fleetProc, error) {
+	addrs := stack.MustFreeAddrs(len(gpus))
+	var entries []map[string]any
+	for i := range gpus {
+		gpus[i].Addr = addrs[i]
+		e := map[string]any{
+			"id": gpus[i].ID, "listen": addrs[i], "models": []string{Model},
+			"slowdown": slowdown, "seed": i + 1,
+		}
+		if gpus[i].Profile != "" {
+			e["profile"] = gpus[i].Profile
+		}
+		for k, v := range extra {
+			e[k] = v
+		}
+		entries = append(entries, e)
+	}
+	b, err := yaml.Marshal(entries)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("fleet-%d.yaml", time.Now().UnixNano()))
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return nil, err
+	}
+	p, err := stack.Start("gpusim fleet", filepath.Join(binDir, "gpusim"), []string{"--fleet", path}, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range addrs {
+		if err := stack.WaitTCP(ctx, a, 10*time.Second); err != nil {
+			p.Stop(time.Second)
+			return nil, fmt.Errorf("gpusim fleet %s: %w\n%s", a, err, p.Log())
+		}
+	}
+	return &fleetProc{Proc: p, gpus: gpus}, nil
+}
+
+// routerWorkers lists the fleet as router workers, each with its cap (or
+// capOverride when positive).
+func routerWorkers(gpus []GPU, capOverride int) []config.Worker {
+	out := make([]config.Worker, len(gpus))
+	for i, g := range gpus {
+		c := g.Cap
+		if capOverride > 0 {
+			c = capOverride
+		}
+		out[i] = config.Worker{ID: g.ID, Address: g.Addr, Models: []string{Model}, MaxConcurrency: max(c, 1)}
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package benchmark
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFleet(t *testing.T) {
+	gpus, err := ParseFleet(DefaultFleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range gpus {
+		ids = append(ids, g.ID)
+	}
+	if got := strings.Join(ids, ","); got != "h100-0,h100-1,a100-0,a100-1,a40-0,a40-1" {
+		t.Errorf("ids %s", got)
+	}
+	if gpus[2].Profile != "a100-llama3-8b" {
+		t.Errorf("profile %s", gpus[2].Profile)
+	}
+	one, err := ParseFleet("a40-llama2-7b")
+	if err != nil || len(one) != 1 {
+		t.Errorf("no count: %v %v", one, err)
+	}
+	for _, bad := range []string{"", "tpu-v5:2", "a40-llama2-7b:0", "a40-llama2-7b:x"} {
+		if _, err := ParseFleet(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestSizeFleet sizes the profiles on a synthetic workload in virtual time:
+// faster GPUs sustain more, and every cap is positive.
+func TestSizeFleet(t *testing.T) {
+	gpus, _ := ParseFleet("h100-llama2-7b:2,a40-llama2-7b:1")
+	w, err := LoadWorkload(WorkloadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := SizeFleet(gpus, w.Jobs(200, 1, 1)); err != nil {
+		t.Fatal(err)
+	}
+	h, a := gpus[0], gpus[2]
+	if gpus[1].Cap != h.Cap || gpus[1].SaturationRate != h.SaturationRate || h.SaturationRate <= a.SaturationRate || a.SaturationRate <= 0 || h.Cap < 1 || a.Cap < 1 {
+		t.Errorf("sized %+v", gpus)
+	}
+	ws := routerWorkers(gpus, 0)
+	if ws[0].MaxConcurrency != h.Cap || ws[2].Models[0] != Model {
+		t.Errorf("workers %+v", ws)
+	}
+	if routerWorkers(gpus, uncapped)[2].MaxConcurrency != uncapped {
+		t.Error("cap override ignored")
+	}
+	if e := fleetEstimate(gpus); e < 2*h.SaturationRate {
+		t.Errorf("estimate %g", e)
+	}
+}
+
+func TestParseSetups(t *testing.T) {
+	ss, err := ParseSetups("LEAST_REQUEST, scored,queue_kv_max_score")
+	if err != nil || len(ss) != 3 {
+		t.Fatalf("%v %v", ss, err)
+	}
+	if ss[0].Router() || ss[0].Name != "envoy LEAST_REQUEST" || !ss[1].Router() || ss[1].Strategy != "scored" {
+		t.Errorf("%+v", ss)
+	}
+	for _, bad := range []string{"", "fastest", "Least_Request"} {
+		if _, err := ParseSetups(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if len(DefaultSetups()) != 8 {
+		t.Errorf("default setups %v", DefaultSetups())
+	}
+}
+
+func TestScaleResults(t *testing.T) {
+	rs := []Result{{Start: 4 * time.Second, TTFT: 400 * time.Millisecond, Latency: 8 * time.Second, ITLs: []time.Duration{40 * time.Millisecond}}}
+	got := scaleResults(rs, 4)[0]
+	if got.Start != time.Second || got.TTFT != 100*time.Millisecond || got.Latency != 2*time.Second || got.ITLs[0] != 10*time.Millisecond {
+		t.Errorf("scaled %+v", got)
+	}
+	if rs[0].ITLs[0] != 40*time.Millisecond {
+		t.Error("input modified")
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	got := progressLine("run", 15, 30, 3*time.Second)
+	if !strings.Contains(got, "[###############...............] 15/30 3s") {
+		t.Errorf("%q", got)
+	}
+	if !strings.Contains(progressLine("x", 40, 30, 0), "40/30") {
+		t.Error("overflow")
+	}
+	var p *Progress // a nil bar is a no-op
+	p.Add(1)
+	p.Finish()
+}

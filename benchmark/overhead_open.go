@@ -1,0 +1,294 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+)
+
+// RatePoint is a fixed open-loop rate with a request body size.
+type RatePoint struct {
+	Rate  float64 `json:"rate"`
+	Bytes int     `json:"body_bytes"`
+}
+
+// OpenOverheadOptions configure the open-loop overhead benchmark.
+type OpenOverheadOptions struct {
+	BinDir string
+	// Points are where the added latency is reported (500 req/s of 1 KB,
+	// 100 req/s of 256 KB).
+	Points []RatePoint
+	// Step is how long each rate is held.
+	Step time.Duration
+	// Sustain searches the highest sustained rate for each body size,
+	// doubling from its start rate, at most MaxSteps steps.
+	Sustain  []RatePoint
+	MaxSteps int
+	// MaxP99 bounds the p99 latency of a sustained rate.
+	MaxP99     time.Duration
+	Admission  bool // also measure the router with admission on
+	MaxTokens  int
+	ResultsDir string
+	Command    string
+	Progress   io.Writer
+	Log        io.Writer
+}
+
+// OpenStep is one configuration at one rate and body size.
+type OpenStep struct {
+	Config      string   `json:"config"`
+	RatePoint            // offered
+	Sent        int      `json:"sent"`
+	OK          int      `json:"ok"`
+	Failed      int      `json:"failed"`
+	P50         float64  `json:"p50_ms"`
+	P90         float64  `json:"p90_ms"`
+	P99         float64  `json:"p99_ms"`
+	Max         float64  `json:"max_ms"`
+	Achieved    float64  `json:"achieved_rate"`
+	SenderLagMs float64  `json:"sender_lag_ms"`
+	Sustained   bool     `json:"sustained"`
+	CPU         []CPUUse `json:"cpu"`
+	MachineBusy float64  `json:"machine_busy_cores"`
+}
+
+// AddedLatency is the router's cost at one point: its latency minus Envoy
+// straight to the GPU's.
+type AddedLatency struct {
+	RatePoint
+	Config   string  `json:"config"`
+	AddedP50 float64 `json:"added_p50_ms"`
+	AddedP99 float64 `json:"added_p99_ms"`
+}
+
+// SustainedRate is the highest rate a configuration sustained.
+type SustainedRate struct {
+	Config string  `json:"config"`
+	Bytes  int     `json:"body_bytes"`
+	Rate   float64 `json:"rate"` // 0: not even the first
+	// Capped is set when the search stopped at its last step still
+	// sustaining: the configuration may sustain more.
+	Capped bool `json:"capped"`
+}
+
+// OpenOverheadReport is the open-loop overhead benchmark's outcome.
+type OpenOverheadReport struct {
+	Command    string          `json:"command"`
+	Machine    string          `json:"machine"`
+	Started    time.Time       `json:"started"`
+	Definition string          `json:"sustained_definition"`
+	Steps      []OpenStep      `json:"steps"`
+	Added      []AddedLatency  `json:"added"`
+	Sustained  []SustainedRate `json:"sustained"`
+}
+
+// OverheadOpen sends identical non-streamed chat requests at fixed rates
+// (open loop: one every 1/rate seconds, whatever the answers do) through
+// Envoy straight to an instant gpusim and through Envoy with the router,
+// the configurations taking turns at each rate so that machine noise hits
+// all alike. It reports the added p50 and p99 at o.Points and the highest
+// rate each configuration sustains.
+func OverheadOpen(ctx context.Context, o OpenOverheadOptions) (*OpenOverheadReport, error) {
+	dir, err := os.MkdirTemp("", "llmr-overhead-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := startOverheadStack(ctx, o.BinDir, dir, o.Admission)
+	if err != nil {
+		return nil, err
+	}
+	defer st.stop()
+	rep := &OpenOverheadReport{
+		Command: o.Command, Machine: Machine(), Started: time.Now(),
+		Definition: fmt.Sprintf("a rate is sustained when, held for %v, under 0.1%% of requests fail, the completions keep up (at least 95%% of the offered rate), the sender never falls 100 ms behind its schedule, and the p99 latency stays under %v", o.Step, o.MaxP99),
+	}
+	clients := make([]*Client, len(st.targets))
+	for i, t := range st.targets {
+		clients[i] = NewClient(t.url, 1024, t.key)
+		defer clients[i].Close()
+		RunClosed(ctx, clients[i], 64, 8, func(int) Request { return Request{Model: "bench", MaxTokens: o.MaxTokens, PromptTokens: 200} })
+	}
+	step := func(i int, p RatePoint) (OpenStep, error) {
+		s, err := openStep(ctx, clients[i], st, i, p, o)
+		if err == nil {
+			rep.Steps = append(rep.Steps, s)
+			logf(o.Log, "%-36s %7.0f req/s %7d B: p50 %7.3f p99 %8.3f ms, achieved %7.0f req/s, %d failed, machine %.2f cores%s",
+				s.Config, p.Rate, p.Bytes, s.P50, s.P99, s.Achieved, s.Failed, s.MachineBusy, sustainedMark(s.Sustained))
+		}
+		return s, err
+	}
+	for _, p := range o.Points {
+		var base OpenStep
+		for i, t := range st.targets {
+			s, err := step(i, p)
+			if err != nil {
+				return rep, err
+			}
+			if i == 0 {
+				base = s
+				continue
+			}
+			rep.Added = append(rep.Added, AddedLatency{RatePoint: p, Config: t.name, AddedP50: s.P50 - base.P50, AddedP99: s.P99 - base.P99})
+		}
+	}
+	for _, sp := range o.Sustain {
+		best := make([]SustainedRate, len(st.targets))
+		alive := make([]bool, len(st.targets))
+		for i, t := range st.targets {
+			best[i] = SustainedRate{Config: t.name, Bytes: sp.Bytes}
+			alive[i] = true
+		}
+		rate := sp.Rate
+		for k := 0; k < o.MaxSteps && slices.Contains(alive, true); k++ {
+			for i := range st.targets {
+				if !alive[i] {
+					continue
+				}
+				s, err := step(i, RatePoint{Rate: rate, Bytes: sp.Bytes})
+				if err != nil {
+					return rep, err
+				}
+				if !s.Sustained {
+					alive[i] = false
+					continue
+				}
+				best[i].Rate = rate
+				best[i].Capped = k == o.MaxSteps-1
+			}
+			rate *= 2
+		}
+		rep.Sustained = append(rep.Sustained, best...)
+	}
+	if o.ResultsDir != "" {
+		if err := writeOverheadOpen(o.ResultsDir, rep); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+func sustainedMark(ok bool) string {
+	if ok {
+		return ""
+	}
+	return "  NOT SUSTAINED"
+}
+
+// openStep holds one rate against target i.
+func openStep(ctx context.Context, c *Client, st *overheadStack, i int, p RatePoint, o OpenOverheadOptions) (OpenStep, error) {
+	t := st.targets[i]
+	req := sizedRequest(p.Bytes, o.MaxTokens)
+	n := max(int(p.Rate*o.Step.Seconds()), 1)
+	gap := time.Duration(float64(time.Second) / p.Rate)
+	pids := map[string]int{"gpusim": st.gpuPid}
+	for k, v := range t.pids {
+		pids[k] = v
+	}
+	meter, machine := newCPUMeter(pids), newMachineMeter()
+	meter.start()
+	machine.start()
+	prog := NewProgress(o.Progress, fmt.Sprintf("%s %.0f/s %dB", t.name, p.Rate, p.Bytes), n)
+	results := make([]Result, n)
+	var wg sync.WaitGroup
+	epoch := time.Now()
+	var lag time.Duration
+	timer := time.NewTimer(time.Hour)
+	for k := 0; k < n && ctx.Err() == nil; k++ {
+		due := epoch.Add(time.Duration(k) * gap)
+		if d := time.Until(due); d > 0 {
+			timer.Reset(d)
+			<-timer.C
+		}
+		lag = max(lag, time.Since(due))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[k] = c.Do(ctx, req, epoch)
+			prog.Add(1)
+		}()
+	}
+	timer.Stop()
+	wg.Wait()
+	prog.Finish()
+	elapsed := time.Since(epoch)
+	cpu, _ := meter.stop()
+	busy := machine.stop()
+	if ctx.Err() != nil {
+		return OpenStep{}, ctx.Err()
+	}
+	lat := Latencies(results)
+	s := OpenStep{
+		Config: t.name, RatePoint: p, Sent: n, OK: len(lat), Failed: n - len(lat),
+		P50: ms(Percentile(lat, 50)), P90: ms(Percentile(lat, 90)), P99: ms(Percentile(lat, 99)), Max: ms(Percentile(lat, 100)),
+		Achieved: float64(len(lat)) / elapsed.Seconds(), SenderLagMs: ms(lag), CPU: cpu, MachineBusy: busy * float64(runtime.NumCPU()),
+	}
+	s.Sustained = float64(s.Failed) <= 0.001*float64(n) && s.Achieved >= 0.95*p.Rate &&
+		lag < 100*time.Millisecond && s.P99 <= ms(o.MaxP99)
+	return s, nil
+}
+
+// writeOverheadOpen writes overhead.json and overhead.md into a run folder
+// and publishes them to latest/.
+func writeOverheadOpen(results string, rep *OpenOverheadReport) error {
+	dir, err := runFolder(results, "overhead", rep.Started)
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, "overhead.json"), rep); err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(dir, "overhead.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
+		return err
+	}
+	return publishLatest(results, dir, []string{"overhead.json", "overhead.md"})
+}
+
+// Markdown writes the open-loop overhead report.
+func (r *OpenOverheadReport) Markdown(w io.Writer) {
+	fmt.Fprintf(w, "# llm-router benchmark: overhead\n\n- **Command**: `%s`\n- **Machine**: %s\n- **Started**: %s\n",
+		r.Command, r.Machine, r.Started.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "- Identical non-streamed chat requests at fixed rates (open loop) to one gpusim that answers instantly; Envoy straight to it vs Envoy asking llm-router; the configurations take turns at each rate.\n\n")
+	fmt.Fprintln(w, "## Added latency (router minus Envoy alone)\n\n| configuration | rate req/s | body | added p50 ms | added p99 ms |\n|---|---|---|---|---|")
+	for _, a := range r.Added {
+		fmt.Fprintf(w, "| %s | %.0f | %s | %+.3f | %+.3f |\n", a.Config, a.Rate, sizeWord(a.Bytes), a.AddedP50, a.AddedP99)
+	}
+	fmt.Fprintf(w, "\n## Highest sustained rate on this machine\n\nDefinition: %s. Rates double from the first; the client, Envoy, the router and gpusim share the machine's cores, so this is the machine's figure, not the router's alone.\n\n", r.Definition)
+	fmt.Fprintln(w, "| configuration | body | sustained req/s |\n|---|---|---|")
+	for _, s := range r.Sustained {
+		v := fmt.Sprintf("%.0f", s.Rate)
+		if s.Capped {
+			v = "≥ " + v + " (search limit)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", s.Config, sizeWord(s.Bytes), v)
+	}
+	fmt.Fprintln(w, "\n## Every step\n\n| configuration | rate | body | ok | failed | p50 ms | p90 ms | p99 ms | max ms | achieved req/s | sender lag ms | machine cores | sustained |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range r.Steps {
+		fmt.Fprintf(w, "| %s | %.0f | %s | %d | %d | %.3f | %.3f | %.3f | %.3f | %.0f | %.1f | %.2f | %s |\n",
+			s.Config, s.Rate, sizeWord(s.Bytes), s.OK, s.Failed, s.P50, s.P90, s.P99, s.Max, s.Achieved, s.SenderLagMs, s.MachineBusy, yesNo(s.Sustained))
+	}
+}
+
+// sizedRequest is a chat request whose JSON body is about bytes long (to
+// within the five bytes of one prompt word), rendered once: every request
+// of a step is identical.
+func sizedRequest(bytes, maxTokens int) Request {
+	r := Request{Model: "bench", MaxTokens: maxTokens, PromptTokens: 1}
+	fixed := len(r.body()) - len("word")
+	r.PromptTokens = max((bytes-fixed+1)/5, 1)
+	r.Body = r.body()
+	return r
+}
+
+func sizeWord(b int) string {
+	if b >= 1024 && b%1024 == 0 {
+		return fmt.Sprintf("%d KB", b/1024)
+	}
+	return fmt.Sprintf("%d B", b)
+}

@@ -1,0 +1,107 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+
+	"github.com/llm-router/llm-router/config"
+)
+
+// Run is one setup under one load: the summary, the raw results and what
+// the machine did meanwhile.
+type Run struct {
+	Summary Summary `json:"summary"`
+	// CPU is each of our processes' CPU over the run and Cores their
+	// total; MachineCores is the whole machine's busy cores (every process,
+	// ours or not) out of MachineCPUs.
+	CPU          []CPUUse `json:"cpu"`
+	Cores        float64  `json:"cores"`
+	MachineCores float64  `json:"machine_busy_cores"`
+	MachineCPUs  int      `json:"machine_cpus"`
+	Saturated    bool     `json:"saturated"`
+	SenderLagMs  float64  `json:"sender_lag_ms"`
+	WallSeconds  float64  `json:"wall_seconds"`
+	// Inflight samples each GPU's running and waiting requests.
+	Inflight []InflightSample `json:"inflight,omitempty"`
+	// results are every job's result in GPU time, measured or not.
+	results []Result
+}
+
+// runner runs setups one after the other against one fleet.
+type runner struct {
+	env      env
+	fleet    *fleetProc
+	gpus     []GPU
+	scale    float64
+	slo      SLO
+	progress io.Writer
+	sample   time.Duration
+	grace    time.Duration
+	// workers lists the fleet for a router setup (caps differ by setup),
+	// mutate adjusts the router's config.
+	workers func(Setup) []config.Worker
+	mutate  func(Setup, *config.Config)
+}
+
+// saturationShare is the share of the machine's cores busy (with anything)
+// above which a run is void: the proxies or the clients may have waited for
+// a core, so differences between setups could be the machine's.
+const saturationShare = 0.85
+
+// run starts s on an idle fleet, sends jobs open-loop, measures jobs
+// [from, to) and stops s.
+func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, label string, firstTokenOnly bool) (*Run, error) {
+	if err := waitIdle(ctx, r.gpus, 10*time.Minute); err != nil {
+		return nil, err
+	}
+	var mut func(*config.Config)
+	if r.mutate != nil {
+		mut = func(c *config.Config) { r.mutate(s, c) }
+	}
+	rs, err := r.env.start(ctx, s, r.workers(s), routerOptions{mutate: mut})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	defer rs.stop()
+	client := NewClient(rs.url, 4096, "")
+	defer client.Close()
+
+	pids := map[string]int{"gpusim fleet": r.fleet.Pid()}
+	for k, v := range rs.pids {
+		pids[k] = v
+	}
+	meter := newCPUMeter(pids)
+	machine := newMachineMeter()
+	smp := startSampler(ctx, r.gpus, r.sample, r.scale)
+	meter.start()
+	machine.start()
+	start := time.Now()
+	prog := NewProgress(r.progress, label, len(jobs))
+	results, lag := RunOpen(ctx, client, jobs, OpenOptions{Scale: r.scale, From: from, To: to, Grace: r.grace, FirstTokenOnly: firstTokenOnly}, prog)
+	prog.Finish()
+	wall := time.Since(start)
+	cpu, cores := meter.stop()
+	busy := machine.stop()
+	inflight := smp.stop()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	gpuTime := scaleResults(results, r.scale)
+	run := &Run{
+		Summary:      Summarize(gpuTime[from:to], r.slo),
+		CPU:          cpu,
+		Cores:        cores,
+		MachineCores: busy * float64(runtime.NumCPU()),
+		MachineCPUs:  runtime.NumCPU(),
+		Saturated:    busy > saturationShare,
+		SenderLagMs:  ms(lag),
+		WallSeconds:  wall.Seconds(),
+		Inflight:     inflight,
+		results:      gpuTime,
+	}
+	run.Summary.Setup = s.Name
+	return run, nil
+}

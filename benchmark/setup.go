@@ -1,0 +1,178 @@
+package benchmark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/envoy"
+	"github.com/llm-router/llm-router/internal/stack"
+)
+
+// Setup is one configuration under test: Envoy alone with a load-balancing
+// policy, or Envoy asking llm-router replicas with a strategy.
+type Setup struct {
+	// Name labels the setup in tables and plots.
+	Name string `json:"name"`
+	// LBPolicy is Envoy's policy when the router is not used (ROUND_ROBIN,
+	// LEAST_REQUEST); empty for router setups.
+	LBPolicy string `json:"envoy_lb_policy,omitempty"`
+	// Strategy is the router's strategy; empty for Envoy alone.
+	Strategy string `json:"strategy,omitempty"`
+}
+
+// Router reports whether the setup runs llm-router.
+func (s Setup) Router() bool { return s.LBPolicy == "" }
+
+// EnvoySetup and RouterSetup name setups uniformly.
+func EnvoySetup(policy string) Setup {
+	return Setup{Name: "envoy " + policy, LBPolicy: policy}
+}
+
+// RouterSetup is Envoy with llm-router using strategy.
+func RouterSetup(strategy string) Setup {
+	return Setup{Name: "router " + strategy, Strategy: strategy}
+}
+
+// running is a started setup: the URL clients use, the processes to meter
+// and a stop function.
+type running struct {
+	url     string
+	pids    map[string]int
+	admins  []string // router admin addresses
+	stopped []func()
+}
+
+func (r *running) stop() {
+	for i := len(r.stopped) - 1; i >= 0; i-- {
+		r.stopped[i]()
+	}
+	r.stopped = nil
+}
+
+// env is what starting setups needs: binaries and a scratch directory.
+type env struct {
+	binDir   string
+	envoyBin string
+	dir      string
+}
+
+func newEnv(binDir, dir string) (env, error) {
+	bin, err := stack.EnvoyBinary()
+	if err != nil {
+		return env{}, err
+	}
+	return env{binDir: binDir, envoyBin: bin, dir: dir}, nil
+}
+
+// routerOptions shape the router replicas of a setup.
+type routerOptions struct {
+	replicas  int
+	redisAddr string // shared store; empty: in-memory (one replica only)
+	mutate    func(*config.Config)
+}
+
+// start brings up s in front of workers. A router setup gets
+// o.replicas replicas behind one Envoy that lists all of them.
+func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o routerOptions) (rs *running, err error) {
+	rs = &running{pids: map[string]int{}}
+	defer func() {
+		if err != nil {
+			rs.stop()
+			rs = nil
+		}
+	}()
+	base := config.Default()
+	base.LogLevel = "warn"
+	base.Workers = workers
+	a := stack.MustFreeAddrs(2)
+	base.Envoy.Listen, base.Envoy.Admin = a[0], a[1]
+	var yaml []byte
+	if !s.Router() {
+		if yaml, err = envoy.RenderBaseline(base, s.LBPolicy); err != nil {
+			return rs, err
+		}
+	} else {
+		if o.replicas < 1 {
+			o.replicas = 1
+		}
+		if o.replicas > 1 && o.redisAddr == "" {
+			return rs, errors.New("several replicas need a shared redis")
+		}
+		var cfgs []config.Config
+		var extprocs []string
+		for i := 0; i < o.replicas; i++ {
+			cfg := base
+			cfg.Strategy = s.Strategy
+			ra := stack.MustFreeAddrs(2)
+			cfg.ExtProcListen, cfg.AdminListen = ra[0], ra[1]
+			cfg.ReplicaID = fmt.Sprintf("bench-%d", i)
+			if o.redisAddr != "" {
+				cfg.Redis.URL = "redis://" + o.redisAddr + "/0"
+			}
+			if o.mutate != nil {
+				o.mutate(&cfg)
+			}
+			cfgs = append(cfgs, cfg)
+			extprocs = append(extprocs, cfg.ExtProcListen)
+		}
+		for i := range cfgs {
+			cfgs[i].Envoy.ExtProcAddrs = extprocs
+			path := filepath.Join(e.dir, fmt.Sprintf("router-%d-%d.yaml", time.Now().UnixNano(), i))
+			if err := writeRouterConfig(path, cfgs[i]); err != nil {
+				return rs, err
+			}
+			r, err := stack.StartRouter(ctx, filepath.Join(e.binDir, "llm-router"), path, cfgs[i].AdminListen, cfgs[i].ExtProcListen)
+			if err != nil {
+				return rs, fmt.Errorf("start router %d: %w", i, err)
+			}
+			rs.stopped = append(rs.stopped, func() { r.Stop(5 * time.Second) })
+			name := "llm-router"
+			if len(cfgs) > 1 {
+				name = fmt.Sprintf("llm-router %d", i)
+			}
+			rs.pids[name] = r.Pid()
+			rs.admins = append(rs.admins, cfgs[i].AdminListen)
+		}
+		if yaml, err = envoy.Render(cfgs[0]); err != nil {
+			return rs, err
+		}
+	}
+	ev, err := stack.StartEnvoy(ctx, e.envoyBin, e.dir, yaml, base.Envoy.Admin, base.Envoy.Listen)
+	if err != nil {
+		return rs, err
+	}
+	rs.stopped = append(rs.stopped, func() { ev.Stop(3 * time.Second) })
+	rs.pids["envoy"] = ev.Pid()
+	rs.url = "http://" + base.Envoy.Listen
+	return rs, nil
+}
+
+// ParseSetups reads a comma-separated list: ROUND_ROBIN and LEAST_REQUEST
+// (any upper-case word) are Envoy alone with that policy, anything else a
+// router strategy.
+func ParseSetups(s string) ([]Setup, error) {
+	var out []Setup
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case part == "":
+			continue
+		case part == strings.ToUpper(part):
+			out = append(out, EnvoySetup(part))
+		case slices.Contains(config.Strategies, part):
+			out = append(out, RouterSetup(part))
+		default:
+			return nil, fmt.Errorf("setup %q: want an Envoy policy (ROUND_ROBIN, LEAST_REQUEST) or a strategy (%s)", part, strings.Join(config.Strategies, ", "))
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no setup given")
+	}
+	return out, nil
+}

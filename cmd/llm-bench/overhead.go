@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/llm-router/llm-router/benchmark"
+)
+
+// overhead runs the open-loop (default) or closed-loop overhead benchmark.
+func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("overhead", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mode := fs.String("mode", "open", "open: fixed rates (added latency, highest sustained rate); closed: concurrent clients")
+	short := fs.Bool("short", false, "open mode, short: 2 s steps, 5 doubling steps, admission off only")
+	bin := fs.String("bin", "bin", "directory holding llm-router and gpusim")
+	results := fs.String("results", "benchmark/results", "results folder; empty: none")
+	maxTokens := fs.Int("max-tokens", 8, "max_tokens of each request")
+	// Open loop.
+	step := fs.Duration("step", 5*time.Second, "open: how long each rate is held")
+	maxSteps := fs.Int("max-steps", 6, "open: doubling steps of the sustained-rate search")
+	maxP99 := fs.Duration("max-p99", 100*time.Millisecond, "open: p99 latency bound of a sustained rate")
+	admission := fs.Bool("admission", true, "open: also measure the router with admission on (queue and API keys)")
+	// Closed loop.
+	requests := fs.Int("requests", 2000, "closed: requests per configuration")
+	concurrency := fs.Int("concurrency", 16, "closed: concurrent clients")
+	rounds := fs.Int("rounds", 4, "closed: times the configurations alternate")
+	promptBytes := fs.Int("prompt-bytes", 200, "closed: size of each prompt")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch *mode {
+	case "closed":
+		o := benchmark.OverheadOptions{
+			BinDir: *bin, Requests: *requests, Concurrency: *concurrency, Rounds: *rounds,
+			MaxTokens: *maxTokens, PromptBytes: *promptBytes, Out: stderr, ResultsDir: *results,
+		}
+		if o.Rounds < 1 || o.Concurrency < 1 || o.Requests < o.Rounds {
+			return fmt.Errorf("need rounds >= 1, concurrency >= 1, requests >= rounds")
+		}
+		rep, err := benchmark.Overhead(ctx, o)
+		if err != nil {
+			return err
+		}
+		rep.Print(stdout)
+		return nil
+	case "open":
+	default:
+		return fmt.Errorf("--mode %q: want open or closed", *mode)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *short {
+		if !set["step"] {
+			*step = 2 * time.Second
+		}
+		if !set["max-steps"] {
+			*maxSteps = 5
+		}
+		if !set["admission"] {
+			*admission = false
+		}
+	}
+	o := benchmark.OpenOverheadOptions{
+		BinDir: *bin, Step: *step, MaxSteps: *maxSteps, MaxP99: *maxP99, Admission: *admission,
+		MaxTokens: *maxTokens, ResultsDir: *results, Progress: stderr, Log: stderr,
+		Command: "llm-bench overhead " + strings.Join(args, " "),
+		Points:  []benchmark.RatePoint{{Rate: 500, Bytes: 1 << 10}, {Rate: 100, Bytes: 256 << 10}},
+		Sustain: []benchmark.RatePoint{{Rate: 250, Bytes: 1 << 10}, {Rate: 50, Bytes: 256 << 10}},
+	}
+	if o.Step <= 0 || o.MaxSteps < 1 {
+		return fmt.Errorf("need --step > 0 and --max-steps >= 1")
+	}
+	rep, err := benchmark.OverheadOpen(ctx, o)
+	if rep != nil {
+		rep.Markdown(stdout)
+	}
+	return err
+}
