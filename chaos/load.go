@@ -121,3 +121,55 @@ func (l *load) snapshot() []outcome {
 	defer l.mu.Unlock()
 	return append([]outcome(nil), l.out...)
 }
+
+// probe is a long stream through Envoy that landed on a chosen worker.
+type probe struct {
+	resp   *http.Response
+	cancel context.CancelFunc
+}
+
+// openProbes opens up to tries long streams of model-a through Envoy and
+// keeps those the router sent to worker (it reads x-routed-node from the
+// response headers, long before the stream ends). The others stay open
+// until then, so that their load steers the router to worker; then they
+// are closed. It fails when none landed there.
+func openProbes(ctx context.Context, url, worker string, tries int) ([]*probe, error) {
+	var kept, others []*probe
+	defer func() {
+		for _, p := range others {
+			_ = p.resp.Body.Close()
+			p.cancel()
+		}
+	}()
+	for i := 0; i < tries && len(kept) < 2; i++ {
+		pctx, cancel := context.WithCancel(ctx)
+		body := `{"model":"model-a","messages":[{"role":"user","content":"a long one"}],"max_tokens":4000,"stream":true}`
+		req, _ := http.NewRequestWithContext(pctx, http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req) //nolint:bodyclose // closed by finish or by the deferred cleanup
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("probe stream: %w", err)
+		}
+		if resp.StatusCode != 200 || resp.Header.Get("x-routed-node") != worker {
+			others = append(others, &probe{resp: resp, cancel: cancel})
+			continue
+		}
+		kept = append(kept, &probe{resp: resp, cancel: cancel})
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("no probe stream of %d landed on %s", tries, worker)
+	}
+	return kept, nil
+}
+
+// finish reads the stream to its end and returns the error the client
+// saw, "" when there was none (it ended, cleanly or not, without one).
+func (p *probe) finish() string {
+	defer p.cancel()
+	defer p.resp.Body.Close()
+	if _, err := io.Copy(io.Discard, p.resp.Body); err != nil {
+		return err.Error()
+	}
+	return ""
+}

@@ -28,8 +28,11 @@ type timeline struct {
 	recoverAt time.Time // recovery counts from here (zero: the fault)
 	recovered time.Time // the system was whole again (zero: never)
 	notes     []string  // facts for the report
-	seen      map[string]bool
-	steady    time.Duration // how long to keep the load on after each step
+	// kill-worker's long streams on the victim: how each ended.
+	probeErrs  []string
+	probeClean int
+	seen       map[string]bool
+	steady     time.Duration // how long to keep the load on after each step
 }
 
 func (t *timeline) notef(format string, args ...any) {
@@ -280,8 +283,31 @@ func judgeRedis(r *Result, _ []outcome, t *timeline) {
 const victim = "a-1"
 
 func killWorker(ctx context.Context, s *Stack, _ *load, t *timeline) error {
+	// Make sure streams are in flight on the victim when it dies: long
+	// streams through Envoy until some land on it (x-routed-node arrives
+	// with the headers); the others are dropped.
+	probes, err := openProbes(ctx, s.URL, victim, 12)
+	if err != nil {
+		return err
+	}
+	results := make(chan string, len(probes))
+	for _, p := range probes {
+		go func() { results <- p.finish() }()
+	}
 	t.fault = time.Now()
 	s.Workers[victim].Kill()
+	for range probes {
+		select {
+		case e := <-results:
+			if e == "" {
+				t.probeClean++
+			} else {
+				t.probeErrs = append(t.probeErrs, e)
+			}
+		case <-time.After(20 * time.Second):
+			t.probeClean++ // never ended: as bad as a silent end
+		}
+	}
 	c := newRedisClient(s.Redis.Addr)
 	defer c.Close()
 	store := state.NewRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()})
@@ -343,6 +369,11 @@ func judgeKillWorker(r *Result, out []outcome, t *timeline) {
 	}
 	r.check("zero failed non-streaming requests", plain == 0, fmt.Sprintf("%d failed", plain))
 	r.check("cut streams end with an error", unclear == 0, fmt.Sprintf("%d of %d cut streams ended silently", unclear, r.Cut))
+	r.check("streams in flight on the worker end with an error", len(t.probeErrs) > 0 && t.probeClean == 0,
+		fmt.Sprintf("%d long streams on %s at the kill: %d ended with an error, %d without", len(t.probeErrs)+t.probeClean, victim, len(t.probeErrs), t.probeClean))
+	for e, n := range countStrings(t.probeErrs) {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d stream(s) on the killed worker ended with the client error %q", n, e))
+	}
 	r.check("the worker is marked unhealthy", !t.detected.IsZero(), "")
 }
 
@@ -410,6 +441,14 @@ func judgeSlowWorker(r *Result, out []outcome, t *timeline) {
 	r.Share = &Share{Before: before, After: after}
 	r.Failed = countIf(out, func(o outcome) bool { return !o.ok() })
 	r.check("zero failed requests", r.Failed == 0, fmt.Sprintf("%d failed", r.Failed))
+}
+
+func countStrings(xs []string) map[string]int {
+	out := map[string]int{}
+	for _, x := range xs {
+		out[x]++
+	}
+	return out
 }
 
 func countIf(out []outcome, f func(outcome) bool) int {
