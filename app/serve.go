@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -228,6 +229,13 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	pb.RegisterAdminServiceServer(r.adminGRPC, r.api)
 	mux := admin.Handler(sched, r, r, cfg.ReplicaID, m.Registry)
 	r.api.Routes(mux)
+	if cfg.Admin.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	// One port for the admin API: gRPC (HTTP/2 without TLS, prior
 	// knowledge) and HTTP/JSON, told apart by content type.
 	var protocols http.Protocols

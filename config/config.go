@@ -118,6 +118,8 @@ type Admin struct {
 	// heartbeats, drains. Separate from client API keys; empty refuses
 	// every change.
 	Token string `yaml:"token"`
+	// Pprof serves Go's profiler under /debug/pprof/ on the admin port.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Auth configures client API keys.

@@ -62,6 +62,7 @@ var Keys = []Key{
 		return nil
 	}},
 	{Path: "auth.forward_authorization", Env: "AUTH_FORWARD_AUTHORIZATION", Default: "false", Doc: "pass the client's Authorization header to the worker (off: tenant keys never reach workers)", apply: setBool(func(c *Config) *bool { return &c.Auth.ForwardAuthorization })},
+	{Path: "admin.pprof", Env: "ADMIN_PPROF", Default: "false", Doc: "serve Go's profiler (/debug/pprof/) on the admin port; off by default, as profiles cost CPU and reveal internals", apply: setBool(func(c *Config) *bool { return &c.Admin.Pprof })},
 	{Path: "admin.token", Env: "ADMIN_TOKEN", Default: "", Doc: "admin credential (Bearer) for the admin API's changes: register, heartbeat, deregister, drain; separate from client keys; empty refuses every change", apply: setString(func(c *Config) *string { return &c.Admin.Token })},
 	{Path: "redis.url", Env: "REDIS_URL", Default: "", Doc: "shared store, redis://[user:pass@]host:port/db; empty and no addrs: in-memory (one replica)", apply: setString(func(c *Config) *string { return &c.Redis.URL })},
 	{Path: "redis.addrs", Env: "REDIS_ADDRS", Default: "", Doc: "Sentinel or Cluster seed addresses, comma-separated in the env var", apply: setList(func(c *Config) *[]string { return &c.Redis.Addrs })},
