@@ -50,9 +50,7 @@ func StartEnv(name, bin string, args, env []string, extra io.Writer) (*Proc, err
 		out = io.MultiWriter(p.log, extra)
 	}
 	cmd.Stdout, cmd.Stderr = out, out
-	// Own process group: a signal to the test runner does not reach it, and
-	// Stop can signal it without touching the runner.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
