@@ -39,69 +39,9 @@ type memWorker struct {
 	since               time.Time
 }
 
-func (m *Memory) deregisterLocked(id string) bool {
-	if _, ok := m.workers[id]; !ok {
-		return false
-	}
-	delete(m.workers, id)
-	delete(m.monitors, id)
-	m.order = slices.DeleteFunc(m.order, func(s string) bool { return s == id })
-	return true
-}
-
-// RegisterLeased registers a worker that must heartbeat within lease.
-func (m *Memory) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
-	if err := m.Register(ctx, []WorkerSpec{spec}); err != nil {
-		return time.Time{}, err
-	}
-	return m.Heartbeat(ctx, spec.ID, -lease)
-}
-
-// Heartbeat extends a registered worker's lease (a negative lease starts
-// one: RegisterLeased).
-func (m *Memory) Heartbeat(_ context.Context, id string, lease time.Duration) (time.Time, error) {
-	m.lock()
-	defer m.unlock()
-	w, ok := m.workers[id]
-	switch {
-	case !ok:
-		return time.Time{}, fmt.Errorf("%q: %w", id, ErrUnknownWorker)
-	case lease >= 0 && !w.Registered:
-		return time.Time{}, fmt.Errorf("%w: not registered through the API (it has no lease)", ErrUnknownWorker)
-	}
-	if lease < 0 {
-		lease = -lease
-	}
-	w.Registered, w.LeaseExpires = true, m.now().Add(lease)
-	return w.LeaseExpires, nil
-}
-
-// Deregister removes a worker from the fleet; its in-flight requests end
-// normally.
-func (m *Memory) Deregister(_ context.Context, id string) error {
-	m.lock()
-	defer m.unlock()
-	if !m.deregisterLocked(id) {
-		return fmt.Errorf("%q: %w", id, ErrUnknownWorker)
-	}
-	return nil
-}
-
-type monitorLease struct {
-	holder string
-	expiry time.Time
-}
-
 type memClaim struct {
 	worker string
 	expiry time.Time
-}
-
-type memWaiter struct {
-	id, model, replica string
-	rank               int
-	seq                int64
-	expiry             time.Time
 }
 
 type outgoing struct {
@@ -268,19 +208,6 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	return res, nil
 }
 
-func waiterOrder(a, b *memWaiter) int {
-	if a.rank != b.rank {
-		return a.rank - b.rank
-	}
-	switch {
-	case a.seq < b.seq:
-		return -1
-	case a.seq > b.seq:
-		return 1
-	}
-	return 0
-}
-
 // available: healthy or recovering (half-open), and not draining.
 func (w *memWorker) available() bool {
 	return (w.Health == Healthy || w.Health == Recovering) && !w.Draining
@@ -297,102 +224,6 @@ func (w *memWorker) capFor(c int) int {
 
 func (w *memWorker) free() bool {
 	return w.available() && w.InFlight < w.capFor(w.Spec.MaxConcurrency)
-}
-
-func (m *Memory) globalRoom() bool { return m.limits.GlobalCap <= 0 || m.total < m.limits.GlobalCap }
-
-func (m *Memory) hold(id, worker string, now time.Time) {
-	m.workers[worker].InFlight++
-	m.total++
-	m.claims[id] = &memClaim{worker: worker, expiry: now.Add(m.limits.Lease)}
-}
-
-func (m *Memory) unhold(id string) (string, bool) {
-	c, ok := m.claims[id]
-	if !ok {
-		return "", false
-	}
-	delete(m.claims, id)
-	delete(m.grants, id)
-	m.total = max(0, m.total-1)
-	if w, ok := m.workers[c.worker]; ok {
-		w.InFlight = max(0, w.InFlight-1)
-	}
-	return c.worker, true
-}
-
-func (m *Memory) dropWaiter(id string) *memWaiter {
-	w, ok := m.waiters[id]
-	if !ok {
-		return nil
-	}
-	delete(m.waiters, id)
-	q := m.queues[w.model]
-	if i := slices.Index(q, w); i >= 0 {
-		m.queues[w.model] = slices.Delete(q, i, i+1)
-	}
-	return w
-}
-
-func (m *Memory) grant(id, worker string, now time.Time) {
-	w := m.dropWaiter(id)
-	m.hold(id, worker, now)
-	m.grants[id] = worker
-	if w != nil {
-		m.outbox = append(m.outbox, outgoing{w.replica, Notice{Waiter: id, Worker: worker}})
-	}
-}
-
-func (m *Memory) shedNewestBatch(model string) {
-	q := m.queues[model]
-	if len(q) == 0 || q[len(q)-1].rank != RankBatch {
-		return
-	}
-	victim := m.dropWaiter(q[len(q)-1].id)
-	m.outbox = append(m.outbox, outgoing{victim.replica, Notice{Waiter: victim.id, Shed: true}})
-}
-
-// pumpWorker gives free slots of worker id to the best-placed waiters of
-// the models it serves (late binding).
-func (m *Memory) pumpWorker(id string, now time.Time) {
-	w, ok := m.workers[id]
-	if !ok {
-		return
-	}
-	for w.free() && m.globalRoom() {
-		var best *memWaiter
-		for _, model := range w.Spec.Models {
-			if q := m.queues[model]; len(q) > 0 && (best == nil || waiterOrder(q[0], best) < 0) {
-				best = q[0]
-			}
-		}
-		if best == nil {
-			return
-		}
-		m.grant(best.id, id, now)
-	}
-}
-
-// pumpModel grants free slots among the model's workers to its waiters,
-// least loaded (in-flight over cap) first.
-func (m *Memory) pumpModel(model string, now time.Time) {
-	for len(m.queues[model]) > 0 && m.globalRoom() {
-		var best *memWorker
-		load := 0.0
-		for _, id := range m.order {
-			w := m.workers[id]
-			if !w.free() || !slices.Contains(w.Spec.Models, model) {
-				continue
-			}
-			if l := float64(w.InFlight) / float64(w.Spec.MaxConcurrency); best == nil || l < load {
-				best, load = w, l
-			}
-		}
-		if best == nil {
-			return
-		}
-		m.grant(m.queues[model][0].id, best.Spec.ID, now)
-	}
 }
 
 // Release gives the claim back once, folds the measurements into the
@@ -467,99 +298,6 @@ func (m *Memory) Move(_ context.Context, id, to string) error {
 	return nil
 }
 
-// healthEvent is the health state machine (see health_event in
-// lua/prelude.lua and HealthPolicy).
-func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) string {
-	p := m.limits.Health
-	cur := w.Health
-	next := cur
-	if ok {
-		if passive {
-			w.pfail = 0
-		} else {
-			w.afail = 0
-			w.asucc++
-		}
-		switch {
-		case cur == Unhealthy && !passive && now.Sub(w.since) >= p.HoldDown:
-			next, w.asucc = Recovering, 1
-		case cur == Recovering && (passive || w.asucc >= 2):
-			next = Healthy
-		}
-	} else {
-		w.asucc = 0
-		if passive {
-			w.pfail++
-		} else {
-			w.afail++
-		}
-		if cur == Recovering || (cur == Healthy && (w.afail >= p.ActiveFailures || w.pfail >= p.PassiveFailures)) {
-			next = Unhealthy
-		}
-	}
-	if next != cur {
-		w.Health, w.since = next, now
-		if next != Unhealthy {
-			w.afail, w.pfail = 0, 0
-			m.pumpWorker(w.Spec.ID, now)
-		}
-	}
-	return next
-}
-
-// ReportHealth feeds an active health check's result to the state machine.
-func (m *Memory) ReportHealth(_ context.Context, worker string, ok bool) (string, error) {
-	m.lock()
-	defer m.unlock()
-	w, found := m.workers[worker]
-	if !found {
-		return "", fmt.Errorf("%q: %w", worker, ErrUnknownWorker)
-	}
-	return m.healthEvent(w, ok, false, m.now()), nil
-}
-
-// AcquireMonitors takes or keeps the monitor lease of each worker.
-func (m *Memory) AcquireMonitors(_ context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
-	m.lock()
-	defer m.unlock()
-	now := m.now()
-	var mine []string
-	for _, id := range workers {
-		l, held := m.monitors[id]
-		if !held || l.holder == replica || now.After(l.expiry) {
-			m.monitors[id] = monitorLease{holder: replica, expiry: now.Add(ttl)}
-			mine = append(mine, id)
-		}
-	}
-	return mine, nil
-}
-
-// PutTelemetry stores scrape results; samples not measured keep their
-// previous value and time.
-func (m *Memory) PutTelemetry(_ context.Context, ts map[string]Telemetry) error {
-	m.lock()
-	defer m.unlock()
-	for id, t := range ts {
-		w, ok := m.workers[id]
-		if !ok {
-			continue
-		}
-		old := w.Telemetry
-		keep := func(n, o Sample) Sample {
-			if n.At.IsZero() {
-				return o
-			}
-			return n
-		}
-		w.Telemetry = Telemetry{
-			KVUsage: keep(t.KVUsage, old.KVUsage), Waiting: keep(t.Waiting, old.Waiting),
-			Running: keep(t.Running, old.Running), GPUUtil: keep(t.GPUUtil, old.GPUUtil),
-			At: t.At, By: t.By, Error: t.Error,
-		}
-	}
-	return nil
-}
-
 // Renew extends the leases of the given claims and waiters; unknown ones
 // are ignored.
 func (m *Memory) Renew(_ context.Context, claims, waiters []string) error {
@@ -575,47 +313,6 @@ func (m *Memory) Renew(_ context.Context, claims, waiters []string) error {
 		if w, ok := m.waiters[id]; ok {
 			w.expiry = exp
 		}
-	}
-	return nil
-}
-
-// Cancel takes a waiter out of its queue (see cancel.lua).
-func (m *Memory) Cancel(_ context.Context, id string) (WaiterStatus, error) {
-	m.lock()
-	defer m.unlock()
-	if m.dropWaiter(id) != nil {
-		return WaiterStatus{State: WaiterRemoved}, nil
-	}
-	return m.status(id), nil
-}
-
-// Poll says where a waiter stands (see poll.lua).
-func (m *Memory) Poll(_ context.Context, id string) (WaiterStatus, error) {
-	m.lock()
-	defer m.unlock()
-	return m.status(id), nil
-}
-
-func (m *Memory) status(id string) WaiterStatus {
-	if w, ok := m.waiters[id]; ok {
-		return WaiterStatus{State: WaiterQueued, Position: slices.Index(m.queues[w.model], w) + 1}
-	}
-	if worker, ok := m.grants[id]; ok {
-		if _, held := m.claims[id]; held {
-			return WaiterStatus{State: WaiterGranted, Worker: worker}
-		}
-	}
-	return WaiterStatus{State: WaiterGone}
-}
-
-// Pump hands free slots to waiters of every model.
-func (m *Memory) Pump(_ context.Context) error {
-	m.lock()
-	defer m.unlock()
-	now := m.now()
-	m.purge(now, true)
-	for model := range m.queues {
-		m.pumpModel(model, now)
 	}
 	return nil
 }

@@ -1,0 +1,103 @@
+package state
+
+import (
+	"context"
+	"time"
+)
+
+// This file holds the failover store's fleet bookkeeping: health reports,
+// monitor leases, telemetry and registered workers' leases, each in Redis
+// or, while it is unreachable, locally.
+
+// ReportHealth feeds a health check to Redis, or locally while degraded.
+func (f *Failover) ReportHealth(ctx context.Context, worker string, ok bool) (string, error) {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.ReportHealth(ctx, worker, ok)
+	}
+	f.mu.Unlock()
+	st, err := f.primary.ReportHealth(ctx, worker, ok)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return f.local.ReportHealth(ctx, worker, ok)
+	}
+	return st, err
+}
+
+// AcquireMonitors takes monitor leases in Redis; while degraded every
+// replica monitors every worker (it cannot coordinate, and must not go
+// blind).
+func (f *Failover) AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
+	if f.Degraded() {
+		return workers, nil
+	}
+	mine, err := f.primary.AcquireMonitors(ctx, replica, workers, ttl)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		f.degradeLocked(err)
+		f.mu.Unlock()
+		return workers, nil
+	}
+	return mine, err
+}
+
+// PutTelemetry stores scrape results in Redis, or locally while degraded.
+func (f *Failover) PutTelemetry(ctx context.Context, ts map[string]Telemetry) error {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.PutTelemetry(ctx, ts)
+	}
+	f.mu.Unlock()
+	err := f.primary.PutTelemetry(ctx, ts)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return f.local.PutTelemetry(ctx, ts)
+	}
+	return err
+}
+
+// RegisterLeased registers a leased worker in Redis, or locally while
+// degraded (restored into Redis on recovery, with the lease it had).
+func (f *Failover) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
+	return f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return s.RegisterLeased(ctx, spec, lease) })
+}
+
+// Heartbeat extends a registered worker's lease.
+func (f *Failover) Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error) {
+	return f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return s.Heartbeat(ctx, id, lease) })
+}
+
+// Deregister removes a worker from the fleet.
+func (f *Failover) Deregister(ctx context.Context, id string) error {
+	_, err := f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return time.Time{}, s.Deregister(ctx, id) })
+	return err
+}
+
+type leaseStore interface {
+	RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error)
+	Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error)
+	Deregister(ctx context.Context, id string) error
+}
+
+func (f *Failover) leaseOp(ctx context.Context, op func(leaseStore) (time.Time, error)) (time.Time, error) {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return op(f.local)
+	}
+	f.mu.Unlock()
+	t, err := op(f.primary)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return op(f.local)
+	}
+	return t, err
+}

@@ -1,0 +1,158 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// This file holds the in-memory store's fleet bookkeeping: registered
+// workers' leases, the health state machine, monitor leases and scraped
+// telemetry.
+
+func (m *Memory) deregisterLocked(id string) bool {
+	if _, ok := m.workers[id]; !ok {
+		return false
+	}
+	delete(m.workers, id)
+	delete(m.monitors, id)
+	m.order = slices.DeleteFunc(m.order, func(s string) bool { return s == id })
+	return true
+}
+
+// RegisterLeased registers a worker that must heartbeat within lease.
+func (m *Memory) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
+	if err := m.Register(ctx, []WorkerSpec{spec}); err != nil {
+		return time.Time{}, err
+	}
+	return m.Heartbeat(ctx, spec.ID, -lease)
+}
+
+// Heartbeat extends a registered worker's lease (a negative lease starts
+// one: RegisterLeased).
+func (m *Memory) Heartbeat(_ context.Context, id string, lease time.Duration) (time.Time, error) {
+	m.lock()
+	defer m.unlock()
+	w, ok := m.workers[id]
+	switch {
+	case !ok:
+		return time.Time{}, fmt.Errorf("%q: %w", id, ErrUnknownWorker)
+	case lease >= 0 && !w.Registered:
+		return time.Time{}, fmt.Errorf("%w: not registered through the API (it has no lease)", ErrUnknownWorker)
+	}
+	if lease < 0 {
+		lease = -lease
+	}
+	w.Registered, w.LeaseExpires = true, m.now().Add(lease)
+	return w.LeaseExpires, nil
+}
+
+// Deregister removes a worker from the fleet; its in-flight requests end
+// normally.
+func (m *Memory) Deregister(_ context.Context, id string) error {
+	m.lock()
+	defer m.unlock()
+	if !m.deregisterLocked(id) {
+		return fmt.Errorf("%q: %w", id, ErrUnknownWorker)
+	}
+	return nil
+}
+
+type monitorLease struct {
+	holder string
+	expiry time.Time
+}
+
+// healthEvent is the health state machine (see health_event in
+// lua/prelude.lua and HealthPolicy).
+func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) string {
+	p := m.limits.Health
+	cur := w.Health
+	next := cur
+	if ok {
+		if passive {
+			w.pfail = 0
+		} else {
+			w.afail = 0
+			w.asucc++
+		}
+		switch {
+		case cur == Unhealthy && !passive && now.Sub(w.since) >= p.HoldDown:
+			next, w.asucc = Recovering, 1
+		case cur == Recovering && (passive || w.asucc >= 2):
+			next = Healthy
+		}
+	} else {
+		w.asucc = 0
+		if passive {
+			w.pfail++
+		} else {
+			w.afail++
+		}
+		if cur == Recovering || (cur == Healthy && (w.afail >= p.ActiveFailures || w.pfail >= p.PassiveFailures)) {
+			next = Unhealthy
+		}
+	}
+	if next != cur {
+		w.Health, w.since = next, now
+		if next != Unhealthy {
+			w.afail, w.pfail = 0, 0
+			m.pumpWorker(w.Spec.ID, now)
+		}
+	}
+	return next
+}
+
+// ReportHealth feeds an active health check's result to the state machine.
+func (m *Memory) ReportHealth(_ context.Context, worker string, ok bool) (string, error) {
+	m.lock()
+	defer m.unlock()
+	w, found := m.workers[worker]
+	if !found {
+		return "", fmt.Errorf("%q: %w", worker, ErrUnknownWorker)
+	}
+	return m.healthEvent(w, ok, false, m.now()), nil
+}
+
+// AcquireMonitors takes or keeps the monitor lease of each worker.
+func (m *Memory) AcquireMonitors(_ context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
+	m.lock()
+	defer m.unlock()
+	now := m.now()
+	var mine []string
+	for _, id := range workers {
+		l, held := m.monitors[id]
+		if !held || l.holder == replica || now.After(l.expiry) {
+			m.monitors[id] = monitorLease{holder: replica, expiry: now.Add(ttl)}
+			mine = append(mine, id)
+		}
+	}
+	return mine, nil
+}
+
+// PutTelemetry stores scrape results; samples not measured keep their
+// previous value and time.
+func (m *Memory) PutTelemetry(_ context.Context, ts map[string]Telemetry) error {
+	m.lock()
+	defer m.unlock()
+	for id, t := range ts {
+		w, ok := m.workers[id]
+		if !ok {
+			continue
+		}
+		old := w.Telemetry
+		keep := func(n, o Sample) Sample {
+			if n.At.IsZero() {
+				return o
+			}
+			return n
+		}
+		w.Telemetry = Telemetry{
+			KVUsage: keep(t.KVUsage, old.KVUsage), Waiting: keep(t.Waiting, old.Waiting),
+			Running: keep(t.Running, old.Running), GPUUtil: keep(t.GPUUtil, old.GPUUtil),
+			At: t.At, By: t.By, Error: t.Error,
+		}
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+package state
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// This file holds the in-memory store's queues: waiters by model and
+// priority, handing freed slots to them (late binding), shedding, cancel
+// and poll. The Redis scripts claim.lua, pump.lua, cancel.lua and poll.lua
+// do the same.
+
+// memWaiter is a request waiting in its model's queue.
+type memWaiter struct {
+	id, model, replica string
+	rank               int
+	seq                int64
+	expiry             time.Time
+}
+
+func waiterOrder(a, b *memWaiter) int {
+	if a.rank != b.rank {
+		return a.rank - b.rank
+	}
+	switch {
+	case a.seq < b.seq:
+		return -1
+	case a.seq > b.seq:
+		return 1
+	}
+	return 0
+}
+
+func (m *Memory) globalRoom() bool { return m.limits.GlobalCap <= 0 || m.total < m.limits.GlobalCap }
+
+func (m *Memory) hold(id, worker string, now time.Time) {
+	m.workers[worker].InFlight++
+	m.total++
+	m.claims[id] = &memClaim{worker: worker, expiry: now.Add(m.limits.Lease)}
+}
+
+func (m *Memory) unhold(id string) (string, bool) {
+	c, ok := m.claims[id]
+	if !ok {
+		return "", false
+	}
+	delete(m.claims, id)
+	delete(m.grants, id)
+	m.total = max(0, m.total-1)
+	if w, ok := m.workers[c.worker]; ok {
+		w.InFlight = max(0, w.InFlight-1)
+	}
+	return c.worker, true
+}
+
+func (m *Memory) dropWaiter(id string) *memWaiter {
+	w, ok := m.waiters[id]
+	if !ok {
+		return nil
+	}
+	delete(m.waiters, id)
+	q := m.queues[w.model]
+	if i := slices.Index(q, w); i >= 0 {
+		m.queues[w.model] = slices.Delete(q, i, i+1)
+	}
+	return w
+}
+
+func (m *Memory) grant(id, worker string, now time.Time) {
+	w := m.dropWaiter(id)
+	m.hold(id, worker, now)
+	m.grants[id] = worker
+	if w != nil {
+		m.outbox = append(m.outbox, outgoing{w.replica, Notice{Waiter: id, Worker: worker}})
+	}
+}
+
+func (m *Memory) shedNewestBatch(model string) {
+	q := m.queues[model]
+	if len(q) == 0 || q[len(q)-1].rank != RankBatch {
+		return
+	}
+	victim := m.dropWaiter(q[len(q)-1].id)
+	m.outbox = append(m.outbox, outgoing{victim.replica, Notice{Waiter: victim.id, Shed: true}})
+}
+
+// pumpWorker gives free slots of worker id to the best-placed waiters of
+// the models it serves (late binding).
+func (m *Memory) pumpWorker(id string, now time.Time) {
+	w, ok := m.workers[id]
+	if !ok {
+		return
+	}
+	for w.free() && m.globalRoom() {
+		var best *memWaiter
+		for _, model := range w.Spec.Models {
+			if q := m.queues[model]; len(q) > 0 && (best == nil || waiterOrder(q[0], best) < 0) {
+				best = q[0]
+			}
+		}
+		if best == nil {
+			return
+		}
+		m.grant(best.id, id, now)
+	}
+}
+
+// pumpModel grants free slots among the model's workers to its waiters,
+// least loaded (in-flight over cap) first.
+func (m *Memory) pumpModel(model string, now time.Time) {
+	for len(m.queues[model]) > 0 && m.globalRoom() {
+		var best *memWorker
+		load := 0.0
+		for _, id := range m.order {
+			w := m.workers[id]
+			if !w.free() || !slices.Contains(w.Spec.Models, model) {
+				continue
+			}
+			if l := float64(w.InFlight) / float64(w.Spec.MaxConcurrency); best == nil || l < load {
+				best, load = w, l
+			}
+		}
+		if best == nil {
+			return
+		}
+		m.grant(m.queues[model][0].id, best.Spec.ID, now)
+	}
+}
+
+// Cancel takes a waiter out of its queue (see cancel.lua).
+func (m *Memory) Cancel(_ context.Context, id string) (WaiterStatus, error) {
+	m.lock()
+	defer m.unlock()
+	if m.dropWaiter(id) != nil {
+		return WaiterStatus{State: WaiterRemoved}, nil
+	}
+	return m.status(id), nil
+}
+
+// Poll says where a waiter stands (see poll.lua).
+func (m *Memory) Poll(_ context.Context, id string) (WaiterStatus, error) {
+	m.lock()
+	defer m.unlock()
+	return m.status(id), nil
+}
+
+func (m *Memory) status(id string) WaiterStatus {
+	if w, ok := m.waiters[id]; ok {
+		return WaiterStatus{State: WaiterQueued, Position: slices.Index(m.queues[w.model], w) + 1}
+	}
+	if worker, ok := m.grants[id]; ok {
+		if _, held := m.claims[id]; held {
+			return WaiterStatus{State: WaiterGranted, Worker: worker}
+		}
+	}
+	return WaiterStatus{State: WaiterGone}
+}
+
+// Pump hands free slots to waiters of every model.
+func (m *Memory) Pump(_ context.Context) error {
+	m.lock()
+	defer m.unlock()
+	now := m.now()
+	m.purge(now, true)
+	for model := range m.queues {
+		m.pumpModel(model, now)
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// This file holds the Redis store's fleet bookkeeping: registered
+// workers' leases, health reports, monitor leases and scraped telemetry.
+
+func parseTelemetry(kvs [][2]string) Telemetry {
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		m[kv[0]] = kv[1]
+	}
+	ms := func(f string) time.Time {
+		v, err := strconv.ParseInt(m[f], 10, 64)
+		if err != nil || v <= 0 {
+			return time.Time{}
+		}
+		return time.UnixMilli(v)
+	}
+	sample := func(f string) Sample {
+		v, err := strconv.ParseFloat(m[f], 64)
+		if err != nil {
+			return Sample{}
+		}
+		return Sample{Value: v, At: ms(f + "_t")}
+	}
+	return Telemetry{
+		KVUsage: sample("kv"), Waiting: sample("wait"), Running: sample("run"), GPUUtil: sample("gpu"),
+		At: ms("at"), By: m["by"], Error: m["err"],
+	}
+}
+
+// ReportHealth feeds an active health check's result to the state machine
+// and returns the worker's health afterwards.
+func (r *Redis) ReportHealth(ctx context.Context, worker string, ok bool) (string, error) {
+	v := "0"
+	if ok {
+		v = "1"
+	}
+	st, err := r.run(ctx, scriptHealth, worker, v).Text()
+	return st, scriptError(err)
+}
+
+// AcquireMonitors takes or keeps the monitor lease of each worker and
+// returns those this replica monitors now.
+func (r *Redis) AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
+	if len(workers) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, 2+len(workers))
+	args = append(args, replica, ttl.Milliseconds())
+	for _, w := range workers {
+		args = append(args, w)
+	}
+	mine, err := r.run(ctx, scriptMonitor, args...).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("redis monitor leases: %w", err)
+	}
+	return mine, nil
+}
+
+// PutTelemetry stores scrape results, one round trip for all.
+func (r *Redis) PutTelemetry(ctx context.Context, ts map[string]Telemetry) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	args := []any{len(ts)}
+	for id, t := range ts {
+		fields := telemetryFields(t)
+		args = append(args, id, len(fields)/2)
+		args = append(args, fields...)
+	}
+	if err := r.run(ctx, scriptTele, args...).Err(); err != nil {
+		return fmt.Errorf("redis telemetry: %w", err)
+	}
+	return nil
+}
+
+func telemetryFields(t Telemetry) []any {
+	var out []any
+	add := func(f string, s Sample) {
+		if !s.At.IsZero() {
+			out = append(out, f, fnum(s.Value), f+"_t", s.At.UnixMilli())
+		}
+	}
+	add("kv", t.KVUsage)
+	add("wait", t.Waiting)
+	add("run", t.Running)
+	add("gpu", t.GPUUtil)
+	out = append(out, "at", t.At.UnixMilli(), "by", t.By)
+	if t.Error != "" {
+		out = append(out, "err", t.Error)
+	}
+	return out
+}
+
+// RegisterLeased registers a worker that must heartbeat within lease, or
+// leaves the fleet; it returns the lease expiry.
+func (r *Redis) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
+	if err := r.Register(ctx, []WorkerSpec{spec}); err != nil {
+		return time.Time{}, err
+	}
+	return r.workerOp(ctx, "lease", spec.ID, lease)
+}
+
+// Heartbeat extends a registered worker's lease.
+func (r *Redis) Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error) {
+	return r.workerOp(ctx, "beat", id, lease)
+}
+
+// Deregister removes a worker from the fleet; its in-flight requests end
+// normally.
+func (r *Redis) Deregister(ctx context.Context, id string) error {
+	_, err := r.workerOp(ctx, "drop", id, 0)
+	return err
+}
+
+func (r *Redis) workerOp(ctx context.Context, op, id string, lease time.Duration) (time.Time, error) {
+	ms, err := r.run(ctx, scriptWorkers, op, id, lease.Milliseconds()).Int64()
+	if err != nil {
+		return time.Time{}, scriptError(err)
+	}
+	if ms == 0 {
+		return time.Time{}, nil
+	}
+	return time.UnixMilli(ms), nil
+}

@@ -1,0 +1,77 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// This file holds the Redis store's queue operations besides the claim:
+// cancel, poll, pump, and the notices that wake a replica's waiters.
+
+// Cancel takes a waiter out of its queue (see cancel.lua).
+func (r *Redis) Cancel(ctx context.Context, id string) (WaiterStatus, error) {
+	return r.waiterStatus(ctx, scriptCancel, id)
+}
+
+// Poll says where a waiter stands (see poll.lua).
+func (r *Redis) Poll(ctx context.Context, id string) (WaiterStatus, error) {
+	return r.waiterStatus(ctx, scriptPoll, id)
+}
+
+func (r *Redis) waiterStatus(ctx context.Context, s *redis.Script, id string) (WaiterStatus, error) {
+	res, err := r.run(ctx, s, id).Slice()
+	if err != nil || len(res) == 0 {
+		return WaiterStatus{}, fmt.Errorf("redis waiter status: %w", err)
+	}
+	state, _ := res[0].(string)
+	switch state {
+	case "removed":
+		return WaiterStatus{State: WaiterRemoved}, nil
+	case "queued":
+		pos, _ := res[1].(int64)
+		return WaiterStatus{State: WaiterQueued, Position: int(pos)}, nil
+	case "granted":
+		w, _ := res[1].(string)
+		return WaiterStatus{State: WaiterGranted, Worker: w}, nil
+	}
+	return WaiterStatus{State: WaiterGone}, nil
+}
+
+// Pump hands free slots to waiters of every model.
+func (r *Redis) Pump(ctx context.Context) error {
+	if err := r.run(ctx, scriptPump).Err(); err != nil {
+		return fmt.Errorf("redis pump: %w", err)
+	}
+	return nil
+}
+
+// Subscribe delivers notices about replica's waiters to fn, until ctx ends.
+// Pub/Sub is at most once; waiters also Poll, so a lost message only
+// delays a grant.
+func (r *Redis) Subscribe(ctx context.Context, replica string, fn func(Notice)) error {
+	ps := r.client.Subscribe(ctx, r.prefix+"notify:"+replica)
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return fmt.Errorf("redis subscribe: %w", err)
+	}
+	go func() {
+		defer ps.Close()
+		ch := ps.Channel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case msg, ok := <-ch:
+				if !ok {
+					return
+				}
+				id, worker, _ := strings.Cut(msg.Payload, " ")
+				fn(Notice{Waiter: id, Worker: worker, Shed: worker == "-"})
+			}
+		}
+	}()
+	return nil
+}
