@@ -9,13 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-func newRedisClient(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
-}
 
 // outcome is one request's fate.
 type outcome struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -87,14 +88,16 @@ func Run(ctx context.Context, o RunOptions, names ...string) ([]Result, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	var run []Scenario
-	for _, sc := range Scenarios() {
-		if len(names) == 0 || contains(names, sc.Name) {
-			run = append(run, sc)
+	for _, n := range names {
+		if !slices.Contains(scenarioNames(), n) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(scenarioNames(), ", "))
 		}
 	}
-	if len(run) != max(len(names), len(run)) {
-		return nil, fmt.Errorf("unknown scenario in %v (have %s)", names, strings.Join(scenarioNames(), ", "))
+	var run []Scenario
+	for _, sc := range Scenarios() {
+		if len(names) == 0 || slices.Contains(names, sc.Name) {
+			run = append(run, sc)
+		}
 	}
 	var results []Result
 	for _, sc := range run {
@@ -168,15 +171,6 @@ func runOne(ctx context.Context, o RunOptions, sc Scenario) (Result, error) {
 }
 
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
 
 func scenarioNames() []string {
 	var out []string

@@ -2,12 +2,14 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/llm-router/llm-router/internal/stack"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -83,17 +85,21 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// pollUntil calls ok every 20ms until it holds or timeout passes, and
-// returns when it held (zero: never).
+var errNotYet = errors.New("not yet")
+
+// pollUntil waits, as stack.WaitFor does, until ok holds or timeout passes,
+// and returns when it held (zero: never).
 func pollUntil(ctx context.Context, timeout time.Duration, ok func() bool) time.Time {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	err := stack.WaitFor(ctx, timeout, func() error {
 		if ok() {
-			return time.Now()
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		return errNotYet
+	})
+	if err != nil {
+		return time.Time{}
 	}
-	return time.Time{}
+	return time.Now()
 }
 
 func killOneRouter(ctx context.Context, s *Stack, _ *load, t *timeline) error {
@@ -262,10 +268,7 @@ func killRedis(ctx context.Context, s *Stack, _ *load, t *timeline) error {
 		return true
 	})
 	// Reconciled: the fresh Redis knows every worker again.
-	c := newRedisClient(s.Redis.Addr)
-	defer c.Close()
-	snap, err := state.NewRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()}).Snapshot(ctx)
-	if err == nil {
+	if snap, err := s.Snapshot(ctx); err == nil {
 		t.seen["reconciled"] = len(snap.Workers) == len(s.Workers)
 		t.notef("fresh Redis holds %d of %d workers after reconcile", len(snap.Workers), len(s.Workers))
 	}
@@ -308,39 +311,14 @@ func killWorker(ctx context.Context, s *Stack, _ *load, t *timeline) error {
 			t.probeClean++ // never ended: as bad as a silent end
 		}
 	}
-	c := newRedisClient(s.Redis.Addr)
-	defer c.Close()
-	store := state.NewRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()})
-	t.detected = pollUntil(ctx, 10*time.Second, func() bool {
-		snap, err := store.Snapshot(ctx)
-		if err != nil {
-			return false
-		}
-		for _, w := range snap.Workers {
-			if w.Spec.ID == victim {
-				return w.Health == state.Unhealthy
-			}
-		}
-		return false
-	})
+	t.detected = pollUntil(ctx, 10*time.Second, func() bool { return s.WorkerHealth(ctx, victim) == state.Unhealthy })
 	t.recovered = t.detected
 	sleep(ctx, 3*time.Second-time.Since(t.fault))
 	restart := time.Now()
 	if err := s.RestartWorker(ctx, victim); err != nil {
 		return err
 	}
-	back := pollUntil(ctx, 15*time.Second, func() bool {
-		snap, err := store.Snapshot(ctx)
-		if err != nil {
-			return false
-		}
-		for _, w := range snap.Workers {
-			if w.Spec.ID == victim {
-				return w.Health == state.Healthy
-			}
-		}
-		return false
-	})
+	back := pollUntil(ctx, 15*time.Second, func() bool { return s.WorkerHealth(ctx, victim) == state.Healthy })
 	if !back.IsZero() {
 		t.notef("restarted worker healthy again %s after its start", ms(back.Sub(restart)))
 	}
@@ -350,7 +328,7 @@ func killWorker(ctx context.Context, s *Stack, _ *load, t *timeline) error {
 
 func judgeKillWorker(r *Result, out []outcome, t *timeline) {
 	plain, unclear := 0, 0
-	errs := map[string]int{}
+	var errs []string
 	for _, o := range out {
 		if o.ok() {
 			continue
@@ -361,10 +339,10 @@ func judgeKillWorker(r *Result, out []outcome, t *timeline) {
 		case o.err == "" && o.status == 200:
 			unclear++ // a stream that just stopped, with no error
 		default:
-			errs[o.err]++
+			errs = append(errs, o.err)
 		}
 	}
-	for e, n := range errs {
+	for e, n := range countStrings(errs) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d cut stream(s) ended with the client error %q", n, e))
 	}
 	r.check("zero failed non-streaming requests", plain == 0, fmt.Sprintf("%d failed", plain))

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 
 	"github.com/llm-router/llm-router/config"
@@ -233,11 +234,31 @@ func (s *Stack) WaitExtProcHealthy(ctx context.Context, timeout time.Duration) e
 	})
 }
 
+// Snapshot reads the shared state from Redis, as the replicas see it. Each
+// call has its own connection: Redis may have been restarted since the last.
+func (s *Stack) Snapshot(ctx context.Context) (state.Snapshot, error) {
+	c := redis.NewClient(&redis.Options{Addr: s.Redis.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	return state.NewRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()}).Snapshot(ctx)
+}
+
+// WorkerHealth is worker id's health in the shared state ("" when unknown).
+func (s *Stack) WorkerHealth(ctx context.Context, id string) string {
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, w := range snap.Workers {
+		if w.Spec.ID == id {
+			return w.Health
+		}
+	}
+	return ""
+}
+
 // Counts reads every worker's in-flight count and the queues from Redis.
 func (s *Stack) Counts(ctx context.Context) (inflight int, queued int, err error) {
-	c := newRedisClient(s.Redis.Addr)
-	defer c.Close()
-	snap, err := state.NewRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()}).Snapshot(ctx)
+	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return 0, 0, err
 	}

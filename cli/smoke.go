@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -149,19 +150,10 @@ func (r *smokeRun) models(ctx context.Context) (string, error) {
 	}
 	if r.o.Model == "" {
 		r.o.Model = ids[0]
-	} else if !contains(ids, r.o.Model) {
+	} else if !slices.Contains(ids, r.o.Model) {
 		return "", fmt.Errorf("model %q not among %s", r.o.Model, strings.Join(ids, ", "))
 	}
 	return fmt.Sprintf("%s; using %s", strings.Join(ids, ", "), r.o.Model), nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *smokeRun) completion(ctx context.Context) (string, error) {
