@@ -1,0 +1,98 @@
+// Package prefix cuts a prompt into chained block hashes, the unit in which
+// prefix (KV) caches are shared: vLLM caches full blocks of 16 tokens, each
+// identified by its own tokens and every token before it.
+//
+// There is no tokenizer here, by design: the router must not depend on one
+// model's vocabulary, and the simulated GPUs must agree with the router
+// without one. A token is taken to be BytesPerToken bytes of the request's
+// prompt as it appears in the JSON body, so a block is BlockBytes bytes.
+// What is hashed is fixed and documented so that every reader of a body
+// (the router, gpusim, the benchmark's offline replays) derives the same
+// blocks from the same bytes:
+//
+//   - chat: for each message in order, the raw JSON value of "role" and then
+//     the raw JSON value of "content", as sent (quotes and escapes included);
+//   - completions: the raw JSON value of "prompt".
+//
+// Two requests whose streams share their first k·BlockBytes bytes share
+// their first k block hashes; the partial block at the end is never hashed,
+// as vLLM never caches a partial block.
+package prefix
+
+import "github.com/cespare/xxhash/v2"
+
+// Units of the estimate.
+const (
+	// BytesPerToken is the prompt bytes counted as one token (the usual
+	// rule of thumb for English text and BPE tokenizers).
+	BytesPerToken = 4
+	// BlockTokens is vLLM's default KV block size.
+	BlockTokens = 16
+	// BlockBytes is the bytes of prompt text in one block.
+	BlockBytes = BlockTokens * BytesPerToken
+)
+
+// Hasher accumulates a prompt stream and records one chained hash per full
+// block. The zero value is ready to use and unbounded.
+type Hasher struct {
+	// Max bounds the blocks recorded (0: no bound); bytes beyond it are
+	// counted but not hashed, so a huge prompt costs no more than Max blocks.
+	Max    int
+	buf    [8 + BlockBytes]byte // previous hash, then the block's bytes
+	n      int                  // bytes of the current block so far
+	total  int
+	blocks []uint64
+}
+
+// Write adds p to the stream.
+func (h *Hasher) Write(p []byte) {
+	h.total += len(p)
+	for len(p) > 0 {
+		if h.Max > 0 && len(h.blocks) >= h.Max {
+			return
+		}
+		c := copy(h.buf[8+h.n:], p)
+		h.n += c
+		p = p[c:]
+		if h.n == BlockBytes {
+			sum := xxhash.Sum64(h.buf[:])
+			h.blocks = append(h.blocks, sum)
+			for i := range 8 {
+				h.buf[i] = byte(sum >> (8 * i))
+			}
+			h.n = 0
+		}
+	}
+}
+
+// WriteString adds s to the stream.
+func (h *Hasher) WriteString(s string) { h.Write([]byte(s)) }
+
+// Blocks returns the hashes of the full blocks so far, in order. The slice
+// is the Hasher's own; it is valid until the next Write.
+func (h *Hasher) Blocks() []uint64 { return h.blocks }
+
+// Bytes is the length of the stream so far, hashed or not.
+func (h *Hasher) Bytes() int { return h.total }
+
+// Tokens is the stream's token estimate (at least 1 for a non-empty stream).
+func (h *Hasher) Tokens() int { return Tokens(h.total) }
+
+// Tokens is the token estimate of n prompt bytes (at least 1 when n > 0).
+func Tokens(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return max(1, n/BytesPerToken)
+}
+
+// Match is the number of leading blocks a and b share.
+func Match(a, b []uint64) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}

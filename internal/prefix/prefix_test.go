@@ -1,0 +1,64 @@
+package prefix
+
+import (
+	"strings"
+	"testing"
+)
+
+func blocks(parts ...string) []uint64 {
+	var h Hasher
+	for _, p := range parts {
+		h.WriteString(p)
+	}
+	return append([]uint64(nil), h.Blocks()...)
+}
+
+func TestSharedPrefixSharesBlocks(t *testing.T) {
+	base := strings.Repeat("a", 3*BlockBytes)
+	a := blocks(base, "xxxx", strings.Repeat("b", 2*BlockBytes))
+	b := blocks(base, "yyyy", strings.Repeat("b", 2*BlockBytes))
+	if len(a) != 5 || len(b) != 5 {
+		t.Fatalf("blocks: %d and %d, want 5", len(a), len(b))
+	}
+	if m := Match(a, b); m != 3 {
+		t.Errorf("match %d, want 3 (the blocks after a difference differ, chained)", m)
+	}
+	// The same bytes cut into different writes give the same blocks.
+	c := blocks(base[:10], base[10:]+"xxxx", strings.Repeat("b", BlockBytes), strings.Repeat("b", BlockBytes))
+	if Match(a, c) != 5 {
+		t.Errorf("write boundaries changed the hashes")
+	}
+}
+
+func TestFirstBlockChangeMissesAll(t *testing.T) {
+	a := blocks("Z" + strings.Repeat("a", 4*BlockBytes))
+	b := blocks("Y" + strings.Repeat("a", 4*BlockBytes))
+	if m := Match(a, b); m != 0 {
+		t.Errorf("match %d, want 0: identical later blocks must not match after a different first one", m)
+	}
+}
+
+func TestPartialBlockNotHashedAndMaxBounds(t *testing.T) {
+	var h Hasher
+	h.WriteString(strings.Repeat("a", 2*BlockBytes+BlockBytes-1))
+	if len(h.Blocks()) != 2 || h.Tokens() != (3*BlockBytes-1)/BytesPerToken {
+		t.Errorf("blocks %d tokens %d", len(h.Blocks()), h.Tokens())
+	}
+	m := Hasher{Max: 3}
+	m.WriteString(strings.Repeat("a", 10*BlockBytes))
+	if len(m.Blocks()) != 3 || m.Bytes() != 10*BlockBytes {
+		t.Errorf("bounded: %d blocks, %d bytes", len(m.Blocks()), m.Bytes())
+	}
+	if Tokens(0) != 0 || Tokens(1) != 1 {
+		t.Error("Tokens bounds")
+	}
+}
+
+func BenchmarkHash256KB(b *testing.B) {
+	p := []byte(strings.Repeat("lorem ipsum ", 256<<10/12))
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		var h Hasher
+		h.Write(p)
+	}
+}
