@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/llm-router/llm-router/internal/prefix"
 )
 
 // Endpoint is an inference API the router schedules.
@@ -46,7 +48,18 @@ type Body struct {
 	Stream       bool
 	PromptTokens int // estimate: bytes of the prompt field / 4
 	IncludeUsage bool
+	// Blocks are the prompt's chained block hashes (internal/prefix): for
+	// chat, each message's raw "role" then raw "content" JSON in order; for
+	// completions, the raw "prompt" JSON; none for embeddings. At most
+	// MaxPromptBlocks; nil when the prompt is shorter than one block.
+	Blocks []uint64
 }
+
+// MaxPromptBlocks bounds the block hashes kept for one request: 8192 blocks
+// of 64 bytes cover the first 512 KiB (about 131k tokens) of a prompt,
+// beyond any context window we serve, in at most 64 KiB of hashes. Bytes
+// past it are counted, not hashed.
+const MaxPromptBlocks = 8192
 
 // ErrBadRequest marks a malformed request body.
 var ErrBadRequest = errors.New("invalid request")
@@ -146,11 +159,16 @@ func parseBody(ep Endpoint, raw []byte, defaultModel string) (Body, error) {
 			return Body{}, badParam("messages", "'messages' must be an array")
 		}
 		b.PromptTokens = estimateTokens(messages.Raw)
+		b.Blocks = chatBlocks(messages)
 	case EndpointCompletions, EndpointLlamaCompletion:
 		if !prompt.Exists() {
 			return Body{}, badParam("prompt", "'prompt' is required")
 		}
 		b.PromptTokens = estimateTokens(prompt.Raw)
+		h := prefix.Hasher{Max: MaxPromptBlocks}
+		h.Grow(len(prompt.Raw))
+		h.WriteString(prompt.Raw)
+		b.Blocks = blocksOrNil(&h)
 	case EndpointEmbeddings:
 		if !input.Exists() {
 			return Body{}, badParam("input", "'input' is required")
@@ -158,6 +176,38 @@ func parseBody(ep Endpoint, raw []byte, defaultModel string) (Body, error) {
 		b.PromptTokens = estimateTokens(input.Raw)
 	}
 	return b, nil
+}
+
+// chatBlocks hashes each message's raw role then raw content, in order.
+// The top-level walk only skipped over the array; this walks into it once.
+// Every Raw is a slice of the parsed body, so the only allocation is the
+// hash slice, sized up front from the array's length.
+func chatBlocks(messages gjson.Result) []uint64 {
+	h := prefix.Hasher{Max: MaxPromptBlocks}
+	h.Grow(len(messages.Raw))
+	messages.ForEach(func(_, m gjson.Result) bool {
+		var role, content gjson.Result
+		m.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "role":
+				role = v
+			case "content":
+				content = v
+			}
+			return true
+		})
+		h.WriteString(role.Raw)
+		h.WriteString(content.Raw)
+		return true
+	})
+	return blocksOrNil(&h)
+}
+
+func blocksOrNil(h *prefix.Hasher) []uint64 {
+	if len(h.Blocks()) == 0 {
+		return nil
+	}
+	return h.Blocks()
 }
 
 // tokenCount reads a non-negative integer token limit. allowUnlimited

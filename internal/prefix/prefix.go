@@ -47,26 +47,54 @@ type Hasher struct {
 // Write adds p to the stream.
 func (h *Hasher) Write(p []byte) {
 	h.total += len(p)
-	for len(p) > 0 {
-		if h.Max > 0 && len(h.blocks) >= h.Max {
-			return
-		}
+	for len(p) > 0 && h.open() {
 		c := copy(h.buf[8+h.n:], p)
-		h.n += c
 		p = p[c:]
-		if h.n == BlockBytes {
-			sum := xxhash.Sum64(h.buf[:])
-			h.blocks = append(h.blocks, sum)
-			for i := range 8 {
-				h.buf[i] = byte(sum >> (8 * i))
-			}
-			h.n = 0
-		}
+		h.filled(c)
 	}
 }
 
-// WriteString adds s to the stream.
-func (h *Hasher) WriteString(s string) { h.Write([]byte(s)) }
+// WriteString adds s to the stream without copying it first, so hashing a
+// field sliced from a parsed body allocates nothing. (Not generic over
+// Write: a generic body hides the Hasher from escape analysis and moves
+// every caller's Hasher to the heap.)
+func (h *Hasher) WriteString(s string) {
+	h.total += len(s)
+	for len(s) > 0 && h.open() {
+		c := copy(h.buf[8+h.n:], s)
+		s = s[c:]
+		h.filled(c)
+	}
+}
+
+func (h *Hasher) open() bool { return h.Max <= 0 || len(h.blocks) < h.Max }
+
+// filled accounts for c bytes copied into the block buffer and hashes the
+// block once it is full.
+func (h *Hasher) filled(c int) {
+	h.n += c
+	if h.n < BlockBytes {
+		return
+	}
+	sum := xxhash.Sum64(h.buf[:])
+	h.blocks = append(h.blocks, sum)
+	for i := range 8 {
+		h.buf[i] = byte(sum >> (8 * i))
+	}
+	h.n = 0
+}
+
+// Grow reserves room for the blocks of n more bytes (within Max), so a
+// caller that knows the prompt's size appends its blocks in one allocation.
+func (h *Hasher) Grow(n int) {
+	want := len(h.blocks) + (h.n+n)/BlockBytes
+	if h.Max > 0 {
+		want = min(want, h.Max)
+	}
+	if want > cap(h.blocks) {
+		h.blocks = append(make([]uint64, 0, want), h.blocks...)
+	}
+}
 
 // Blocks returns the hashes of the full blocks so far, in order. The slice
 // is the Hasher's own; it is valid until the next Write.

@@ -62,3 +62,25 @@ func BenchmarkHash256KB(b *testing.B) {
 		h.Write(p)
 	}
 }
+
+func TestWriteStringAndGrow(t *testing.T) {
+	s := strings.Repeat("abcdefg", 3*BlockBytes)
+	var a, b Hasher
+	a.Write([]byte(s))
+	b.Grow(len(s))
+	b.WriteString(s[:5])
+	b.WriteString(s[5:])
+	if Match(a.Blocks(), b.Blocks()) != len(a.Blocks()) || len(a.Blocks()) != len(b.Blocks()) {
+		t.Fatal("WriteString and Write disagree")
+	}
+	if cap(b.Blocks()) != len(b.Blocks()) {
+		t.Errorf("Grow reserved %d, used %d", cap(b.Blocks()), len(b.Blocks()))
+	}
+	if n := testing.AllocsPerRun(10, func() {
+		h := Hasher{Max: 4}
+		h.Grow(len(s))
+		h.WriteString(s)
+	}); n > 1 {
+		t.Errorf("%v allocations, want at most 1 (the blocks)", n)
+	}
+}
