@@ -148,6 +148,7 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRespo
 		ID:           x.requestID,
 		Model:        body.Model,
 		PromptTokens: body.PromptTokens,
+		Blocks:       body.Blocks,
 		MaxTokens:    body.MaxTokens,
 		Stream:       body.Stream,
 		Priority:     x.priority,

@@ -39,9 +39,11 @@ type Request struct {
 	Model        string
 	PromptTokens int
 	MaxTokens    int
-	Stream       bool
-	Priority     string // critical, standard (default) or batch
-	Tenant       string
+	// Blocks are the prompt's block hashes, for prefix-aware strategies.
+	Blocks   []uint64
+	Stream   bool
+	Priority string // critical, standard (default) or batch
+	Tenant   string
 	// OnQueued, when set, is called once if the request has to wait, with
 	// the longest it may wait (the ext_proc adapter extends Envoy's message
 	// timeout with it).
@@ -73,8 +75,8 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	workers := v.candidates(r.Model, start)
 	// Random order: ties in the plan go to the lower index.
 	rand.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
-	job := scoring.Job{Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens}
-	plan := scoring.Build(s.strategy, scoring.Input{Job: job, Workers: workers, Cursor: s.cursor.Add(1) - 1})
+	job := scoring.Job{Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks}
+	plan := scoring.Build(s.strategy, scoring.Input{Job: job, Workers: workers, Cursor: s.cursor.Add(1) - 1, Now: start})
 
 	d := &Decision{
 		RequestID: r.ID, Time: start, Replica: s.opts.ReplicaID, Model: r.Model,
@@ -152,6 +154,10 @@ func (s *Scheduler) admitted(d *Decision, r Request, id, worker string) *Ticket 
 	s.mu.Lock()
 	s.live[id] = t
 	s.mu.Unlock()
+	if s.observer != nil {
+		job := scoring.Job{Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks}
+		s.observer.Claimed(id, job, worker, t.start)
+	}
 	return t
 }
 

@@ -114,6 +114,8 @@ type Scheduler struct {
 	m        *metrics.Metrics
 	now      func() time.Time
 
+	observer ClaimObserver // the strategy, when it keeps per-replica state
+
 	view     atomic.Pointer[view]
 	cursor   atomic.Uint64
 	idPrefix string
@@ -131,7 +133,7 @@ type Scheduler struct {
 
 // New builds a scheduler; call Refresh (or Run) before Admit.
 func New(store Store, opts Options) (*Scheduler, error) {
-	strategy, err := scoring.New(opts.Strategy, opts.Params)
+	strategy, err := newStrategy(opts.Strategy, opts.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +181,7 @@ func New(store Store, opts Options) (*Scheduler, error) {
 		live:     map[string]*Ticket{},
 		waiters:  map[string]chan state.Notice{},
 	}
+	s.observer, _ = strategy.(ClaimObserver)
 	if err := opts.Metrics.Registry.Register(scoreTerms{s}); err != nil {
 		return nil, fmt.Errorf("register node_score_term: %w", err)
 	}

@@ -102,6 +102,9 @@ func (t *Ticket) Finish(o Outcome) {
 		s.m.StoreErrors.WithLabelValues("release").Inc()
 		s.log.Warn("release claim", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
 	}
+	if s.observer != nil {
+		s.observer.Released(t.ID, s.now())
+	}
 	s.observe(t, worker, elapsed, o)
 	if s.opts.Recorder != nil {
 		// A second record with the outcome: the first (at the decision)

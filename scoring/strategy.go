@@ -30,6 +30,9 @@ type Input struct {
 	Workers []Worker
 	// Cursor drives round_robin; the caller increments it per decision.
 	Cursor uint64
+	// Now is the decision's time, for strategies whose state ages (the
+	// peer emulations' caches); scoring reads no clock of its own.
+	Now time.Time
 }
 
 // Strategy turns an input into a plan.

@@ -13,6 +13,11 @@ type Job struct {
 	Model        string
 	PromptTokens int // estimated from the body size
 	MaxTokens    int // 0 when the client sent none
+	// Blocks are the prompt's chained 16-token block hashes (see
+	// internal/prefix), bounded; nil when unknown or shorter than a block.
+	// Only the prefix-aware emulations read them; the slice is shared, never
+	// modified.
+	Blocks []uint64
 }
 
 // OutputEstimate is the inference-aware brief's estimate of generated
