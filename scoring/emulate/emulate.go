@@ -1,0 +1,103 @@
+// Package emulate holds the benchmark's emulations of other routers'
+// cache-aware schedulers, so that llm-router can be compared with them on
+// the same GPUs and the same traces. None of them is on the product's
+// default path: they are built only when named (strategy: ...), and the
+// product's own strategies live in package scoring.
+//
+// Each emulation is a scoring.Strategy that also keeps what the scheduler
+// it emulates keeps per router replica: a prefix index fed by its own
+// routing decisions, and per-worker counts of the requests it routed and
+// that have not finished. The scheduler feeds that state through
+// Claimed(id, job, worker, now) after each successful claim and
+// Released(id, now) when the claim is released. Like the originals, each
+// router replica has its own state; nothing is shared between replicas.
+//
+// The package is pure like scoring: no I/O, no clock (time is passed in),
+// no globals. Every instance is safe for concurrent use.
+//
+// # How a choice reaches the store
+//
+// An emulation's decision is expressed as candidate curves with Base = its
+// cost (lower is better; a score to maximise is negated) and Slope = Mult =
+// 0: the store's atomic claim then takes the emulation's pick among the
+// candidates below their cap, and the next best when that one is full. The
+// benchmark runs the emulations uncapped, as their originals have no cap.
+// Candidates arrive in a random order and equal costs go to the lower
+// index, which is a random tie-break. Each candidate's Terms carry the
+// emulation's parts (prefix match, load, cost parts), weighted so that the
+// contributions add up to the cost (Base), or to the score (−Base) for the
+// emulation that maximises one, so the decision log shows the numbers the
+// choice was made on.
+//
+// # What is emulated
+//
+// Prompts are compared by the chained 16-token block hashes of
+// internal/prefix (scoring.Job.Blocks): characters are estimated at four a
+// token, as the Gateway API Inference Extension does, while SGLang's router
+// matches characters and Dynamo tokens. Where that or anything else is
+// simplified, the emulation says so in its own comments.
+package emulate
+
+import (
+	"time"
+
+	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring"
+)
+
+// Names of the emulations, for the strategy key.
+const (
+	// PrefixQueueKVMaxScore emulates the Gateway API Inference Extension /
+	// llm-d default profile with the approximate prefix-cache scorer.
+	PrefixQueueKVMaxScore = "prefix_queue_kv_max_score"
+	// PrefixMatchOrShortestQueue emulates the SGLang router's cache_aware
+	// policy.
+	PrefixMatchOrShortestQueue = "prefix_match_or_shortest_queue"
+	// PrefixOverlapMinCost emulates NVIDIA Dynamo's KV router in its
+	// approximate mode (no KV events).
+	PrefixOverlapMinCost = "prefix_overlap_min_cost"
+)
+
+// Names lists every emulation; config.Strategies accepts each of them.
+func Names() []string {
+	return []string{PrefixQueueKVMaxScore, PrefixMatchOrShortestQueue, PrefixOverlapMinCost}
+}
+
+// New returns a fresh instance, with empty state and the upstream
+// defaults, of the named emulation, and false when name is not one. This
+// is the one place the emulations are registered by name.
+func New(name string) (scoring.Strategy, bool) {
+	switch name {
+	case PrefixQueueKVMaxScore:
+		return newPrefixQueueKV(), true
+	case PrefixMatchOrShortestQueue:
+		return newPrefixMatchOrShortestQueue(), true
+	case PrefixOverlapMinCost:
+		return newPrefixOverlapMinCost(), true
+	}
+	return nil, false
+}
+
+// blockTokens is the block size every emulation works in: vLLM's default,
+// and the size internal/prefix hashes.
+const blockTokens = prefix.BlockTokens
+
+// leading is the number of leading blocks of blocks for which has is true:
+// with chained hashes, the length of the cached prefix.
+func leading(blocks []uint64, has func(uint64) bool) int {
+	for i, b := range blocks {
+		if !has(b) {
+			return i
+		}
+	}
+	return len(blocks)
+}
+
+// nanos is t as a comparable integer; the zero time is 0, so state built
+// without a clock still orders sensibly.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
