@@ -105,7 +105,7 @@ func compareNotes(o CompareOptions) []string {
 	notes := []string{
 		"Every request sets max_tokens to the trace's output length and gpusim generates exactly that many tokens, so strategies that read max_tokens (scored's job cost, inference_aware) know each job's true length; real clients send an upper bound.",
 		"Latencies are in GPU time: measured wall time divided by the time scale (gpusim's slowdown).",
-		"queue_kv_max_score runs without caps (as the scheduler it emulates) and scrapes the workers' metrics every 50 ms of GPU time (telemetry.scrape_interval); the other strategies keep the router's default scrape period.",
+		"The emulations of other schedulers (queue_kv_max_score, prefix_queue_kv_max_score, prefix_match_or_shortest_queue, prefix_overlap_min_cost) run without caps, as the schedulers they emulate; the two emulating the Gateway API Inference Extension scrape the workers' metrics every 50 ms of GPU time (telemetry.scrape_interval), as it does; the other strategies keep the router's default scrape period.",
 		"Router setups queue up to 100,000 requests for up to 10 minutes: Envoy alone queues without limit at the GPUs, so a router that shed load would win on latency by refusing work.",
 	}
 	if o.TimeScale != 1 {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/config"
-	"github.com/llm-router/llm-router/scoring"
 )
 
 // CompareOptions configure Compare.
@@ -136,7 +135,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		env: e, fleet: fleet, gpus: gpus, scale: o.TimeScale, slo: o.SLO, progress: o.Progress,
 		sample: o.SamplePeriod, grace: time.Duration(float64(o.Grace) * o.TimeScale),
 		workers: func(s Setup) []config.Worker {
-			if s.Strategy == scoring.QueueKVMaxScore {
+			if s.Uncapped() {
 				return routerWorkers(gpus, uncapped)
 			}
 			return routerWorkers(gpus, 0)
@@ -191,8 +190,8 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	return rep, nil
 }
 
-// uncapped is the "no cap" of queue_kv_max_score: the scheduler it emulates
-// has none.
+// uncapped is the "no cap" of the emulations of other schedulers
+// (Setup.Uncapped): the schedulers they emulate have none.
 const uncapped = 1 << 20
 
 // benchRouterConfig adjusts the router's config for the benchmark:
@@ -203,8 +202,8 @@ const uncapped = 1 << 20
 //     cost on two shared cores, and no table reads them;
 //   - every period that bounds how fresh the router's knowledge of the GPUs
 //     is runs timeScale times slower, as the GPUs do;
-//   - queue_kv_max_score scrapes every 50 ms of GPU time, as the Gateway
-//     API Inference Extension does.
+//   - the emulations of the Gateway API Inference Extension scrape every
+//     50 ms of GPU time, as it does (Setup.FastScrape).
 func benchRouterConfig(s Setup, c *config.Config, timeScale float64) {
 	c.LogLevel = "warn"
 	c.Queue.MaxQueueSize = 100000
@@ -214,7 +213,7 @@ func benchRouterConfig(s Setup, c *config.Config, timeScale float64) {
 	scale := func(d config.Duration) config.Duration { return config.Duration(float64(d) * timeScale) }
 	c.RefreshInterval = scale(c.RefreshInterval)
 	c.InferenceAware.Staleness = scale(c.InferenceAware.Staleness)
-	if s.Strategy == scoring.QueueKVMaxScore {
+	if s.FastScrape() {
 		c.Telemetry.ScrapeInterval = config.Duration(50 * time.Millisecond)
 		c.Telemetry.ScrapeTimeout = config.Duration(40 * time.Millisecond)
 	}

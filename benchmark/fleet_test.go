@@ -1,9 +1,12 @@
 package benchmark
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/config"
 )
 
 func TestParseFleet(t *testing.T) {
@@ -72,8 +75,16 @@ func TestParseSetups(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if len(DefaultSetups()) != 8 {
+	if len(DefaultSetups()) != 2+len(config.Strategies) {
 		t.Errorf("default setups %v", DefaultSetups())
+	}
+	for _, s := range DefaultSetups() {
+		emulation := slices.Contains([]string{
+			"queue_kv_max_score", "prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",
+		}, s.Strategy)
+		if s.Uncapped() != emulation {
+			t.Errorf("%s: uncapped %v", s.Name, s.Uncapped())
+		}
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/config"
-	"github.com/llm-router/llm-router/scoring"
 )
 
 // HarnessOptions configure the distributed-router brief's two harnesses:
@@ -202,7 +201,7 @@ func harnessStack(ctx context.Context, o HarnessOptions, w *Workload) (url strin
 		return "", nil, err
 	}
 	capOverride := 0
-	if o.Setup.Strategy == scoring.QueueKVMaxScore {
+	if o.Setup.Uncapped() {
 		capOverride = uncapped
 	}
 	rs, err := e.start(ctx, o.Setup, routerWorkers(gpus, capOverride), routerOptions{mutate: func(c *config.Config) { benchRouterConfig(o.Setup, c, o.TimeScale) }})

@@ -138,7 +138,7 @@ func (r *CompareReport) Markdown(w io.Writer) {
 	for _, g := range r.Fleet {
 		fmt.Fprintf(w, "| %s | %s | %.2f | %d |\n", g.ID, g.Profile, g.SaturationRate, g.Cap)
 	}
-	fmt.Fprintf(w, "\nCap rule: Little's law at %.0f%% of the GPU's saturation rate on this workload, i.e. the mean number of requests it holds there (rate × mean end-to-end latency, gpusim in virtual time). queue_kv_max_score runs uncapped.\n", 100*capLoad)
+	fmt.Fprintf(w, "\nCap rule: Little's law at %.0f%% of the GPU's saturation rate on this workload, i.e. the mean number of requests it holds there (rate × mean end-to-end latency, gpusim in virtual time). The emulations of other schedulers run uncapped.\n", 100*capLoad)
 
 	c := r.Capacity
 	fmt.Fprintf(w, "\n## Capacity\n\n**%.2f req/s**, measured with %s. ", c.Rate, c.Setup)

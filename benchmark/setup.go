@@ -12,6 +12,8 @@ import (
 	"github.com/llm-router/llm-router/config"
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 // Setup is one configuration under test: Envoy alone with a load-balancing
@@ -28,6 +30,18 @@ type Setup struct {
 
 // Router reports whether the setup runs llm-router.
 func (s Setup) Router() bool { return s.LBPolicy == "" }
+
+// Uncapped reports whether the setup's strategy emulates another router's
+// scheduler: those run without per-worker caps, as the originals have none.
+func (s Setup) Uncapped() bool {
+	return s.Strategy == scoring.QueueKVMaxScore || slices.Contains(emulate.Names(), s.Strategy)
+}
+
+// FastScrape reports whether the strategy emulates the Gateway API
+// Inference Extension, which scrapes the workers' metrics every 50 ms.
+func (s Setup) FastScrape() bool {
+	return s.Strategy == scoring.QueueKVMaxScore || s.Strategy == emulate.PrefixQueueKVMaxScore
+}
 
 // EnvoySetup and RouterSetup name setups uniformly.
 func EnvoySetup(policy string) Setup {

@@ -231,7 +231,12 @@ type Worker struct {
 }
 
 // Strategies lists the accepted values of strategy.
-var Strategies = []string{"round_robin", "least_loaded", "latency_based", "inference_aware", "scored", "queue_kv_max_score"}
+// The last three are the benchmark's emulations of other routers'
+// cache-aware schedulers (scoring/emulate).
+var Strategies = []string{
+	"round_robin", "least_loaded", "latency_based", "inference_aware", "scored", "queue_kv_max_score",
+	"prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",
+}
 
 // Default returns the configuration every loaded file starts from.
 func Default() Config {

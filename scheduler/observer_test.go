@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 // observing is a stateful strategy: it prefers worker "b" and records what
@@ -91,5 +92,19 @@ func TestBuiltInStrategiesObserveNothing(t *testing.T) {
 		if s.observer != nil {
 			t.Errorf("%s: built-in strategies keep no per-replica state", name)
 		}
+	}
+}
+
+func TestEmulationsAreSelectableAndObserve(t *testing.T) {
+	for _, name := range emulate.Names() {
+		s, _, _ := newTestScheduler(t, name, spec("a", "m", 4), spec("b", "m", 4))
+		if s.Strategy() != name || s.observer == nil {
+			t.Fatalf("%s: strategy %s, observer %v", name, s.Strategy(), s.observer)
+		}
+		tk, err := s.Admit(context.Background(), Request{ID: "r", Model: "m", PromptTokens: 64, Blocks: []uint64{1, 2, 3, 4}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		tk.Finish(Outcome{Status: 200})
 	}
 }

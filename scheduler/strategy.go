@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 // ClaimObserver is implemented by strategies that keep their own record of
@@ -18,7 +19,14 @@ type ClaimObserver interface {
 	Released(id string, now time.Time)
 }
 
-// newStrategy builds the named strategy.
+// newStrategy builds the named strategy: one of the product's own
+// (scoring.New) or one of the benchmark's emulations of other schedulers,
+// which live apart in scoring/emulate and are built only when named. Each
+// Scheduler gets its own instance, so an emulation's state is per replica,
+// as in the schedulers it emulates.
 func newStrategy(name string, p scoring.Params) (scoring.Strategy, error) {
+	if s, ok := emulate.New(name); ok {
+		return s, nil
+	}
 	return scoring.New(name, p)
 }
