@@ -12,6 +12,11 @@ type SimRequest struct {
 	Arrival      time.Duration
 	PromptTokens int
 	OutputTokens int
+	// Blocks are the prompt's chained block hashes (internal/prefix, as
+	// the server derives them from a body; ChatBlockHashes and
+	// MooncakeBlockHashes compute them for a text), so a replay models
+	// prefix caching. nil: nothing is ever cached for this request.
+	Blocks []uint64
 }
 
 // SimResult is what happened to one SimRequest. Times are from the start of
