@@ -87,8 +87,12 @@
 // Every response carries x-gpusim-id. A request generates exactly
 // max_tokens (or max_completion_tokens, or llama.cpp's n_predict) tokens,
 // 16 when unset, at most 8192; the prompt length is characters / 4 unless
-// the body sets "gpusim_prompt_tokens". A client that disconnects frees its
-// slot and KV at once.
+// the body sets "gpusim_prompt_tokens". A body may also give the true
+// output length, "gpusim_output_tokens", as a trace knows it: the request
+// then generates that many tokens and finishes with "stop", unless the
+// limit above is smaller, when it generates the limit and finishes with
+// "length". The KV fit check uses the tokens really generated. A client
+// that disconnects frees its slot and KV at once.
 //
 // # Faults
 //
