@@ -59,8 +59,13 @@
 //
 // Prefix cache queries and hits are counted in tokens, once per request at
 // its first admission (a preempted request's re-admission is not counted
-// again): the prompt tokens are queried, the cached tokens hit. llama.cpp
-// slots mode has no prefix cache.
+// again): the prompt tokens are queried, the cached tokens hit. /metrics
+// shows them as vLLM does, per model: vllm:prefix_cache_queries_total and
+// vllm:prefix_cache_hits_total (vllm-v1), their earlier names
+// vllm:gpu_prefix_cache_queries_total and _hits_total (vllm-legacy), or
+// both (vllm); as the hit ratio since start for SGLang
+// (sglang:cache_hit_rate) and TensorRT-LLM (trtllm_kv_cache_hit_rate);
+// llama.cpp has no such metric. llama.cpp slots mode has no prefix cache.
 //
 // --slowdown K multiplies every simulated duration by K from the start (the
 // /admin/config knob of the same name changes it later): a benchmark runs a
