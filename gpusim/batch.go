@@ -62,10 +62,11 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 	if !preempted || len(b.step) == 0 {
 		for budget > 0 && e.canAdmit() {
 			s := e.waiting[0]
-			n := min(s.target, budget)
-			if !e.pool.reserve(s, n) {
+			n, ok := e.pool.admit(s, budget)
+			if !ok {
 				break
 			}
+			s.cachedTokens = s.computed
 			e.admit(now)
 			b.step = append(b.step, stepItem{s, n})
 			budget -= n
@@ -103,6 +104,7 @@ func (b *batchScheduler) advance(now time.Duration) {
 			continue // cancelled during the pass
 		}
 		s.computed += it.n
+		e.pool.computed(s)
 		if s.computed >= s.target {
 			e.emit(s, 1, now)
 		}

@@ -44,6 +44,10 @@ type Config struct {
 	MaxBatchedTokens int     `yaml:"max_batched_tokens"`
 	GPUMemUtil       float64 `yaml:"gpu_mem_util"`
 
+	// PrefixCache turns on prefix (KV) caching in simple and calibrated
+	// modes (not with slots); off, the engine behaves as before it had one.
+	PrefixCache bool `yaml:"prefix_cache"`
+
 	// llama.cpp-like fixed slots (0 = off).
 	Slots   int `yaml:"slots"`
 	CtxSize int `yaml:"ctx_size"`
@@ -75,6 +79,7 @@ func DefaultConfig() Config {
 		MaxNumSeqs:       256,
 		MaxBatchedTokens: 512,
 		GPUMemUtil:       0.9,
+		PrefixCache:      true,
 		CtxSize:          4096,
 		MetricsFormat:    FormatVLLM,
 		Slowdown:         1,
@@ -172,6 +177,7 @@ func registerFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.MaxNumSeqs, "max-num-seqs", c.MaxNumSeqs, "calibrated mode: max sequences in a batch")
 	fs.IntVar(&c.MaxBatchedTokens, "max-batched-tokens", c.MaxBatchedTokens, "calibrated mode: token budget of one step (chunked prefill)")
 	fs.Float64Var(&c.GPUMemUtil, "gpu-mem-util", c.GPUMemUtil, "calibrated mode: fraction of GPU memory used")
+	fs.BoolVar(&c.PrefixCache, "prefix-cache", c.PrefixCache, "cache prompt blocks across requests, as vLLM's automatic prefix caching (simple and calibrated modes)")
 	fs.IntVar(&c.Slots, "slots", c.Slots, "llama.cpp mode: fixed number of slots (0 = off)")
 	fs.IntVar(&c.CtxSize, "ctx-size", c.CtxSize, "llama.cpp mode: context tokens per slot")
 	fs.StringVar(&c.MetricsFormat, "metrics-format", c.MetricsFormat, "metric names on /metrics: "+strings.Join(metricsFormats, "|"))

@@ -58,6 +58,15 @@ func TestParseFlags(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "prefix cache off",
+			args: []string{"--listen", ":1", "--model", "m", "--prefix-cache=false"},
+			check: func(t *testing.T, c Config) {
+				if c.PrefixCache {
+					t.Error("prefix cache still on")
+				}
+			},
+		},
 		{name: "stray arg", args: []string{"--listen", ":1", "--model", "m", "extra"}, wantErr: "unexpected"},
 		{name: "fleet and listen", args: []string{"--fleet", "testdata/fleet-example.yaml", "--listen", ":1"}, wantErr: "per GPU"},
 	}
@@ -108,6 +117,8 @@ func TestFleetExample(t *testing.T) {
 		{"flaky-0", byID["flaky-0"].Models, []string{"llama-3-8b", "llama-2-7b"}},
 		{"flaky-0", byID["flaky-0"].Seed, int64(42)},
 		{"flaky-0", byID["flaky-0"].LoadingMs, 2000},
+		{"a100-0", byID["a100-0"].PrefixCache, true}, // default
+		{"a100-1", byID["a100-1"].PrefixCache, false},
 	}
 	for _, tt := range tests {
 		if !reflect.DeepEqual(tt.got, tt.want) {

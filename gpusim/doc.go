@@ -29,6 +29,44 @@
 // newest running request is preempted by recompute and re-queued at the
 // front.
 //
+// # Prefix caching
+//
+// With --prefix-cache (the default; --prefix-cache=false restores the
+// engine without one exactly), a GPU caches prompt blocks across requests
+// as vLLM's automatic prefix caching does. A request's blocks are the
+// chained hashes of internal/prefix, computed while parsing its body: the
+// raw JSON of each chat message's "role" then "content", in order, or the
+// raw JSON of "prompt", 16 tokens of 4 bytes a block. Only full blocks are
+// cached, and the last prompt token is always recomputed, so at most
+// (prompt tokens - 1) / 16 blocks can hit (CacheableBlocks).
+//
+// Calibrated mode: the paged KV cache registers each full prompt block
+// once computed; sequences starting with the same blocks share them by
+// reference count. On admission (first or after a preemption) a sequence
+// takes the longest run of its leading blocks that is cached, held by
+// others or free, and prefills only the rest: cached tokens are attention
+// context, not prefill work. Blocks nobody holds stay cached, freed
+// last-block-first onto an LRU list, and are evicted only when allocation
+// finds no empty block. Cached blocks are GPU memory within the capacity
+// the profile derives; KV usage counts the blocks held (ref > 0), as
+// vLLM's. Two sequences computing the same block at once keep two copies;
+// the cache registers the first.
+//
+// Simple mode: an LRU cache of blocks (the PrefixCache model) sized to
+// --kv-capacity-tokens / 16 blocks less the running requests' context. A
+// prompt's blocks are looked up and cached at admission, and the first
+// token comes after --ttft-ms × uncached / prompt tokens.
+//
+// Prefix cache queries and hits are counted in tokens, once per request at
+// its first admission (a preempted request's re-admission is not counted
+// again): the prompt tokens are queried, the cached tokens hit. /metrics
+// shows them as vLLM does, per model: vllm:prefix_cache_queries_total and
+// vllm:prefix_cache_hits_total (vllm-v1), their earlier names
+// vllm:gpu_prefix_cache_queries_total and _hits_total (vllm-legacy), or
+// both (vllm); as the hit ratio since start for SGLang
+// (sglang:cache_hit_rate) and TensorRT-LLM (trtllm_kv_cache_hit_rate);
+// llama.cpp has no such metric. llama.cpp slots mode has no prefix cache.
+//
 // --slowdown K multiplies every simulated duration by K from the start (the
 // /admin/config knob of the same name changes it later): a benchmark runs a
 // fleet K times slower so that the machine driving it does not saturate.
@@ -48,13 +86,18 @@
 //	GET  /v1/models, /health, /metrics
 //	GET  /slots, /props                          with --slots
 //	GET|POST /admin/config                       slowdown, error_rate, ttft_ms, tokens_per_second
-//	GET  /admin/state                            running, waiting, KV, preemptions, completed, served_total
+//	GET  /admin/state                            running, waiting, KV, preemptions, completed, served_total,
+//	                                             prefix_cache_queries, prefix_cache_hits (tokens), cached_blocks
 //
 // Every response carries x-gpusim-id. A request generates exactly
 // max_tokens (or max_completion_tokens, or llama.cpp's n_predict) tokens,
 // 16 when unset, at most 8192; the prompt length is characters / 4 unless
-// the body sets "gpusim_prompt_tokens". A client that disconnects frees its
-// slot and KV at once.
+// the body sets "gpusim_prompt_tokens". A body may also give the true
+// output length, "gpusim_output_tokens", as a trace knows it: the request
+// then generates that many tokens and finishes with "stop", unless the
+// limit above is smaller, when it generates the limit and finishes with
+// "length". The KV fit check uses the tokens really generated. A client
+// that disconnects frees its slot and KV at once.
 //
 // # Faults
 //
@@ -79,6 +122,7 @@
 //     max_num_seqs: 256
 //     max_batched_tokens: 512
 //     gpu_mem_util: 0.9
+//     prefix_cache: true      # false: no prefix caching
 //     metrics_format: vllm    # vllm|vllm-legacy|vllm-v1|sglang|llamacpp|trtllm
 //     slowdown: 1             # every simulated duration times this
 //   - id: gpu-b

@@ -82,6 +82,9 @@ type Request struct {
 	// StopReason is the finish reason reported at the end: "length" when
 	// the client set a limit, "stop" otherwise.
 	StopReason string
+	// Blocks are the prompt's chained block hashes (internal/prefix); the
+	// prefix cache serves at most CacheableBlocks of them.
+	Blocks []uint64
 }
 
 // Engine simulates one GPU: a waiting queue, a running batch and a KV cache,
@@ -93,20 +96,28 @@ type Engine struct {
 	wake     chan struct{}
 	retimed  chan struct{} // knobs changed
 
-	mu          sync.Mutex
-	knobs       Knobs
-	sched       scheduler
-	pool        kvPool
-	waiting     []*seq // FIFO; preempted requests go back to the front
-	running     []*seq // in admission order; the last is the newest
-	slots       []*seq // slot occupants in slots mode
-	models      map[string]*modelStats
-	preemptions uint64
-	completed   uint64
-	steps       uint64 // forward passes (or token events in simple mode)
-	busySum     uint64 // sum over steps of the sequences in the step
-	gen         rateWindow
-	nextID      uint64
+	mu      sync.Mutex
+	knobs   Knobs
+	sched   scheduler
+	pool    kvPool
+	waiting []*seq // FIFO; preempted requests go back to the front
+	running []*seq // in admission order; the last is the newest
+	slots   []*seq // slot occupants in slots mode
+	models  map[string]*modelStats
+	// prefix is whether prefix caching is on; simpleCache is simple
+	// mode's cache (calibrated mode's is the paged pool).
+	prefix      bool
+	simpleCache *PrefixCache
+	// prefixQueries and prefixHits count prompt tokens, once per request
+	// at its first admission.
+	prefixQueries uint64
+	prefixHits    uint64
+	preemptions   uint64
+	completed     uint64
+	steps         uint64 // forward passes (or token events in simple mode)
+	busySum       uint64 // sum over steps of the sequences in the step
+	gen           rateWindow
+	nextID        uint64
 }
 
 // newEngine builds the engine for cfg (which must be valid) on clk.
@@ -120,6 +131,7 @@ func newEngine(cfg Config, clk clock) (*Engine, error) {
 			TTFTMs: cfg.TTFTMs, TokensPerSecond: cfg.TokensPerSecond,
 		},
 		models: make(map[string]*modelStats, len(cfg.Models)),
+		prefix: cfg.PrefixCache && cfg.Slots == 0,
 	}
 	for _, m := range cfg.Models {
 		e.models[m] = newModelStats()
@@ -134,6 +146,9 @@ func newEngine(cfg Config, clk clock) (*Engine, error) {
 	default:
 		e.maxRun = cfg.MaxConcurrency
 		e.pool = &nominalPool{cap: cfg.KVCapacityTokens}
+		if e.prefix {
+			e.simpleCache = NewPrefixCache(max(1, cfg.KVCapacityTokens/blockSize))
+		}
 	}
 	if !cfg.Calibrated() {
 		e.sched = &simpleScheduler{e: e}
@@ -148,7 +163,7 @@ func newEngine(cfg Config, clk clock) (*Engine, error) {
 		if capTokens == 0 {
 			return nil, fmt.Errorf("profile %s: no memory left for the KV cache at gpu_mem_util %v", prof.Name, cfg.GPUMemUtil)
 		}
-		e.pool = newPagedPool(capTokens, blockSize)
+		e.pool = newPagedPool(capTokens, blockSize, e.prefix)
 	}
 	e.sched = &batchScheduler{e: e, prof: prof, budget: cfg.MaxBatchedTokens}
 	return e, nil
@@ -261,6 +276,9 @@ func (e *Engine) submitLocked(r Request, arrival time.Duration) (*Stream, error)
 	if s.stopReason == "" {
 		s.stopReason = "length"
 	}
+	if e.prefix {
+		s.hashes = r.Blocks[:CacheableBlocks(r.PromptTokens, len(r.Blocks))]
+	}
 	e.waiting = append(e.waiting, s)
 	e.poke()
 	return &Stream{e: e, s: s}, nil
@@ -291,7 +309,15 @@ func (e *Engine) admit(now time.Duration) *seq {
 	e.waiting = e.waiting[1:]
 	s.state = stateRunning
 	if !s.scheduled {
-		s.scheduled, s.admittedAt = true, now
+		s.scheduled, s.admittedAt, s.firstCached = true, now, s.cachedTokens
+		// Counted once, as vLLM does not count a preempted request's
+		// re-admission as a new query.
+		if e.prefix {
+			e.prefixQueries += uint64(s.prompt)
+			e.prefixHits += uint64(s.cachedTokens)
+			s.stats.PrefixQueries += uint64(s.prompt)
+			s.stats.PrefixHits += uint64(s.cachedTokens)
+		}
 	}
 	if e.slots != nil {
 		for i, o := range e.slots {

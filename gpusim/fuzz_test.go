@@ -4,6 +4,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/llm-router/llm-router/internal/prefix"
 )
 
 // FuzzParseInference feeds arbitrary bodies to the request parser: it must
@@ -16,6 +18,8 @@ func FuzzParseInference(f *testing.F) {
 		`{"model":"m","prompt":[[1,2],[3]]}`,
 		`{"prompt":"x","n_predict":-1}`,
 		`{"model":"m","prompt":"x","max_tokens":-4}`,
+		`{"model":"m","prompt":"x","max_tokens":4,"gpusim_output_tokens":9}`,
+		`{"model":"m","messages":[{"role":"user","content":"hi"}],"gpusim_output_tokens":9000}`,
 		`[]`,
 	}
 	for _, s := range seeds {
@@ -30,7 +34,8 @@ func FuzzParseInference(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if p.PromptTokens < 1 || p.MaxTokens < 1 || p.MaxTokens > maxMaxTokens || p.Model != "m" {
+		if p.PromptTokens < 1 || p.MaxTokens < 1 || p.MaxTokens > maxMaxTokens || p.Model != "m" ||
+			len(p.Blocks) > len(body)/prefix.BlockBytes {
 			t.Fatalf("accepted %q as %+v", body, p)
 		}
 	})
@@ -52,7 +57,7 @@ func BenchmarkParseInference(b *testing.B) {
 func BenchmarkSimulateStep(b *testing.B) {
 	reqs := make([]SimRequest, 256)
 	for i := range reqs {
-		reqs[i] = SimRequest{0, 512, 1000}
+		reqs[i] = SimRequest{0, 512, 1000, nil}
 	}
 	cfg := simConfig(func(c *Config) { c.Profile = "a100-llama3-8b" })
 	steps := 0

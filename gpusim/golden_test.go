@@ -15,13 +15,15 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 func TestMetricsGolden(t *testing.T) {
 	ms := newModelStats()
 	ms.PromptTokens, ms.GenerationTokens, ms.Preemptions, ms.SuccessLength, ms.SuccessStop = 3000, 120, 1, 2, 1
+	ms.PrefixQueries, ms.PrefixHits = 3000, 1200
 	for _, v := range []float64{0.03, 0.2, 12} {
 		ms.TTFT.observe(v)
 		ms.E2E.observe(v * 10)
 	}
 	ms.Running, ms.Waiting = 2, 1
 	sn := snapshot{
-		State:         State{Running: 2, Waiting: 1, KVUsedTokens: 1024, KVCapacityTokens: 4096, Preemptions: 1, Completed: 3},
+		State: State{Running: 2, Waiting: 1, KVUsedTokens: 1024, KVCapacityTokens: 4096, Preemptions: 1, Completed: 3,
+			PrefixCacheQueries: 3000, PrefixCacheHits: 1200, CachedBlocks: 100},
 		models:        []string{"llama"},
 		perModel:      map[string]modelStats{"llama": *ms},
 		busyPerStep:   1.5,

@@ -14,6 +14,24 @@ type kvPool interface {
 	capacity() int
 	// fits reports whether a request could ever run, alone on the GPU.
 	fits(prompt, maxTokens int) bool
+	// admit reserves room for the first step of waiting s, computing at
+	// most budget tokens. A pool with a prefix cache first shares the
+	// longest run of s's leading prompt blocks it holds and counts them
+	// computed. It returns the tokens left to compute in the step, or
+	// false, changing nothing, when that does not fit.
+	admit(s *seq, budget int) (n int, ok bool)
+	// computed tells the pool that s.computed grew, so that a caching
+	// pool registers the prompt blocks now full.
+	computed(s *seq)
+	// cachedBlocks is the number of blocks registered in the prefix cache
+	// (in use or not); 0 for a pool without one.
+	cachedBlocks() int
+}
+
+// admitPlain is admit for a pool without a prefix cache.
+func admitPlain(p kvPool, s *seq, budget int) (int, bool) {
+	n := min(s.target-s.computed, budget)
+	return n, p.reserve(s, s.computed+n)
 }
 
 var (
@@ -21,46 +39,6 @@ var (
 	_ kvPool = (*reservedPool)(nil)
 	_ kvPool = (*nominalPool)(nil)
 )
-
-// pagedPool is vLLM's paged KV cache: blocks of blockSize tokens allocated
-// as a sequence's context grows, so memory is not held for tokens not yet
-// generated and running out mid-decode forces a preemption.
-type pagedPool struct {
-	blockSize   int
-	totalBlocks int
-	usedBlocks  int
-}
-
-func newPagedPool(capacityTokens, blockSize int) *pagedPool {
-	return &pagedPool{blockSize: blockSize, totalBlocks: capacityTokens / blockSize}
-}
-
-func (p *pagedPool) blocksFor(tokens int) int { return (tokens + p.blockSize - 1) / p.blockSize }
-
-func (p *pagedPool) reserve(s *seq, tokens int) bool {
-	need := p.blocksFor(tokens) - s.blocks
-	if need <= 0 {
-		return true
-	}
-	if p.usedBlocks+need > p.totalBlocks {
-		return false
-	}
-	p.usedBlocks += need
-	s.blocks += need
-	return true
-}
-
-func (p *pagedPool) release(s *seq) {
-	p.usedBlocks -= s.blocks
-	s.blocks = 0
-}
-
-func (p *pagedPool) used() int     { return p.usedBlocks * p.blockSize }
-func (p *pagedPool) capacity() int { return p.totalBlocks * p.blockSize }
-
-func (p *pagedPool) fits(prompt, maxTokens int) bool {
-	return p.blocksFor(prompt+maxTokens) <= p.totalBlocks
-}
 
 // reservedPool is llama.cpp's: each running request holds a slot of perSeq
 // context tokens from admission to the end, so it never runs out. used
@@ -92,8 +70,11 @@ func (p *reservedPool) release(s *seq) {
 	s.held, s.ctxTokens = 0, 0
 }
 
-func (p *reservedPool) used() int     { return p.ctx }
-func (p *reservedPool) capacity() int { return p.cap }
+func (p *reservedPool) used() int                            { return p.ctx }
+func (p *reservedPool) capacity() int                        { return p.cap }
+func (p *reservedPool) admit(s *seq, budget int) (int, bool) { return admitPlain(p, s, budget) }
+func (p *reservedPool) computed(*seq)                        {}
+func (p *reservedPool) cachedBlocks() int                    { return 0 }
 
 func (p *reservedPool) fits(prompt, maxTokens int) bool {
 	return prompt+maxTokens <= p.perSeq && p.perSeq <= p.cap
@@ -119,6 +100,12 @@ func (p *nominalPool) release(s *seq) {
 	s.ctxTokens = 0
 }
 
-func (p *nominalPool) used() int               { return p.ctx }
-func (p *nominalPool) capacity() int           { return p.cap }
-func (p *nominalPool) fits(prompt, _ int) bool { return true }
+func (p *nominalPool) used() int                            { return p.ctx }
+func (p *nominalPool) capacity() int                        { return p.cap }
+func (p *nominalPool) fits(prompt, _ int) bool              { return true }
+func (p *nominalPool) admit(s *seq, budget int) (int, bool) { return admitPlain(p, s, budget) }
+func (p *nominalPool) computed(*seq)                        {}
+
+// cachedBlocks is 0: simple mode's prefix cache is the engine's
+// PrefixCache, apart from this pool, which limits nothing.
+func (p *nominalPool) cachedBlocks() int { return 0 }

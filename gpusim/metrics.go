@@ -65,6 +65,12 @@ func renderMetrics(format string, sn snapshot) []byte {
 	same := func(v float64) func(modelStats) float64 { return func(modelStats) float64 { return v } }
 	running := func(m modelStats) float64 { return float64(m.Running) }
 	waiting := func(m modelStats) float64 { return float64(m.Waiting) }
+	hitRate := func(m modelStats) float64 {
+		if m.PrefixQueries == 0 {
+			return 0
+		}
+		return float64(m.PrefixHits) / float64(m.PrefixQueries)
+	}
 	switch format {
 	case FormatVLLM, FormatVLLMLegacy, FormatVLLMV1:
 		p.perModel(sn, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", running)
@@ -81,6 +87,21 @@ func renderMetrics(format string, sn snapshot) []byte {
 			func(m modelStats) float64 { return float64(m.GenerationTokens) })
 		p.perModel(sn, "vllm:num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.",
 			func(m modelStats) float64 { return float64(m.Preemptions) })
+		// vLLM declares these Counters as vllm:prefix_cache_queries and
+		// vllm:prefix_cache_hits (tokens); prometheus_client exposes a
+		// Counter with _total appended. Before they were renamed along with
+		// gpu_cache_usage_perc, V1 named them vllm:gpu_prefix_cache_*; the
+		// formats follow the usage gauge's naming (vllm: both).
+		queries := func(m modelStats) float64 { return float64(m.PrefixQueries) }
+		hits := func(m modelStats) float64 { return float64(m.PrefixHits) }
+		if format != FormatVLLMLegacy {
+			p.perModel(sn, "vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", queries)
+			p.perModel(sn, "vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", hits)
+		}
+		if format != FormatVLLMV1 {
+			p.perModel(sn, "vllm:gpu_prefix_cache_queries_total", "counter", "GPU prefix cache queries, in terms of number of queried tokens.", queries)
+			p.perModel(sn, "vllm:gpu_prefix_cache_hits_total", "counter", "GPU prefix cache hits, in terms of number of cached tokens.", hits)
+		}
 		p.family("vllm:request_success_total", "counter", "Count of successfully processed requests.")
 		for _, name := range sn.models {
 			m := sn.perModel[name]
@@ -101,7 +122,12 @@ func renderMetrics(format string, sn snapshot) []byte {
 		p.perModel(sn, "sglang:token_usage", "gauge", "The token usage.", same(kv))
 		p.perModel(sn, "sglang:num_used_tokens", "gauge", "The number of used tokens.", same(float64(sn.KVUsedTokens)))
 		p.perModel(sn, "sglang:gen_throughput", "gauge", "The generation throughput (token/s).", same(sn.genThroughput))
+		// SGLang reports the hit rate of its latest prefill batches; ours
+		// is since start, steadier for a scraper that samples it.
+		p.perModel(sn, "sglang:cache_hit_rate", "gauge", "The prefix cache hit rate.", hitRate)
 	case FormatLlamaCpp:
+		// llama-server exposes no prefix cache figure (its per-slot prompt
+		// cache is not modelled either).
 		var prompt, predicted uint64
 		for _, m := range sn.perModel {
 			prompt += m.PromptTokens
@@ -121,6 +147,9 @@ func renderMetrics(format string, sn snapshot) []byte {
 		p.perModel(sn, "trtllm_num_requests_waiting", "gauge", "Number of requests waiting.", waiting)
 		p.perModel(sn, "trtllm_num_requests_running", "gauge", "Number of requests running.", running)
 		p.perModel(sn, "trtllm_kv_cache_utilization", "gauge", "KV cache utilization, 0 to 1.", same(kv))
+		// TensorRT-LLM's is reused over reused plus missed blocks, since
+		// start; ours is the same ratio in tokens.
+		p.perModel(sn, "trtllm_kv_cache_hit_rate", "gauge", "KV cache hit rate, 0 to 1.", hitRate)
 	}
 	return p.b.Bytes()
 }

@@ -182,6 +182,9 @@ func TestMetricsCounters(t *testing.T) {
 		{"vllm:time_to_first_token_seconds", "a", 3},
 		{"vllm:e2e_request_latency_seconds", "b", 1},
 		{"vllm:num_preemptions_total", "a", 0},
+		{"vllm:prefix_cache_queries_total", "a", 21},
+		{"vllm:prefix_cache_hits_total", "a", 0},
+		{"vllm:gpu_prefix_cache_queries_total", "b", 1},
 	}
 	for _, tt := range tests {
 		if v, ok := value(fams, tt.name, tt.model); !ok || v != tt.want {

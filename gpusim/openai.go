@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/llm-router/llm-router/internal/prefix"
 )
 
 // API shapes of the inference endpoints.
@@ -48,10 +50,15 @@ type inferenceRequest struct {
 	} `json:"stream_options"`
 	// PromptTokens overrides the prompt-length estimate (trace replays).
 	PromptTokens *int `json:"gpusim_prompt_tokens"`
+	// OutputTokens is the true output length (trace replays): the request
+	// stops there, as a model emitting end-of-sequence would.
+	OutputTokens *int `json:"gpusim_output_tokens"`
 }
 
+// chatMessage keeps role and content raw: their bytes as sent are what the
+// prefix cache hashes, so no decoding and re-encoding may change them.
 type chatMessage struct {
-	Role    string          `json:"role"`
+	Role    json.RawMessage `json:"role"`
 	Content json.RawMessage `json:"content"`
 }
 
@@ -63,7 +70,9 @@ type parsedRequest struct {
 }
 
 // parseInference decodes and checks the body of an inference request.
-// Prompt tokens are estimated as characters / 4 (at least 1).
+// Prompt tokens are estimated as characters / 4 (at least 1). The prompt's
+// block hashes are those of internal/prefix: the raw JSON of each chat
+// message's role then content, or of the completion prompt.
 func parseInference(kind apiKind, w http.ResponseWriter, r *http.Request, models []string) (parsedRequest, error) {
 	var in inferenceRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
@@ -88,6 +97,7 @@ func parseInference(kind apiKind, w http.ResponseWriter, r *http.Request, models
 
 	chars := 0
 	var err error
+	var h prefix.Hasher
 	switch kind {
 	case kindChat:
 		if len(in.Messages) == 0 {
@@ -99,12 +109,19 @@ func parseInference(kind apiKind, w http.ResponseWriter, r *http.Request, models
 				return p, fmt.Errorf("%w: message content: %w", ErrBadRequest, err)
 			}
 			chars += n
+			if len(m.Role) > 0 && m.Role[0] != '"' && string(m.Role) != "null" {
+				return p, fmt.Errorf("%w: message role must be a string", ErrBadRequest)
+			}
+			h.Write(m.Role)
+			h.Write(m.Content)
 		}
 	default:
 		if chars, err = promptChars(in.Prompt); err != nil {
 			return p, fmt.Errorf("%w: prompt: %w", ErrBadRequest, err)
 		}
+		h.Write(in.Prompt)
 	}
+	p.Blocks = h.Blocks()
 	p.PromptTokens = max(1, chars/4)
 	if in.PromptTokens != nil {
 		if *in.PromptTokens < 1 {
@@ -129,6 +146,19 @@ func parseInference(kind apiKind, w http.ResponseWriter, r *http.Request, models
 			return p, fmt.Errorf("%w: max_tokens must be >= 1", ErrBadRequest)
 		}
 		p.MaxTokens, p.StopReason = min(*limit, maxMaxTokens), "length"
+	}
+	if out := in.OutputTokens; out != nil {
+		if *out < 1 {
+			return p, fmt.Errorf("%w: gpusim_output_tokens must be >= 1", ErrBadRequest)
+		}
+		// The model stops by itself after *out tokens unless the limit
+		// (or gpusim's own cap) cuts it short first.
+		if limit == nil || *out <= *limit {
+			p.MaxTokens, p.StopReason = min(*out, maxMaxTokens), "stop"
+			if *out > maxMaxTokens {
+				p.StopReason = "length"
+			}
+		}
 	}
 	return p, nil
 }

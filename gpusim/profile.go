@@ -239,3 +239,9 @@ func (p *Profile) KVCapacityTokens(memUtil float64, blockSize int) int {
 	blocks := int(math.Floor(free / p.KVBytesPerToken / float64(blockSize)))
 	return blocks * blockSize
 }
+
+// KVCapacityBlocks is KVCapacityTokens in KV blocks of KVBlockTokens, the
+// unit of gpusim's paged KV cache and of its prefix cache.
+func (p *Profile) KVCapacityBlocks(memUtil float64) int {
+	return p.KVCapacityTokens(memUtil, KVBlockTokens) / KVBlockTokens
+}

@@ -24,6 +24,9 @@ type seq struct {
 	stopReason string
 	prompt     int
 	maxTokens  int
+	// hashes are the prompt's block hashes a prefix cache may serve
+	// (CacheableBlocks); nil when caching is off.
+	hashes []uint64
 
 	state     seqState
 	scheduled bool
@@ -32,8 +35,15 @@ type seq struct {
 	target   int
 	computed int // tokens whose KV is in the cache
 	emittedN int // tokens sent to the client
-	blocks   int // paged KV blocks held
-	held     int // reserved KV tokens (reservedPool)
+	blocks   int // paged KV blocks held, shared ones included
+	// kv are the registered blocks s holds a reference on, in block
+	// order; nextBlock is the next prompt block to register (pagedPool).
+	kv        []*kvBlock
+	nextBlock int
+	// cachedTokens are the prompt tokens found in the prefix cache at
+	// the latest admission, firstCached at the first.
+	cachedTokens, firstCached int
+	held                      int // reserved KV tokens (reservedPool)
 	// ctxTokens is the context counted by reservedPool.
 	ctxTokens   int
 	slot        int

@@ -12,6 +12,11 @@ type SimRequest struct {
 	Arrival      time.Duration
 	PromptTokens int
 	OutputTokens int
+	// Blocks are the prompt's chained block hashes (internal/prefix, as
+	// the server derives them from a body; ChatBlockHashes and
+	// MooncakeBlockHashes compute them for a text), so a replay models
+	// prefix caching. nil: nothing is ever cached for this request.
+	Blocks []uint64
 }
 
 // SimResult is what happened to one SimRequest. Times are from the start of
@@ -22,6 +27,9 @@ type SimResult struct {
 	FirstToken time.Duration
 	Done       time.Duration
 	Tokens     int // tokens generated
+	// CachedTokens are the prompt tokens found in the prefix cache at the
+	// request's first admission.
+	CachedTokens int
 	// Preemptions counts how often the request was evicted and recomputed.
 	Preemptions int
 	// Rejected is true when the request could never fit the KV cache.
@@ -67,7 +75,10 @@ func simulate(cfg Config, reqs []SimRequest, afterStep func(*Engine) error) ([]S
 		for next < len(order) && reqs[order[next]].Arrival <= clk.t {
 			i := order[next]
 			next++
-			r := Request{Model: cfg.Models[0], PromptTokens: reqs[i].PromptTokens, MaxTokens: reqs[i].OutputTokens}
+			r := Request{
+				Model: cfg.Models[0], PromptTokens: reqs[i].PromptTokens, MaxTokens: reqs[i].OutputTokens,
+				Blocks: reqs[i].Blocks,
+			}
 			st, err := e.submitLocked(r, reqs[i].Arrival)
 			switch {
 			case errors.Is(err, ErrContextTooLong):
@@ -109,6 +120,7 @@ func simulate(cfg Config, reqs []SimRequest, afterStep func(*Engine) error) ([]S
 		out[i] = SimResult{
 			Arrival: s.arrival, Scheduled: s.admittedAt, FirstToken: s.firstTokenAt,
 			Done: s.doneAt, Tokens: s.emittedN, Preemptions: s.preemptions,
+			CachedTokens: s.firstCached,
 		}
 	}
 	return out, e.stateLocked(), nil

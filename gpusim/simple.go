@@ -27,13 +27,31 @@ func (p *simpleScheduler) interval() time.Duration {
 }
 
 // due is when the next token of s is due. s.nextAt holds the due time of
-// its last token, or its admission time before the first.
+// its last token, or its admission time before the first. The first token
+// takes the TTFT scaled by the share of the prompt not found in the prefix
+// cache (all of it without one).
 func (p *simpleScheduler) due(s *seq, interval time.Duration) time.Duration {
 	if s.emittedN == 0 {
 		k := p.e.knobs
-		return s.nextAt + duration(k.TTFTMs*k.Slowdown*float64(time.Millisecond))
+		uncached := float64(s.prompt-s.cachedTokens) / float64(s.prompt)
+		return s.nextAt + duration(k.TTFTMs*k.Slowdown*float64(time.Millisecond)*uncached)
 	}
 	return s.nextAt + interval
+}
+
+// lookup serves s from simple mode's prefix cache, which holds the blocks
+// of recent prompts in what --kv-capacity-tokens leaves beside the running
+// requests' context (least recently used first out). A prompt's blocks are
+// cached from its admission: a simulation without prefill steps has no
+// better moment.
+func (p *simpleScheduler) lookup(s *seq) {
+	c := p.e.simpleCache
+	if c == nil {
+		return
+	}
+	running := (p.e.pool.used() + blockSize - 1) / blockSize
+	c.setCapacity(p.e.pool.capacity()/blockSize - running)
+	s.cachedTokens = c.Access(s.hashes, s.prompt)
 }
 
 func (p *simpleScheduler) plan(now time.Duration) (time.Duration, bool) {
@@ -43,6 +61,7 @@ func (p *simpleScheduler) plan(now time.Duration) (time.Duration, bool) {
 		if !e.pool.reserve(s, s.prompt) {
 			break
 		}
+		p.lookup(s)
 		e.admit(now)
 		s.computed, s.nextAt = s.prompt, now
 	}

@@ -13,6 +13,13 @@ type State struct {
 	KVCapacityTokens int    `json:"kv_capacity_tokens"`
 	Preemptions      uint64 `json:"preemptions"`
 	Completed        uint64 `json:"completed"`
+	// PrefixCacheQueries and PrefixCacheHits are prompt tokens looked up
+	// in and found in the prefix cache, counted once per request at its
+	// first admission; CachedBlocks is the blocks the cache holds (in use
+	// or free).
+	PrefixCacheQueries uint64 `json:"prefix_cache_queries"`
+	PrefixCacheHits    uint64 `json:"prefix_cache_hits"`
+	CachedBlocks       int    `json:"cached_blocks"`
 	// ServedTotal counts inference responses answered (any status); the
 	// server fills it in.
 	ServedTotal uint64 `json:"served_total"`
@@ -53,7 +60,18 @@ func (e *Engine) stateLocked() State {
 		KVCapacityTokens: e.pool.capacity(),
 		Preemptions:      e.preemptions,
 		Completed:        e.completed,
+
+		PrefixCacheQueries: e.prefixQueries,
+		PrefixCacheHits:    e.prefixHits,
+		CachedBlocks:       e.cachedBlocks(),
 	}
+}
+
+func (e *Engine) cachedBlocks() int {
+	if e.simpleCache != nil {
+		return e.simpleCache.Len()
+	}
+	return e.pool.cachedBlocks()
 }
 
 func (e *Engine) snapshot() snapshot {
@@ -105,26 +123,24 @@ func (e *Engine) checkInvariants() error {
 	if e.maxRun > 0 && len(e.running) > e.maxRun {
 		return fmt.Errorf("%d running > limit %d", len(e.running), e.maxRun)
 	}
-	blocks := 0
 	for _, s := range e.running {
 		if s.state != stateRunning {
 			return fmt.Errorf("seq %d in running with state %d", s.id, s.state)
 		}
-		if pp, ok := e.pool.(*pagedPool); ok {
-			blocks += s.blocks
-			if s.computed > s.blocks*pp.blockSize {
-				return fmt.Errorf("seq %d computed %d tokens in %d blocks", s.id, s.computed, s.blocks)
-			}
+		if pp, ok := e.pool.(*pagedPool); ok && s.computed > s.blocks*pp.blockSize {
+			return fmt.Errorf("seq %d computed %d tokens in %d blocks", s.id, s.computed, s.blocks)
 		}
 		if s.emittedN > s.maxTokens {
 			return fmt.Errorf("seq %d emitted %d > %d", s.id, s.emittedN, s.maxTokens)
 		}
 	}
-	if pp, ok := e.pool.(*pagedPool); ok && blocks != pp.usedBlocks {
-		return fmt.Errorf("blocks held %d != pool used %d", blocks, pp.usedBlocks)
+	if pp, ok := e.pool.(*pagedPool); ok {
+		if err := pp.check(e.running); err != nil {
+			return err
+		}
 	}
 	for _, s := range e.waiting {
-		if s.blocks != 0 || s.held != 0 {
+		if s.blocks != 0 || s.held != 0 || len(s.kv) != 0 {
 			return fmt.Errorf("waiting seq %d holds kv", s.id)
 		}
 	}

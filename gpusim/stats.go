@@ -42,9 +42,13 @@ type modelStats struct {
 	PromptTokens     uint64
 	GenerationTokens uint64
 	Preemptions      uint64
-	SuccessLength    uint64
-	SuccessStop      uint64
-	TTFT, E2E        histogram
+	// PrefixQueries and PrefixHits are prompt tokens looked up in and
+	// found in the prefix cache, counted at a request's first admission.
+	PrefixQueries uint64
+	PrefixHits    uint64
+	SuccessLength uint64
+	SuccessStop   uint64
+	TTFT, E2E     histogram
 }
 
 func newModelStats() *modelStats {
