@@ -99,6 +99,18 @@
 // "length". The KV fit check uses the tokens really generated. A client
 // that disconnects frees its slot and KV at once.
 //
+// # Stream summary
+//
+// --stream-summary (fleet key stream_summary) makes streams cheap for a
+// benchmark replaying 100k+ requests on a few cores, where per-token SSE
+// events through Envoy would dominate the CPU. A streamed response sends
+// the first token's event as soon as it is generated, then nothing until
+// the request finishes, when one event carries the other tokens' text,
+// followed by the finish chunk, the usage chunk (sent even without
+// include_usage) and [DONE]. The usage chunk (llama.cpp: the final chunk)
+// carries "gpusim_itl_us": the engine-clock gaps in microseconds between
+// consecutive tokens of the request, one fewer than the tokens.
+//
 // # Faults
 //
 // --error-rate answers that fraction of inference requests 503;
@@ -125,6 +137,7 @@
 //     prefix_cache: true      # false: no prefix caching
 //     metrics_format: vllm    # vllm|vllm-legacy|vllm-v1|sglang|llamacpp|trtllm
 //     slowdown: 1             # every simulated duration times this
+//     stream_summary: false   # true: first token, then the rest at once
 //   - id: gpu-b
 //     listen: 127.0.0.1:8002
 //     models: [llama-3-8b]
