@@ -12,7 +12,7 @@ const mooncakeTrace = "../benchmark/traces/mooncake-conversation.jsonl"
 func TestMooncakeText(t *testing.T) {
 	a := MooncakeRow{InputLength: 1100, HashIDs: []int64{7, 8, 9}}
 	b := MooncakeRow{InputLength: 700, HashIDs: []int64{7, 5}}
-	pa, pb := MooncakePrompt(a), MooncakePrompt(b)
+	pa, pb := a.Prompt(), b.Prompt()
 	if len(pa) != 4400 || len(pb) != 2800 {
 		t.Fatalf("lengths %d %d", len(pa), len(pb))
 	}
@@ -26,15 +26,15 @@ func TestMooncakeText(t *testing.T) {
 		t.Error("block text not deterministic")
 	}
 	for _, r := range []MooncakeRow{a, b, {InputLength: 3, HashIDs: nil}, {InputLength: 5000, HashIDs: []int64{1}}} {
-		want := ChatBlockHashes(MooncakePrompt(r))
-		got := MooncakeBlockHashes(r)
+		want := ChatBlockHashes(r.Prompt())
+		got := r.BlockHashes()
 		if len(got) != len(want) || match(got, want) != len(want) {
 			t.Errorf("row %+v: streamed hashes differ from hashing the prompt", r)
 		}
 	}
 	// Rows sharing one 512-token id share the 32 blocks that end in its
 	// text; the 33rd straddles the next id (`"user""` shifts them 7 bytes).
-	if m := match(MooncakeBlockHashes(a), MooncakeBlockHashes(b)); m != 32 {
+	if m := match(a.BlockHashes(), b.BlockHashes()); m != 32 {
 		t.Errorf("shared blocks %d, want 32", m)
 	}
 }
@@ -64,7 +64,7 @@ func TestMooncakeCeiling(t *testing.T) {
 	start := time.Now()
 	c := NewPrefixCache(0)
 	for _, r := range rows {
-		c.Access(MooncakeBlockHashes(r), r.InputLength)
+		c.Access(r.BlockHashes(), r.InputLength)
 	}
 	rate := c.HitRate() * 100
 	t.Logf("%d requests, token hit rate %.2f %% (ceiling 36.6 %%), %d blocks cached, in %v", len(rows), rate, c.Len(), time.Since(start))

@@ -52,7 +52,7 @@ func TestParseOutputTokens(t *testing.T) {
 // TestParseBlockHashes: the blocks are those of internal/prefix over the
 // raw JSON as sent, whitespace and escapes included.
 func TestParseBlockHashes(t *testing.T) {
-	text := MooncakePrompt(MooncakeRow{InputLength: 300, HashIDs: []int64{1}})
+	text := MooncakeRow{InputLength: 300, HashIDs: []int64{1}}.Prompt()
 	hash := func(parts ...string) []uint64 {
 		var h prefix.Hasher
 		for _, p := range parts {
@@ -119,7 +119,7 @@ func TestServeOutputTokensAndPrefixHits(t *testing.T) {
 		})
 	}
 	before := adminState(t, base)
-	text := MooncakePrompt(MooncakeRow{InputLength: 1000, HashIDs: []int64{3, 4}})
+	text := MooncakeRow{InputLength: 1000, HashIDs: []int64{3, 4}}.Prompt()
 	chat := `{"model":"m","messages":[{"role":"user","content":"` + text + `"}],"max_tokens":2}`
 	readAll(t, post(t, base+"/v1/chat/completions", chat))
 	readAll(t, post(t, base+"/v1/chat/completions", chat))
