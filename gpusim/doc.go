@@ -29,6 +29,18 @@
 // newest running request is preempted by recompute and re-queued at the
 // front.
 //
+// --slowdown K multiplies every simulated duration by K from the start (the
+// /admin/config knob of the same name changes it later): a benchmark runs a
+// fleet K times slower so that the machine driving it does not saturate.
+//
+// llama.cpp mode (--slots N, with either timing): N slots of --ctx-size
+// tokens each; requests beyond the slots wait and count as deferred; no
+// preemption.
+//
+// The engine takes time as a parameter, so the same code runs in real time
+// (the server: one timer per step per GPU) and in virtual time (Simulate:
+// the clock jumps from step to step; FindSaturation replays a trace).
+//
 // # Prefix caching
 //
 // With --prefix-cache (the default; --prefix-cache=false restores the
@@ -67,17 +79,12 @@
 // (sglang:cache_hit_rate) and TensorRT-LLM (trtllm_kv_cache_hit_rate);
 // llama.cpp has no such metric. llama.cpp slots mode has no prefix cache.
 //
-// --slowdown K multiplies every simulated duration by K from the start (the
-// /admin/config knob of the same name changes it later): a benchmark runs a
-// fleet K times slower so that the machine driving it does not saturate.
-//
-// llama.cpp mode (--slots N, with either timing): N slots of --ctx-size
-// tokens each; requests beyond the slots wait and count as deferred; no
-// preemption.
-//
-// The engine takes time as a parameter, so the same code runs in real time
-// (the server: one timer per step per GPU) and in virtual time (Simulate:
-// the clock jumps from step to step; FindSaturation replays a trace).
+// Offline, Simulate and FindSaturation replay the cache when SimRequests
+// carry their Blocks. PrefixCache is the lookup alone, for a trace's
+// ceiling hit rate. LoadMooncake reads the Mooncake trace; a MooncakeRow's
+// Prompt is deterministic text per 512-token hash id (equal ids, equal
+// text) and its BlockHashes those the server derives from a chat request
+// carrying that prompt as its one user message.
 //
 // # HTTP API (per GPU)
 //
