@@ -132,10 +132,11 @@ func sharedLoad(n int, seed uint64) []SimRequest {
 func TestPrefixCachingInvariants(t *testing.T) {
 	cfg := simConfig(func(c *Config) { c.Profile, c.GPUMemUtil = "a40-llama2-7b", 0.55 })
 	reqs := sharedLoad(60, 11)
-	steps, maxCached := 0, 0
+	steps, maxCached, evictions := 0, 0, 0
 	res, st, err := simulate(cfg, reqs, func(e *Engine) error {
 		steps++
 		maxCached = max(maxCached, e.pool.cachedBlocks())
+		evictions = e.pool.(*pagedPool).evictions
 		return e.checkInvariants()
 	})
 	if err != nil {
@@ -146,10 +147,10 @@ func TestPrefixCachingInvariants(t *testing.T) {
 			t.Fatalf("request %d: %+v", i, r)
 		}
 	}
-	t.Logf("%d steps, %d preemptions, %d of %d prompt tokens hit, at most %d blocks cached",
-		steps, st.Preemptions, st.PrefixCacheHits, st.PrefixCacheQueries, maxCached)
-	if st.Preemptions == 0 || st.PrefixCacheHits == 0 || st.KVUsedTokens != 0 {
-		t.Errorf("want preemptions and hits, nothing held at the end: %+v", st)
+	t.Logf("%d steps, %d preemptions, %d of %d prompt tokens hit, at most %d blocks cached, %d evicted",
+		steps, st.Preemptions, st.PrefixCacheHits, st.PrefixCacheQueries, maxCached, evictions)
+	if st.Preemptions == 0 || st.PrefixCacheHits == 0 || evictions == 0 || st.KVUsedTokens != 0 {
+		t.Errorf("want preemptions, hits and evictions, nothing held at the end: %+v", st)
 	}
 }
 

@@ -75,3 +75,38 @@ func TestMooncakeCeiling(t *testing.T) {
 
 // match is prefix.Match, for the tests.
 func match(a, b []uint64) int { return prefix.Match(a, b) }
+
+// TestMooncakeReplay replays the start of the trace on a calibrated GPU:
+// the engine's hits are those of the cache model, less what timing denies
+// (a block is shared only once computed), and never more, request by
+// request.
+func TestMooncakeReplay(t *testing.T) {
+	rows, err := LoadMooncake(mooncakeTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows = rows[:150]
+	reqs := make([]SimRequest, len(rows))
+	model := NewPrefixCache(0)
+	want := make([]int, len(rows))
+	for i, r := range rows {
+		reqs[i] = r.SimRequest()
+		want[i] = model.Access(reqs[i].Blocks, reqs[i].PromptTokens)
+	}
+	cfg := simConfig(func(c *Config) { c.Profile = "a100-llama3-8b" })
+	res, st, err := Simulate(cfg, Rescale(reqs, 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for i, r := range res {
+		if r.CachedTokens > want[i] {
+			t.Errorf("request %d: engine hit %d tokens, more than the unbounded model's %d", i, r.CachedTokens, want[i])
+		}
+		got += r.CachedTokens
+	}
+	t.Logf("engine hit %d tokens, model %d, of %d queried", got, model.Hits(), st.PrefixCacheQueries)
+	if got == 0 || uint64(got) != st.PrefixCacheHits || st.PrefixCacheQueries != model.Queries() {
+		t.Errorf("engine %d hits (state %d), model %d; queries %d vs %d", got, st.PrefixCacheHits, model.Hits(), st.PrefixCacheQueries, model.Queries())
+	}
+}
