@@ -1,10 +1,11 @@
 package gpusim
 
 import (
-	"github.com/llm-router/llm-router/internal/prefix"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/internal/prefix"
 )
 
 const mooncakeTrace = "../benchmark/traces/mooncake-conversation.jsonl"

@@ -59,15 +59,18 @@ func TestStreamSummaryFormats(t *testing.T) {
 	}{
 		{
 			"completions", "/v1/completions", `{"model":"m","prompt":"abcdefgh","max_tokens":3,"stream":true}`,
-			[]string{`"text":"tok "`, `"text":"tok tok "`, `"finish_reason":"length"`, `"usage":{"prompt_tokens":2,"completion_tokens":3,"total_tokens":5},"gpusim_itl_us":[`, "[DONE]"}, 5,
+			[]string{`"text":"tok "`, `"text":"tok tok "`, `"finish_reason":"length"`, `"usage":{"prompt_tokens":2,"completion_tokens":3,"total_tokens":5},"gpusim_itl_us":[`, "[DONE]"},
+			5,
 		},
 		{
 			"one token", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":1,"stream":true}`,
-			[]string{`"gpusim_itl_us":[]`}, 4,
+			[]string{`"gpusim_itl_us":[]`},
+			4,
 		},
 		{
 			"llama.cpp", "/completion", `{"prompt":"abcdefgh","n_predict":4,"stream":true}`,
-			[]string{`{"content":"tok ","stop":false}`, `{"content":"tok tok tok ","stop":false}`, `"stop":true`, `"tokens_predicted":4`, `"gpusim_itl_us":[`}, 3,
+			[]string{`{"content":"tok ","stop":false}`, `{"content":"tok tok tok ","stop":false}`, `"stop":true`, `"tokens_predicted":4`, `"gpusim_itl_us":[`},
+			3,
 		},
 	}
 	for _, tt := range tests {
