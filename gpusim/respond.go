@@ -16,7 +16,9 @@ type chunk struct {
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
 	Usage   *usage        `json:"usage,omitempty"`
-	// ITL is --stream-summary's inter-token gaps in µs, on the usage chunk.
+	// ITL is --stream-summary's inter-token gaps in µs, on the usage chunk;
+	// a pointer so that one token's empty list still shows as [] while
+	// the other chunks omit the field.
 	ITL *[]int64 `json:"gpusim_itl_us,omitempty"`
 }
 
