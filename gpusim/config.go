@@ -54,6 +54,12 @@ type Config struct {
 
 	MetricsFormat string `yaml:"metrics_format"`
 
+	// StreamSummary makes a streamed response cheap for a benchmark
+	// client: the first token's event as soon as it exists, then one event
+	// with all the other tokens at the end, and a usage chunk carrying the
+	// engine's inter-token gaps (gpusim_itl_us).
+	StreamSummary bool `yaml:"stream_summary"`
+
 	// Slowdown multiplies every simulated duration from the start (the
 	// /admin/config knob of the same name changes it at run time). A
 	// benchmark slows a fleet down by a common factor so that the machine
@@ -181,6 +187,7 @@ func registerFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.Slots, "slots", c.Slots, "llama.cpp mode: fixed number of slots (0 = off)")
 	fs.IntVar(&c.CtxSize, "ctx-size", c.CtxSize, "llama.cpp mode: context tokens per slot")
 	fs.StringVar(&c.MetricsFormat, "metrics-format", c.MetricsFormat, "metric names on /metrics: "+strings.Join(metricsFormats, "|"))
+	fs.BoolVar(&c.StreamSummary, "stream-summary", c.StreamSummary, "streams send the first token, then the rest in one event at the end with the inter-token gaps in the usage chunk (cheap benchmark clients)")
 	fs.Float64Var(&c.Slowdown, "slowdown", c.Slowdown, "multiply every simulated duration (steps, TTFT, token gaps) by this factor")
 	fs.Float64Var(&c.ErrorRate, "error-rate", c.ErrorRate, "fraction of inference requests answered 503")
 	fs.IntVar(&c.ExitAfter, "exit-after", c.ExitAfter, "stop serving after answering N inference requests (0 = never)")

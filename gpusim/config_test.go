@@ -59,11 +59,11 @@ func TestParseFlags(t *testing.T) {
 			},
 		},
 		{
-			name: "prefix cache off",
-			args: []string{"--listen", ":1", "--model", "m", "--prefix-cache=false"},
+			name: "prefix cache off, stream summary on",
+			args: []string{"--listen", ":1", "--model", "m", "--prefix-cache=false", "--stream-summary"},
 			check: func(t *testing.T, c Config) {
-				if c.PrefixCache {
-					t.Error("prefix cache still on")
+				if c.PrefixCache || !c.StreamSummary {
+					t.Errorf("prefix cache %v, stream summary %v", c.PrefixCache, c.StreamSummary)
 				}
 			},
 		},
@@ -119,6 +119,8 @@ func TestFleetExample(t *testing.T) {
 		{"flaky-0", byID["flaky-0"].LoadingMs, 2000},
 		{"a100-0", byID["a100-0"].PrefixCache, true}, // default
 		{"a100-1", byID["a100-1"].PrefixCache, false},
+		{"flaky-0", byID["flaky-0"].StreamSummary, true},
+		{"a100-0", byID["a100-0"].StreamSummary, false}, // default
 	}
 	for _, tt := range tests {
 		if !reflect.DeepEqual(tt.got, tt.want) {

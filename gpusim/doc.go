@@ -29,6 +29,18 @@
 // newest running request is preempted by recompute and re-queued at the
 // front.
 //
+// --slowdown K multiplies every simulated duration by K from the start (the
+// /admin/config knob of the same name changes it later): a benchmark runs a
+// fleet K times slower so that the machine driving it does not saturate.
+//
+// llama.cpp mode (--slots N, with either timing): N slots of --ctx-size
+// tokens each; requests beyond the slots wait and count as deferred; no
+// preemption.
+//
+// The engine takes time as a parameter, so the same code runs in real time
+// (the server: one timer per step per GPU) and in virtual time (Simulate:
+// the clock jumps from step to step; FindSaturation replays a trace).
+//
 // # Prefix caching
 //
 // With --prefix-cache (the default; --prefix-cache=false restores the
@@ -67,17 +79,12 @@
 // (sglang:cache_hit_rate) and TensorRT-LLM (trtllm_kv_cache_hit_rate);
 // llama.cpp has no such metric. llama.cpp slots mode has no prefix cache.
 //
-// --slowdown K multiplies every simulated duration by K from the start (the
-// /admin/config knob of the same name changes it later): a benchmark runs a
-// fleet K times slower so that the machine driving it does not saturate.
-//
-// llama.cpp mode (--slots N, with either timing): N slots of --ctx-size
-// tokens each; requests beyond the slots wait and count as deferred; no
-// preemption.
-//
-// The engine takes time as a parameter, so the same code runs in real time
-// (the server: one timer per step per GPU) and in virtual time (Simulate:
-// the clock jumps from step to step; FindSaturation replays a trace).
+// Offline, Simulate and FindSaturation replay the cache when SimRequests
+// carry their Blocks. PrefixCache is the lookup alone, for a trace's
+// ceiling hit rate. LoadMooncake reads the Mooncake trace; a MooncakeRow's
+// Prompt is deterministic text per 512-token hash id (equal ids, equal
+// text) and its BlockHashes those the server derives from a chat request
+// carrying that prompt as its one user message.
 //
 // # HTTP API (per GPU)
 //
@@ -98,6 +105,18 @@
 // limit above is smaller, when it generates the limit and finishes with
 // "length". The KV fit check uses the tokens really generated. A client
 // that disconnects frees its slot and KV at once.
+//
+// # Stream summary
+//
+// --stream-summary (fleet key stream_summary) makes streams cheap for a
+// benchmark replaying 100k+ requests on a few cores, where per-token SSE
+// events through Envoy would dominate the CPU. A streamed response sends
+// the first token's event as soon as it is generated, then nothing until
+// the request finishes, when one event carries the other tokens' text,
+// followed by the finish chunk, the usage chunk (sent even without
+// include_usage) and [DONE]. The usage chunk (llama.cpp: the final chunk)
+// carries "gpusim_itl_us": the engine-clock gaps in microseconds between
+// consecutive tokens of the request, one fewer than the tokens.
 //
 // # Faults
 //
@@ -125,6 +144,7 @@
 //     prefix_cache: true      # false: no prefix caching
 //     metrics_format: vllm    # vllm|vllm-legacy|vllm-v1|sglang|llamacpp|trtllm
 //     slowdown: 1             # every simulated duration times this
+//     stream_summary: false   # true: first token, then the rest at once
 //   - id: gpu-b
 //     listen: 127.0.0.1:8002
 //     models: [llama-3-8b]

@@ -108,6 +108,8 @@ type Engine struct {
 	// mode's cache (calibrated mode's is the paged pool).
 	prefix      bool
 	simpleCache *PrefixCache
+	// recordTimes keeps each token's emission time (--stream-summary).
+	recordTimes bool
 	// prefixQueries and prefixHits count prompt tokens, once per request
 	// at its first admission.
 	prefixQueries uint64
@@ -130,8 +132,9 @@ func newEngine(cfg Config, clk clock) (*Engine, error) {
 			Slowdown: cfg.Slowdown, ErrorRate: cfg.ErrorRate,
 			TTFTMs: cfg.TTFTMs, TokensPerSecond: cfg.TokensPerSecond,
 		},
-		models: make(map[string]*modelStats, len(cfg.Models)),
-		prefix: cfg.PrefixCache && cfg.Slots == 0,
+		models:      make(map[string]*modelStats, len(cfg.Models)),
+		prefix:      cfg.PrefixCache && cfg.Slots == 0,
+		recordTimes: cfg.StreamSummary,
 	}
 	for _, m := range cfg.Models {
 		e.models[m] = newModelStats()
@@ -342,6 +345,14 @@ func (e *Engine) emit(s *seq, n int, now time.Duration) {
 		s.firstTokenAt = now
 		s.stats.PromptTokens += uint64(s.prompt)
 		s.stats.TTFT.observe((now - s.arrival).Seconds())
+	}
+	if e.recordTimes {
+		if s.tokenTimes == nil {
+			s.tokenTimes = make([]time.Duration, 0, s.maxTokens)
+		}
+		for range n {
+			s.tokenTimes = append(s.tokenTimes, now)
+		}
 	}
 	s.emittedN += n
 	s.stats.GenerationTokens += uint64(n)

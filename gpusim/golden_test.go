@@ -22,8 +22,10 @@ func TestMetricsGolden(t *testing.T) {
 	}
 	ms.Running, ms.Waiting = 2, 1
 	sn := snapshot{
-		State: State{Running: 2, Waiting: 1, KVUsedTokens: 1024, KVCapacityTokens: 4096, Preemptions: 1, Completed: 3,
-			PrefixCacheQueries: 3000, PrefixCacheHits: 1200, CachedBlocks: 100},
+		State: State{
+			Running: 2, Waiting: 1, KVUsedTokens: 1024, KVCapacityTokens: 4096, Preemptions: 1, Completed: 3,
+			PrefixCacheQueries: 3000, PrefixCacheHits: 1200, CachedBlocks: 100,
+		},
 		models:        []string{"llama"},
 		perModel:      map[string]modelStats{"llama": *ms},
 		busyPerStep:   1.5,

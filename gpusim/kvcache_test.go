@@ -28,18 +28,26 @@ func TestPrefixCachingCalibrated(t *testing.T) {
 		blocks     [][]uint64
 		wantCached []int
 	}{
-		{"identical prompts hit", true,
+		{
+			"identical prompts hit", true,
 			[][]uint64{withHead(head, 200, 1000, 1e6), withHead(head, 200, 1000, 2e6)},
-			[]int{0, 992}}, // (1000-1)/16 blocks: the last token is recomputed
-		{"changed first block misses everything after it", true,
+			[]int{0, 992},
+		}, // (1000-1)/16 blocks: the last token is recomputed
+		{
+			"changed first block misses everything after it", true,
 			[][]uint64{withHead(head, 200, 1000, 1e6), append([]uint64{1 << 40}, head[1:62]...)},
-			[]int{0, 0}},
-		{"hit length follows the shared head", true,
+			[]int{0, 0},
+		},
+		{
+			"hit length follows the shared head", true,
 			[][]uint64{withHead(head, 62, 1000, 1e6), withHead(head, 10, 1000, 2e6), withHead(head, 40, 1000, 3e6)},
-			[]int{0, 160, 640}},
-		{"prefix cache off: no hits", false,
+			[]int{0, 160, 640},
+		},
+		{
+			"prefix cache off: no hits", false,
 			[][]uint64{withHead(head, 200, 1000, 1e6), withHead(head, 200, 1000, 2e6)},
-			[]int{0, 0}},
+			[]int{0, 0},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,10 +140,11 @@ func sharedLoad(n int, seed uint64) []SimRequest {
 func TestPrefixCachingInvariants(t *testing.T) {
 	cfg := simConfig(func(c *Config) { c.Profile, c.GPUMemUtil = "a40-llama2-7b", 0.55 })
 	reqs := sharedLoad(60, 11)
-	steps, maxCached := 0, 0
+	steps, maxCached, evictions := 0, 0, 0
 	res, st, err := simulate(cfg, reqs, func(e *Engine) error {
 		steps++
 		maxCached = max(maxCached, e.pool.cachedBlocks())
+		evictions = e.pool.(*pagedPool).evictions
 		return e.checkInvariants()
 	})
 	if err != nil {
@@ -146,10 +155,10 @@ func TestPrefixCachingInvariants(t *testing.T) {
 			t.Fatalf("request %d: %+v", i, r)
 		}
 	}
-	t.Logf("%d steps, %d preemptions, %d of %d prompt tokens hit, at most %d blocks cached",
-		steps, st.Preemptions, st.PrefixCacheHits, st.PrefixCacheQueries, maxCached)
-	if st.Preemptions == 0 || st.PrefixCacheHits == 0 || st.KVUsedTokens != 0 {
-		t.Errorf("want preemptions and hits, nothing held at the end: %+v", st)
+	t.Logf("%d steps, %d preemptions, %d of %d prompt tokens hit, at most %d blocks cached, %d evicted",
+		steps, st.Preemptions, st.PrefixCacheHits, st.PrefixCacheQueries, maxCached, evictions)
+	if st.Preemptions == 0 || st.PrefixCacheHits == 0 || evictions == 0 || st.KVUsedTokens != 0 {
+		t.Errorf("want preemptions, hits and evictions, nothing held at the end: %+v", st)
 	}
 }
 
@@ -216,17 +225,26 @@ func TestPrefixCachingSimple(t *testing.T) {
 		wantTTFT  []time.Duration
 		wantCache []int
 	}{
-		{"TTFT scales with the uncached share", true, 65536,
+		{
+			"TTFT scales with the uncached share", true, 65536,
 			[][]uint64{a, a, half},
-			[]time.Duration{100 * ms, 800 * time.Microsecond, 50400 * time.Microsecond}, []int{0, 992, 496}},
-		{"off: no hits", false, 65536,
+			[]time.Duration{100 * ms, 800 * time.Microsecond, 50400 * time.Microsecond},
+			[]int{0, 992, 496},
+		},
+		{
+			"off: no hits", false, 65536,
 			[][]uint64{a, a},
-			[]time.Duration{100 * ms, 100 * ms}, []int{0, 0}},
+			[]time.Duration{100 * ms, 100 * ms},
+			[]int{0, 0},
+		},
 		// 256 blocks, 63 of them the running request's: 193 cached at
 		// most. The fourth prompt evicts the first's tail, its head stays.
-		{"LRU under pressure, tail first", true, 4096,
+		{
+			"LRU under pressure, tail first", true, 4096,
 			[][]uint64{a, other(1), other(2), other(3), a},
-			[]time.Duration{100 * ms, 100 * ms, 100 * ms, 100 * ms, 88800 * time.Microsecond}, []int{0, 0, 0, 0, 112}},
+			[]time.Duration{100 * ms, 100 * ms, 100 * ms, 100 * ms, 88800 * time.Microsecond},
+			[]int{0, 0, 0, 0, 112},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

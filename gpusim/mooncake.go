@@ -142,12 +142,11 @@ func appendWords(dst []byte, rng *rand.Rand, n int) []byte {
 	return dst
 }
 
-// MooncakePrompt is the prompt text of row: the text of its hash ids in
-// order, cut to InputLength tokens (4 bytes each). Rows sharing leading
-// ids share leading text. When the ids are too few for InputLength, the
-// text is extended with the text of the last id as if repeated, so its
-// length is always InputLength×4 bytes.
-func MooncakePrompt(row MooncakeRow) string {
+// Prompt is the prompt text of row: the text of its hash ids in order,
+// cut to InputLength tokens (4 bytes each). Rows sharing leading ids share
+// leading text. Should the ids be too few for InputLength, the last id's
+// text repeats, so the length is always InputLength×4 bytes.
+func (row MooncakeRow) Prompt() string {
 	return string(appendMooncakePrompt(make([]byte, 0, row.InputLength*prefix.BytesPerToken+mooncakeBlockBytes), row))
 }
 
@@ -162,8 +161,7 @@ func appendMooncakePrompt(dst []byte, row MooncakeRow) []byte {
 
 // mooncakeID is the id of the i-th 512-token block; past the listed ids it
 // repeats the last one (the trace lists ceil(input_length/512) ids, so this
-// only pads malformed rows). A row without ids gets text of its own from id
-// -1, shared with every other such row.
+// only pads malformed rows). A row without ids gets the text of id -1.
 func mooncakeID(ids []int64, i int) int64 {
 	switch {
 	case i < len(ids):
@@ -179,7 +177,7 @@ func mooncakeID(ids []int64, i int) int64 {
 // is {"role":"user","content":text}, as gpusim's server (and any reader
 // following internal/prefix) computes them from the body: the raw JSON
 // "user" then the JSON string of text. text must need no JSON escaping
-// (MooncakePrompt's never does).
+// (a MooncakeRow's Prompt never does).
 func ChatBlockHashes(text string) []uint64 {
 	var h prefix.Hasher
 	h.WriteString(`"user"`)
@@ -189,11 +187,10 @@ func ChatBlockHashes(text string) []uint64 {
 	return h.Blocks()
 }
 
-// MooncakeBlockHashes is ChatBlockHashes(MooncakePrompt(row)) without
-// building the prompt: the text goes to the hasher one hash id at a time,
-// the same bytes in the same order, so a replay of a whole trace hashes
-// each prompt in constant memory.
-func MooncakeBlockHashes(row MooncakeRow) []uint64 {
+// BlockHashes is ChatBlockHashes(row.Prompt()) without building the
+// prompt: the same bytes go to the hasher in the same order, one hash id
+// at a time, so a replay of a whole trace never holds a prompt's text.
+func (row MooncakeRow) BlockHashes() []uint64 {
 	var h prefix.Hasher
 	h.WriteString(`"user"`)
 	h.WriteString(`"`)
@@ -210,11 +207,11 @@ func MooncakeBlockHashes(row MooncakeRow) []uint64 {
 }
 
 // SimRequest is row as a request of an offline run, with the block hashes
-// of its chat request (MooncakeBlockHashes). Output lengths below one
-// token are raised to one.
+// of its chat request (BlockHashes). Output lengths below one token are
+// raised to one.
 func (row MooncakeRow) SimRequest() SimRequest {
 	return SimRequest{
 		Arrival: row.Timestamp, PromptTokens: row.InputLength, OutputTokens: max(1, row.OutputLength),
-		Blocks: MooncakeBlockHashes(row),
+		Blocks: row.BlockHashes(),
 	}
 }

@@ -1,10 +1,11 @@
 package gpusim
 
 import (
-	"github.com/llm-router/llm-router/internal/prefix"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/internal/prefix"
 )
 
 const mooncakeTrace = "../benchmark/traces/mooncake-conversation.jsonl"
@@ -12,7 +13,7 @@ const mooncakeTrace = "../benchmark/traces/mooncake-conversation.jsonl"
 func TestMooncakeText(t *testing.T) {
 	a := MooncakeRow{InputLength: 1100, HashIDs: []int64{7, 8, 9}}
 	b := MooncakeRow{InputLength: 700, HashIDs: []int64{7, 5}}
-	pa, pb := MooncakePrompt(a), MooncakePrompt(b)
+	pa, pb := a.Prompt(), b.Prompt()
 	if len(pa) != 4400 || len(pb) != 2800 {
 		t.Fatalf("lengths %d %d", len(pa), len(pb))
 	}
@@ -26,15 +27,15 @@ func TestMooncakeText(t *testing.T) {
 		t.Error("block text not deterministic")
 	}
 	for _, r := range []MooncakeRow{a, b, {InputLength: 3, HashIDs: nil}, {InputLength: 5000, HashIDs: []int64{1}}} {
-		want := ChatBlockHashes(MooncakePrompt(r))
-		got := MooncakeBlockHashes(r)
+		want := ChatBlockHashes(r.Prompt())
+		got := r.BlockHashes()
 		if len(got) != len(want) || match(got, want) != len(want) {
 			t.Errorf("row %+v: streamed hashes differ from hashing the prompt", r)
 		}
 	}
 	// Rows sharing one 512-token id share the 32 blocks that end in its
 	// text; the 33rd straddles the next id (`"user""` shifts them 7 bytes).
-	if m := match(MooncakeBlockHashes(a), MooncakeBlockHashes(b)); m != 32 {
+	if m := match(a.BlockHashes(), b.BlockHashes()); m != 32 {
 		t.Errorf("shared blocks %d, want 32", m)
 	}
 }
@@ -64,7 +65,7 @@ func TestMooncakeCeiling(t *testing.T) {
 	start := time.Now()
 	c := NewPrefixCache(0)
 	for _, r := range rows {
-		c.Access(MooncakeBlockHashes(r), r.InputLength)
+		c.Access(r.BlockHashes(), r.InputLength)
 	}
 	rate := c.HitRate() * 100
 	t.Logf("%d requests, token hit rate %.2f %% (ceiling 36.6 %%), %d blocks cached, in %v", len(rows), rate, c.Len(), time.Since(start))
@@ -75,3 +76,38 @@ func TestMooncakeCeiling(t *testing.T) {
 
 // match is prefix.Match, for the tests.
 func match(a, b []uint64) int { return prefix.Match(a, b) }
+
+// TestMooncakeReplay replays the start of the trace on a calibrated GPU:
+// the engine's hits are those of the cache model, less what timing denies
+// (a block is shared only once computed), and never more, request by
+// request.
+func TestMooncakeReplay(t *testing.T) {
+	rows, err := LoadMooncake(mooncakeTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows = rows[:150]
+	reqs := make([]SimRequest, len(rows))
+	model := NewPrefixCache(0)
+	want := make([]int, len(rows))
+	for i, r := range rows {
+		reqs[i] = r.SimRequest()
+		want[i] = model.Access(reqs[i].Blocks, reqs[i].PromptTokens)
+	}
+	cfg := simConfig(func(c *Config) { c.Profile = "a100-llama3-8b" })
+	res, st, err := Simulate(cfg, Rescale(reqs, 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for i, r := range res {
+		if r.CachedTokens > want[i] {
+			t.Errorf("request %d: engine hit %d tokens, more than the unbounded model's %d", i, r.CachedTokens, want[i])
+		}
+		got += r.CachedTokens
+	}
+	t.Logf("engine hit %d tokens, model %d, of %d queried", got, model.Hits(), st.PrefixCacheQueries)
+	if got == 0 || uint64(got) != st.PrefixCacheHits || st.PrefixCacheQueries != model.Queries() {
+		t.Errorf("engine %d hits (state %d), model %d; queries %d vs %d", got, st.PrefixCacheHits, model.Hits(), st.PrefixCacheQueries, model.Queries())
+	}
+}

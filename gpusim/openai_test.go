@@ -52,7 +52,7 @@ func TestParseOutputTokens(t *testing.T) {
 // TestParseBlockHashes: the blocks are those of internal/prefix over the
 // raw JSON as sent, whitespace and escapes included.
 func TestParseBlockHashes(t *testing.T) {
-	text := MooncakePrompt(MooncakeRow{InputLength: 300, HashIDs: []int64{1}})
+	text := MooncakeRow{InputLength: 300, HashIDs: []int64{1}}.Prompt()
 	hash := func(parts ...string) []uint64 {
 		var h prefix.Hasher
 		for _, p := range parts {
@@ -67,8 +67,10 @@ func TestParseBlockHashes(t *testing.T) {
 		want       []uint64
 	}{
 		{"one user message", `{"model":"m","messages":[{"role":"user","content":"` + text + `"}]}`, kindChat, ChatBlockHashes(text)},
-		{"raw bytes kept", `{"model":"m","messages":[{"content":` + sys + `,"role" : "system"},{"role":"user","content":[ {"type":"text","text":"` + text + `"} ]}]}`, kindChat,
-			hash(`"system"`, sys, `"user"`, `[ {"type":"text","text":"`+text+`"} ]`)},
+		{
+			"raw bytes kept", `{"model":"m","messages":[{"content":` + sys + `,"role" : "system"},{"role":"user","content":[ {"type":"text","text":"` + text + `"} ]}]}`, kindChat,
+			hash(`"system"`, sys, `"user"`, `[ {"type":"text","text":"`+text+`"} ]`),
+		},
 		{"completion prompt", `{"model":"m","prompt": [ "` + text + `" ]}`, kindCompletion, hash(`[ "` + text + `" ]`)},
 		{"llama prompt", `{"prompt":"` + text + `"}`, kindLlama, hash(`"` + text + `"`)},
 	}
@@ -97,12 +99,21 @@ func TestServeOutputTokensAndPrefixHits(t *testing.T) {
 		status     int
 		want       []string
 	}{
-		{"the true length decides the fit", `{"model":"m","prompt":"x","gpusim_prompt_tokens":50000,"max_tokens":8000,"gpusim_output_tokens":10}`,
-			200, []string{`"completion_tokens":10`, `"finish_reason":"stop"`}},
-		{"without it the limit does", `{"model":"m","prompt":"x","gpusim_prompt_tokens":50000,"max_tokens":8000}`,
-			400, []string{`context_length_exceeded`}},
-		{"cut by max_tokens", `{"model":"m","prompt":"x","max_tokens":3,"gpusim_output_tokens":10}`,
-			200, []string{`"completion_tokens":3`, `"finish_reason":"length"`}},
+		{
+			"the true length decides the fit", `{"model":"m","prompt":"x","gpusim_prompt_tokens":50000,"max_tokens":8000,"gpusim_output_tokens":10}`,
+			200,
+			[]string{`"completion_tokens":10`, `"finish_reason":"stop"`},
+		},
+		{
+			"without it the limit does", `{"model":"m","prompt":"x","gpusim_prompt_tokens":50000,"max_tokens":8000}`,
+			400,
+			[]string{`context_length_exceeded`},
+		},
+		{
+			"cut by max_tokens", `{"model":"m","prompt":"x","max_tokens":3,"gpusim_output_tokens":10}`,
+			200,
+			[]string{`"completion_tokens":3`, `"finish_reason":"length"`},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,7 +130,7 @@ func TestServeOutputTokensAndPrefixHits(t *testing.T) {
 		})
 	}
 	before := adminState(t, base)
-	text := MooncakePrompt(MooncakeRow{InputLength: 1000, HashIDs: []int64{3, 4}})
+	text := MooncakeRow{InputLength: 1000, HashIDs: []int64{3, 4}}.Prompt()
 	chat := `{"model":"m","messages":[{"role":"user","content":"` + text + `"}],"max_tokens":2}`
 	readAll(t, post(t, base+"/v1/chat/completions", chat))
 	readAll(t, post(t, base+"/v1/chat/completions", chat))

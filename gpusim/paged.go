@@ -22,6 +22,7 @@ type pagedPool struct {
 	inUse       int                 // blocks with ref > 0, private ones included
 	table       map[uint64]*kvBlock // registered blocks by hash
 	free        blockList           // registered blocks with ref 0, LRU first
+	evictions   int                 // cached blocks reused for other data
 }
 
 // kvBlock is a registered (hashed) block. Private blocks, those not
@@ -57,6 +58,7 @@ func (p *pagedPool) reserve(s *seq, tokens int) bool {
 	for evict := need - p.empty(); evict > 0; evict-- {
 		b := p.free.popFront()
 		delete(p.table, b.hash)
+		p.evictions++
 	}
 	p.inUse += need
 	s.blocks += need

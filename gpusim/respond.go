@@ -16,6 +16,10 @@ type chunk struct {
 	Model   string        `json:"model"`
 	Choices []chunkChoice `json:"choices"`
 	Usage   *usage        `json:"usage,omitempty"`
+	// ITL is --stream-summary's inter-token gaps in µs, on the usage chunk;
+	// a pointer so that one token's empty list still shows as [] while
+	// the other chunks omit the field.
+	ITL *[]int64 `json:"gpusim_itl_us,omitempty"`
 }
 
 type chunkChoice struct {
@@ -37,6 +41,9 @@ type llamaChunk struct {
 	TokensPredicted int    `json:"tokens_predicted,omitempty"`
 	TokensEvaluated int    `json:"tokens_evaluated,omitempty"`
 	StopType        string `json:"stop_type,omitempty"`
+	// ITL is --stream-summary's inter-token gaps in µs, on the last chunk
+	// (llama.cpp has no usage chunk).
+	ITL *[]int64 `json:"gpusim_itl_us,omitempty"`
 }
 
 type message struct {
@@ -70,8 +77,10 @@ func (r responder) chunk(choices []chunkChoice) chunk {
 
 // tokenEvent is the SSE event carrying one token; the first chat event also
 // carries the assistant role, as OpenAI's first chunk does.
-func (r responder) tokenEvent(first bool) []byte {
-	text := tokenText
+func (r responder) tokenEvent(first bool) []byte { return r.textEvent(tokenText, first) }
+
+// textEvent is the SSE event carrying text (one token or several).
+func (r responder) textEvent(text string, first bool) []byte {
 	switch r.kind {
 	case kindLlama:
 		return sseEvent(llamaChunk{Content: text})
@@ -87,10 +96,16 @@ func (r responder) tokenEvent(first bool) []byte {
 }
 
 // endEvents are the events after the last token: the finish reason, the
-// usage chunk when asked for, and the terminator.
-func (r responder) endEvents(n int) [][]byte {
+// usage chunk when asked for, and the terminator. With itl (the summary
+// stream's inter-token gaps, not nil even when empty) the usage chunk is
+// always sent and carries them.
+func (r responder) endEvents(n int, itl []int64) [][]byte {
 	if r.kind == kindLlama {
-		return [][]byte{sseEvent(r.llama(n, ""))}
+		c := r.llama(n, "")
+		if itl != nil {
+			c.ITL = &itl
+		}
+		return [][]byte{sseEvent(c)}
 	}
 	reason := r.req.StopReason
 	c := chunkChoice{FinishReason: &reason}
@@ -101,10 +116,13 @@ func (r responder) endEvents(n int) [][]byte {
 		c.Text = &empty
 	}
 	out := [][]byte{sseEvent(r.chunk([]chunkChoice{c}))}
-	if r.req.includeUsage {
+	if r.req.includeUsage || itl != nil {
 		u := newUsage(r.req.PromptTokens, n)
 		ch := r.chunk([]chunkChoice{})
 		ch.Usage = &u
+		if itl != nil {
+			ch.ITL = &itl
+		}
 		out = append(out, sseEvent(ch))
 	}
 	return append(out, []byte("data: [DONE]\n\n"))

@@ -51,6 +51,8 @@ type seq struct {
 	preemptions int
 
 	arrival, admittedAt, firstTokenAt, doneAt time.Duration
+	// tokenTimes are the emission times of the tokens, when recorded.
+	tokenTimes []time.Duration
 
 	emitted  atomic.Int64
 	finished atomic.Bool
@@ -88,6 +90,23 @@ func (st *Stream) Next(ctx context.Context) (n int, done bool, err error) {
 		case <-st.s.notify:
 		}
 	}
+}
+
+// TokenGaps returns the engine-clock gaps between consecutive tokens
+// emitted so far (one fewer than the tokens). It is nil unless the engine
+// records token times (Config.StreamSummary).
+func (st *Stream) TokenGaps() []time.Duration {
+	st.e.mu.Lock()
+	defer st.e.mu.Unlock()
+	tt := st.s.tokenTimes
+	if tt == nil {
+		return nil
+	}
+	gaps := make([]time.Duration, max(0, len(tt)-1))
+	for i := range gaps {
+		gaps[i] = tt[i+1] - tt[i]
+	}
+	return gaps
 }
 
 // Close releases the request's slot and KV at once if it is not finished.

@@ -14,7 +14,7 @@ type SimRequest struct {
 	OutputTokens int
 	// Blocks are the prompt's chained block hashes (internal/prefix, as
 	// the server derives them from a body; ChatBlockHashes and
-	// MooncakeBlockHashes compute them for a text), so a replay models
+	// MooncakeRow.BlockHashes compute them for a text), so a replay models
 	// prefix caching. nil: nothing is ever cached for this request.
 	Blocks []uint64
 }

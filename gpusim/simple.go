@@ -3,7 +3,8 @@ package gpusim
 import "time"
 
 // simpleScheduler is the uncalibrated timing model: each running request
-// gets its first token ttft after admission and then one token every
+// gets its first token ttft after admission (times the share of its prompt
+// not found in the prefix cache) and then one token every
 // 1/tokens_per_second, independent of the others. Admission is FIFO,
 // limited by max_concurrency only (or the slots in llama.cpp mode).
 // tokens_per_second 0 means all tokens at once,

@@ -139,6 +139,9 @@ func (e *Engine) checkInvariants() error {
 			return err
 		}
 	}
+	if c := e.simpleCache; c != nil && c.Len() > c.capacity {
+		return fmt.Errorf("simple prefix cache holds %d blocks > capacity %d", c.Len(), c.capacity)
+	}
 	for _, s := range e.waiting {
 		if s.blocks != 0 || s.held != 0 || len(s.kv) != 0 {
 			return fmt.Errorf("waiting seq %d holds kv", s.id)
