@@ -59,7 +59,7 @@ func measureCapacity(ctx context.Context, r *runner, w *Workload, o CompareOptio
 	c := Capacity{Setup: o.CapacitySetup.Name, Estimate: fleetEstimate(r.gpus), BoundMs: ms(o.CapacityTTFT), Requests: o.ProbeRequests}
 	from, to := window(o.ProbeRequests, o.Warmup, o.Tail)
 	probe := func(rate float64) (bool, error) {
-		jobs := w.Jobs(o.ProbeRequests, rate, o.Seed)
+		jobs := w.Jobs(o.ProbeRequests, rate, o.Seeds[0])
 		run, err := r.run(ctx, o.CapacitySetup, jobs, from, to, fmt.Sprintf("capacity probe %.2f req/s", rate), true)
 		if err != nil {
 			return false, err

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,6 +23,12 @@ type Request struct {
 	Model        string
 	MaxTokens    int
 	PromptTokens int // used to size the prompt and told to gpusim
+	// Content is the prompt text; empty: filler of PromptTokens tokens.
+	Content string
+	// OutputTokens, when positive, is the length gpusim generates
+	// (gpusim_output_tokens): the trace's true length, whatever MaxTokens
+	// says. MaxTokens 0 sends no max_tokens.
+	OutputTokens int
 	Stream       bool
 	Priority     string // x-llm-priority, when set
 	// Body overrides the generated JSON body when set.
@@ -90,10 +97,20 @@ func (r Request) body() []byte {
 	if n < 1 {
 		n = 8
 	}
-	prompt := strings.Repeat("word ", n)
+	prompt := r.Content
+	if prompt == "" {
+		prompt = strings.TrimSpace(strings.Repeat("word ", n))
+	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `{"model":%q,"messages":[{"role":"user","content":%q}],"max_tokens":%d,"stream":%v,"gpusim_prompt_tokens":%d`,
-		r.Model, strings.TrimSpace(prompt), r.MaxTokens, r.Stream, n)
+	b.Grow(len(prompt) + 256)
+	fmt.Fprintf(&b, `{"model":%q,"messages":[{"role":"user","content":%q}],"stream":%v,"gpusim_prompt_tokens":%d`,
+		r.Model, prompt, r.Stream, n)
+	if r.MaxTokens > 0 {
+		fmt.Fprintf(&b, `,"max_tokens":%d`, r.MaxTokens)
+	}
+	if r.OutputTokens > 0 {
+		fmt.Fprintf(&b, `,"gpusim_output_tokens":%d`, r.OutputTokens)
+	}
 	if r.Stream {
 		b.WriteString(`,"stream_options":{"include_usage":true}`)
 	}
@@ -134,6 +151,9 @@ func (c *Client) Do(ctx context.Context, r Request, epoch time.Time) Result {
 		}
 		if res.Status == http.StatusOK {
 			res.Tokens = r.MaxTokens
+			if r.OutputTokens > 0 {
+				res.Tokens = r.OutputTokens
+			}
 		}
 		return res
 	}
@@ -147,6 +167,7 @@ func (c *Client) readStream(body io.Reader, start time.Time, res *Result, onFirs
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var last time.Time
+	var engine []time.Duration
 	done := false
 	for sc.Scan() {
 		line := sc.Bytes()
@@ -159,6 +180,10 @@ func (c *Client) readStream(body io.Reader, start time.Time, res *Result, onFirs
 			done = true
 			continue
 		}
+		if gaps, ok := engineGaps(payload); ok {
+			engine = gaps
+			continue
+		}
 		if !bytes.Contains(payload, []byte(`"content":"`)) && !bytes.Contains(payload, []byte(`"text":"`)) {
 			continue
 		}
@@ -166,6 +191,8 @@ func (c *Client) readStream(body io.Reader, start time.Time, res *Result, onFirs
 			continue
 		}
 		now := time.Now()
+		// gpusim's summary streams carry many tokens in one event.
+		k := max(1, bytes.Count(payload, []byte(gpusimToken)))
 		if res.Tokens == 0 {
 			res.TTFT = now.Sub(start)
 			if onFirst != nil {
@@ -179,11 +206,48 @@ func (c *Client) readStream(body io.Reader, start time.Time, res *Result, onFirs
 			}
 		}
 		last = now
-		res.Tokens++
+		res.Tokens += k
+	}
+	if engine != nil {
+		res.ITLs, res.ITLMax = engine, 0
+		for _, g := range engine {
+			res.ITLMax = max(res.ITLMax, g)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		res.Err = err.Error()
 	} else if !done {
 		res.Err = "stream ended without [DONE]"
 	}
+}
+
+// gpusimToken is the text of one simulated token.
+const gpusimToken = "tok "
+
+// engineGaps reads the inter-token gaps a gpusim summary stream reports
+// in its usage event (gpusim --stream-summary): the engine's own clock,
+// since the stream itself sends the tokens after the first in one event.
+func engineGaps(payload []byte) ([]time.Duration, bool) {
+	const key = `"gpusim_itl_us":[`
+	i := bytes.Index(payload, []byte(key))
+	if i < 0 {
+		return nil, false
+	}
+	rest := payload[i+len(key):]
+	end := bytes.IndexByte(rest, ']')
+	if end < 0 {
+		return nil, false
+	}
+	gaps := make([]time.Duration, 0, bytes.Count(rest[:end], []byte(","))+1)
+	for _, f := range bytes.Split(rest[:end], []byte(",")) {
+		if len(f) == 0 {
+			continue
+		}
+		us, err := strconv.ParseInt(string(bytes.TrimSpace(f)), 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		gaps = append(gaps, time.Duration(us)*time.Microsecond)
+	}
+	return gaps, true
 }

@@ -7,16 +7,25 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 // CompareOptions configure Compare.
 type CompareOptions struct {
-	BinDir   string
+	BinDir string
+	// Name is the comparison's short name (e.g. the trace's): its files are
+	// compare-<Name>.json, report-<Name>.md and so on.
+	Name     string
 	Fleet    string // ParseFleet syntax
 	Workload WorkloadOptions
+	// FleetExtra are gpusim fleet-file keys given to every GPU (e.g.
+	// gpu_mem_util, max_batched_tokens).
+	FleetExtra map[string]any
 	// TimeScale is the fleet's slowdown: every simulated duration is
 	// multiplied by it and every measured one divided by it, so results are
 	// in GPU time whatever the machine needed.
@@ -29,8 +38,10 @@ type CompareOptions struct {
 	// router's averages, the last keep the load steady until the measured
 	// ones end.
 	Warmup, Tail float64
-	Seed         uint64
-	SLO          SLO
+	// Seeds are the workloads compared: each seed draws its own window of
+	// the trace and its own arrivals, and every setup runs every seed.
+	Seeds []uint64
+	SLO   SLO
 	// Capacity, when positive, is used instead of measuring it.
 	Capacity      float64
 	CapacitySetup Setup
@@ -42,7 +53,8 @@ type CompareOptions struct {
 	// each GPU (SizeFleet).
 	SizingRequests int
 	// Grace bounds the wait (GPU time) for a run's measured requests after
-	// its last arrival; what is still running then is cut.
+	// its last arrival; what is still running then is cut, and the run is
+	// reported as overloaded.
 	Grace        time.Duration
 	SamplePeriod time.Duration
 	ResultsDir   string
@@ -52,29 +64,36 @@ type CompareOptions struct {
 }
 
 // DefaultSetups are the configurations compared: Envoy alone with its two
-// usual policies, and the router with every strategy.
+// usual policies, the router with every strategy, and the GIE emulation
+// with prefix scoring again with three replicas, each with its own index,
+// as that scheduler would run active-active.
 func DefaultSetups() []Setup {
 	out := []Setup{EnvoySetup("ROUND_ROBIN"), EnvoySetup("LEAST_REQUEST")}
 	for _, s := range config.Strategies {
 		out = append(out, RouterSetup(s))
+		if s == emulate.PrefixQueueKVMaxScore {
+			out = append(out, RouterReplicasSetup(s, 3))
+		}
 	}
 	return out
 }
 
-// DefaultCompareOptions is the long comparison.
+// DefaultCompareOptions is the long comparison on the Azure conversation
+// trace.
 func DefaultCompareOptions() CompareOptions {
 	return CompareOptions{
-		BinDir: "bin", Fleet: DefaultFleet, TimeScale: 1,
+		BinDir: "bin", Name: "azure-conv", Fleet: DefaultFleet, TimeScale: 1,
 		Workload: WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: KindTrace, Arrivals: ArrivalsPoisson, LongShare: 0.25},
 		Setups:   DefaultSetups(), Loads: []float64{0.6, 0.8, 0.95},
-		Requests: 1200, Warmup: 0.1, Tail: 0.2, Seed: 1, SLO: DefaultSLO(),
+		Requests: 1300, Warmup: 0.1, Tail: 0.1, Seeds: []uint64{1, 2, 3}, SLO: DefaultSLO(),
 		CapacitySetup: EnvoySetup("LEAST_REQUEST"), CapacityTTFT: 500 * time.Millisecond, ProbeRequests: 2000, MaxProbes: 6, SizingRequests: 2000,
-		Grace: 3 * time.Minute, SamplePeriod: 250 * time.Millisecond, ResultsDir: "benchmark/results",
+		Grace: 10 * time.Minute, SamplePeriod: 250 * time.Millisecond, ResultsDir: "benchmark/results",
 	}
 }
 
 // CompareReport is everything one comparison measured.
 type CompareReport struct {
+	Name      string    `json:"name"`
 	Command   string    `json:"command"`
 	Machine   string    `json:"machine"`
 	Started   time.Time `json:"started"`
@@ -86,20 +105,37 @@ type CompareReport struct {
 	SLO       SLO       `json:"slo"`
 	Requests  int       `json:"requests_per_run"`
 	Measured  [2]int    `json:"measured_window"` // job indexes [from, to)
+	Seeds     []uint64  `json:"seeds"`
 	Capacity  Capacity  `json:"capacity"`
-	Loads     []float64 `json:"loads"`
-	Runs      []*Run    `json:"runs"`
-	Aims      []Aim     `json:"aims"`
+	// SeedCapacity is each seed's capacity: the measured one scaled by
+	// the seed's virtual-time fleet estimate over the first seed's.
+	SeedCapacity map[uint64]float64 `json:"seed_capacity"`
+	Loads        []float64          `json:"loads"`
+	Runs         []*Run             `json:"runs"`
+	// Stats are the pooled figures with intervals, per load and setup.
+	Stats []Stats `json:"stats"`
+	// Ceilings are the prefix hit rates the workload allows (traces with
+	// prefix ids only).
+	Ceilings *Ceilings `json:"prefix_ceilings,omitempty"`
+	Aims     []Aim     `json:"aims"`
+	// Overload lists the (load, seed) pairs whose offered rate the
+	// capacity setup could not sustain: named, and left out of Stats.
+	Overload []string `json:"overload,omitempty"`
 	// Void lists the runs during which the machine was saturated.
 	Void  []string `json:"void,omitempty"`
 	Notes []string `json:"notes"`
 }
 
-// Compare runs every setup at every load on one fleet and one workload.
+// sizingSeed draws the jobs that size the fleet: one fixed sample, so
+// every seed and configuration meets the same fleet and the same caps.
+const sizingSeed = 0
+
+// Compare runs every setup at every load and seed on one fleet and one
+// workload.
 func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	started := time.Now()
-	if o.TimeScale <= 0 || o.Requests < 20 || o.Warmup < 0 || o.Tail < 0 || o.Warmup+o.Tail >= 0.9 {
-		return nil, errors.New("compare: need time scale > 0, at least 20 requests, warm-up + tail < 0.9")
+	if o.TimeScale <= 0 || o.Requests < 20 || o.Warmup < 0 || o.Tail < 0 || o.Warmup+o.Tail >= 0.9 || len(o.Seeds) == 0 {
+		return nil, errors.New("compare: need time scale > 0, at least 20 requests, warm-up + tail < 0.9, a seed")
 	}
 	w, err := LoadWorkload(o.Workload)
 	if err != nil {
@@ -110,7 +146,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		return nil, err
 	}
 	logf(o.Log, "sizing the fleet on %s (virtual time)", w.Source)
-	if err := SizeFleet(gpus, w.Jobs(o.SizingRequests, 1, o.Seed)); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(o.SizingRequests, 1, sizingSeed)), o.FleetExtra); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "llmr-compare-")
@@ -122,7 +158,11 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	fleet, err := startFleet(ctx, o.BinDir, dir, gpus, o.TimeScale, nil)
+	extra := map[string]any{"stream_summary": true}
+	for k, v := range o.FleetExtra {
+		extra[k] = v
+	}
+	fleet, err := startFleet(ctx, o.BinDir, dir, gpus, o.TimeScale, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +170,9 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	for _, g := range gpus {
 		logf(o.Log, "  %-8s %-16s %s  alone: %.2f req/s  cap %d", g.ID, g.Profile, g.Addr, g.SaturationRate, g.Cap)
 	}
-
 	r := &runner{
 		env: e, fleet: fleet, gpus: gpus, scale: o.TimeScale, slo: o.SLO, progress: o.Progress,
-		sample: o.SamplePeriod, grace: time.Duration(float64(o.Grace) * o.TimeScale),
+		sample: o.SamplePeriod, grace: time.Duration(float64(o.Grace) * o.TimeScale), blockTokens: w.BlockTokens(),
 		workers: func(s Setup) []config.Worker {
 			if s.Uncapped() {
 				return routerWorkers(gpus, uncapped)
@@ -142,45 +181,66 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		},
 		mutate: func(s Setup, c *config.Config) { benchRouterConfig(s, c, o.TimeScale) },
 	}
+	if slices.ContainsFunc(o.Setups, func(s Setup) bool { return s.Replicas > 1 }) {
+		redis, err := stack.StartRedis(ctx, dir, "")
+		if err != nil {
+			return nil, err
+		}
+		defer redis.Stop(2 * time.Second)
+		r.redisAddr = redis.Addr
+	}
 	rep := &CompareReport{
-		Command: o.Command, Machine: Machine(), Started: started, Workload: w.Name(), Trace: w.Source,
-		Fleet: gpus, TimeScale: o.TimeScale, SLO: o.SLO, Requests: o.Requests, Loads: o.Loads,
+		Name: o.Name, Command: o.Command, Machine: Machine(), Started: started, Workload: w.Name(), Trace: w.Source,
+		Fleet: gpus, TimeScale: o.TimeScale, SLO: o.SLO, Requests: o.Requests, Loads: o.Loads, Seeds: o.Seeds,
 	}
 	from, to := window(o.Requests, o.Warmup, o.Tail)
 	rep.Measured = [2]int{from, to}
 
+	co := o
+	co.Seeds = o.Seeds[:1]
 	if o.Capacity > 0 {
 		rep.Capacity = Capacity{Setup: "given (--capacity)", Rate: o.Capacity, Estimate: fleetEstimate(gpus)}
 	} else {
-		rep.Capacity, err = measureCapacity(ctx, r, w, o)
+		rep.Capacity, err = measureCapacity(ctx, r, w, co)
 		if err != nil {
 			return nil, err
 		}
 		rep.Void = append(rep.Void, rep.Capacity.void...)
 	}
-	logf(o.Log, "capacity: %.2f req/s (%s)", rep.Capacity.Rate, rep.Capacity.Setup)
+	logf(o.Log, "capacity: %.2f req/s (%s, seed %d)", rep.Capacity.Rate, rep.Capacity.Setup, o.Seeds[0])
+	if rep.SeedCapacity, err = seedCapacities(w, gpus, o, rep.Capacity.Rate); err != nil {
+		return nil, err
+	}
+	if w.Prefixed() {
+		rep.Ceilings = prefixCeilings(w, gpus, o)
+	}
 
 	for _, load := range o.Loads {
-		rate := load * rep.Capacity.Rate
-		jobs := w.Jobs(o.Requests, rate, o.Seed)
-		for _, s := range o.Setups {
-			label := fmt.Sprintf("%3.0f%% %s", 100*load, s.Name)
-			run, err := r.run(ctx, s, jobs, from, to, label, false)
-			if err != nil {
-				return nil, err
-			}
-			run.Summary.Load, run.Summary.Rate = load, rate
-			rep.Runs = append(rep.Runs, run)
-			sm := run.Summary
-			logf(o.Log, "%-34s %4.0fs  ttft p50 %7.0f p99 %7.0f ms  e2e p99 %7.0f ms  good %5.1f%%  err %d  cpu %.2f cores (machine %.2f/%d)%s",
-				label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, sm.E2EP99, 100*sm.GoodFraction, sm.Errors, run.Cores, run.MachineCores, run.MachineCPUs, satMark(run.Saturated))
-			if run.Saturated {
-				rep.Void = append(rep.Void, label)
+		for _, seed := range o.Seeds {
+			rate := load * rep.SeedCapacity[seed]
+			jobs := w.Jobs(o.Requests, rate, seed)
+			for _, s := range o.Setups {
+				label := fmt.Sprintf("%3.0f%% seed %d %s", 100*load, seed, s.Name)
+				run, err := r.run(ctx, s, jobs, from, to, label, false)
+				if err != nil {
+					return nil, err
+				}
+				run.Seed = seed
+				run.Summary.Load, run.Summary.Rate = load, rate
+				rep.Runs = append(rep.Runs, run)
+				sm := run.Summary
+				logf(o.Log, "%-48s %4.0fs  ttft p50 %7.0f p99 %7.0f ms  good %5.1f%%  err %d  hit %4.1f%%  cpu %.2f cores (machine %.2f/%d)%s",
+					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, satMark(run.Saturated))
+				if run.Saturated {
+					rep.Void = append(rep.Void, label)
+				}
 			}
 		}
 	}
-	rep.Aims = computeAims(rep.Runs, 0.8)
-	rep.Notes = compareNotes(o)
+	rep.Overload = overloaded(rep.Runs, o)
+	rep.Stats = pooledStats(rep.Runs, rep.Measured, o, rep.Overload)
+	rep.Aims = computeAims(rep, 0.8)
+	rep.Notes = compareNotes(o, w)
 	rep.WallTime = time.Since(started).Seconds()
 	if o.ResultsDir != "" {
 		if err := writeCompare(o.ResultsDir, rep); err != nil {
@@ -202,8 +262,9 @@ const uncapped = 1 << 20
 //     cost on two shared cores, and no table reads them;
 //   - every period that bounds how fresh the router's knowledge of the GPUs
 //     is runs timeScale times slower, as the GPUs do;
-//   - the emulations of the Gateway API Inference Extension scrape every
-//     50 ms of GPU time, as it does (Setup.FastScrape).
+//   - the Gateway API Inference Extension's emulations scrape every 50 ms
+//     of GPU time, as it does (its default metrics refresh;
+//     Setup.FastScrape).
 func benchRouterConfig(s Setup, c *config.Config, timeScale float64) {
 	c.LogLevel = "warn"
 	c.Queue.MaxQueueSize = 100000
@@ -250,4 +311,64 @@ func satMark(s bool) string {
 		return "  SATURATED"
 	}
 	return ""
+}
+
+// Presets are the comparisons `make bench` runs, by name: the trace, the
+// fleet that serves it and the scales that fit the run to this machine.
+var presets = map[string]func(o *CompareOptions, short bool){
+	// The Azure conversation trace (no prefix ids): the heterogeneous
+	// fleet, real lengths.
+	"azure-conv": func(o *CompareOptions, short bool) {
+		o.Workload.TracePath = "benchmark/traces/azure-conv-2023.csv"
+		o.Fleet = DefaultFleet
+		if short {
+			o.TimeScale = 0.25
+		}
+	},
+	// The Mooncake conversation trace (prefix ids): see mooncakeFleet.
+	"mooncake-conv": func(o *CompareOptions, short bool) {
+		o.Workload.TracePath = "benchmark/traces/mooncake-conversation.jsonl"
+		o.Fleet = mooncakeFleet
+		o.Workload.TokenScale = mooncakeTokenScale
+		o.FleetExtra = map[string]any{"gpu_mem_util": mooncakeMemUtil}
+		if short {
+			o.TimeScale = 0.25
+		}
+	},
+}
+
+// The Mooncake comparison's fleet and scale. Its prompts average 12,000
+// tokens (p99 85,000), so the fleet is A100s serving Llama-3-8B, whose
+// grouped-query attention keeps 400,000 tokens of KV in 80 GB. At full
+// length one run of 1,150 requests would take over an hour of GPU time;
+// every length is scaled by 1/8 (a hash id is 64 tokens of text instead of
+// 512), and each GPU's KV cache is cut to 1/8 too (gpu_mem_util 0.33 leaves
+// 6.6 GB of KV after the 16 GB of weights and 4 GB of reserve), so a cache
+// holds as many requests' prefixes as the real one would: the reuse
+// structure and the cache pressure are the trace's, the times are shorter.
+const (
+	mooncakeFleet      = "a100-llama3-8b:4"
+	mooncakeTokenScale = 0.125
+	mooncakeMemUtil    = 0.33
+)
+
+// PresetNames lists the presets.
+func PresetNames() []string {
+	names := make([]string, 0, len(presets))
+	for n := range presets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ApplyPreset sets o's name, trace, fleet and scales from the named preset.
+func ApplyPreset(o *CompareOptions, name string, short bool) error {
+	p, ok := presets[name]
+	if !ok {
+		return fmt.Errorf("comparison %q: want one of %v", name, PresetNames())
+	}
+	o.Name = name
+	p(o, short)
+	return nil
 }

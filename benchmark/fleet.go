@@ -86,11 +86,7 @@ const capLoad = 0.9
 //
 // The result depends only on the profile and the workload, so GPUs of one
 // profile share it.
-func SizeFleet(gpus []GPU, jobs []Job) error {
-	reqs := make([]gpusim.SimRequest, len(jobs))
-	for i, j := range jobs {
-		reqs[i] = gpusim.SimRequest{Arrival: j.At, PromptTokens: j.Prompt, OutputTokens: j.Output}
-	}
+func SizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any) error {
 	type sized struct {
 		rate float64
 		cap  int
@@ -99,8 +95,10 @@ func SizeFleet(gpus []GPU, jobs []Job) error {
 	for i := range gpus {
 		s, ok := done[gpus[i].Profile]
 		if !ok {
-			cfg := gpusim.DefaultConfig()
-			cfg.Listen, cfg.Models, cfg.Profile = "size", []string{Model}, gpus[i].Profile
+			cfg, err := sizingConfig(gpus[i].Profile, extra)
+			if err != nil {
+				return err
+			}
 			v, err := saturation(cfg, reqs)
 			if err != nil {
 				return fmt.Errorf("size %s: %w", gpus[i].Profile, err)
@@ -125,6 +123,26 @@ func SizeFleet(gpus []GPU, jobs []Job) error {
 		gpus[i].SaturationRate, gpus[i].Cap = s.rate, s.cap
 	}
 	return nil
+}
+
+// sizingConfig is the gpusim config of one GPU of profile with the fleet's
+// extra keys, as the fleet file gives them to the running GPUs.
+func sizingConfig(profile string, extra map[string]any) (gpusim.Config, error) {
+	entry := map[string]any{"listen": "size", "models": []string{Model}, "profile": profile}
+	for k, v := range extra {
+		if k != "stream_summary" {
+			entry[k] = v
+		}
+	}
+	b, err := yaml.Marshal([]map[string]any{entry})
+	if err != nil {
+		return gpusim.Config{}, err
+	}
+	cfgs, err := gpusim.ParseFleet(b, gpusim.DefaultConfig())
+	if err != nil {
+		return gpusim.Config{}, fmt.Errorf("fleet keys %v: %w", extra, err)
+	}
+	return cfgs[0], nil
 }
 
 // saturation is gpusim.FindSaturation with a scan that grows tenfold while

@@ -43,7 +43,7 @@ func TestSizeFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := SizeFleet(gpus, w.Jobs(200, 1, 1)); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(200, 1, 1)), nil); err != nil {
 		t.Fatal(err)
 	}
 	h, a := gpus[0], gpus[2]
@@ -75,8 +75,16 @@ func TestParseSetups(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if len(DefaultSetups()) != 2+len(config.Strategies) {
+	// Every strategy once, and the GIE prefix emulation again with three
+	// replicas.
+	if len(DefaultSetups()) != 3+len(config.Strategies) || !slices.ContainsFunc(DefaultSetups(), func(s Setup) bool { return s.Replicas == 3 }) {
 		t.Errorf("default setups %v", DefaultSetups())
+	}
+	if ss, err := ParseSetups("scored x3, LEAST_REQUEST"); err != nil || len(ss) != 2 || ss[0].Replicas != 3 || ss[0].Name != "router scored x3" {
+		t.Errorf("replicas: %+v %v", ss, err)
+	}
+	if _, err := ParseSetups("scored x99"); err == nil {
+		t.Error("99 replicas accepted")
 	}
 	for _, s := range DefaultSetups() {
 		emulation := slices.Contains([]string{

@@ -183,7 +183,7 @@ func harnessStack(ctx context.Context, o HarnessOptions, w *Workload) (url strin
 	if err != nil {
 		return "", nil, err
 	}
-	if err := SizeFleet(gpus, w.Jobs(2000, 1, o.Seed)); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(2000, 1, sizingSeed)), nil); err != nil {
 		return "", nil, err
 	}
 	dir, err := os.MkdirTemp("", "llmr-harness-")

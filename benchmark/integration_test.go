@@ -13,7 +13,8 @@ import (
 )
 
 // TestHarnessIntegration runs a miniature herd and comparison through the
-// real processes (gpusim, Envoy, llm-router, redis-server) in about 30 s:
+// real processes (gpusim, Envoy, llm-router, redis-server) in about a
+// minute:
 // the proof that the harness drives the real stack. Skipped in -short and
 // when Envoy or redis-server is missing (`make deps` installs them).
 func TestHarnessIntegration(t *testing.T) {
@@ -73,22 +74,54 @@ func TestHarnessIntegration(t *testing.T) {
 		o.Workload.TracePath = trace
 		o.Setups = []Setup{EnvoySetup("LEAST_REQUEST"), RouterSetup("scored")}
 		o.Loads, o.Requests, o.ProbeRequests, o.MaxProbes, o.SizingRequests = []float64{0.3}, 40, 40, 1, 200
+		o.Seeds = []uint64{1, 2}
 		o.Grace = 20 * time.Second
 		rep, err := Compare(ctx, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Runs) != 2 || len(rep.Capacity.Probes) != 1 || rep.Capacity.Rate <= 0 {
-			t.Fatalf("runs %d, capacity %+v", len(rep.Runs), rep.Capacity)
+		if len(rep.Runs) != 4 || len(rep.Capacity.Probes) != 1 || rep.Capacity.Rate <= 0 || len(rep.SeedCapacity) != 2 {
+			t.Fatalf("runs %d, capacity %+v, seed capacities %v", len(rep.Runs), rep.Capacity, rep.SeedCapacity)
 		}
 		for _, r := range rep.Runs {
 			s := r.Summary
-			if s.OK == 0 || s.Errors != 0 || s.TTFTP50 <= 0 || len(r.CPU) < 3 || len(r.Inflight) == 0 {
-				t.Errorf("%s: %+v, cpu %+v, %d samples", s.Setup, s, r.CPU, len(r.Inflight))
+			if s.OK == 0 || s.Errors != 0 || s.TTFTP50 <= 0 || len(r.CPU) < 3 || len(r.Inflight) == 0 || len(s.LowerBounds) > 0 {
+				t.Errorf("%s seed %d: %+v, cpu %+v, %d samples", s.Setup, r.Seed, s, r.CPU, len(r.Inflight))
+			}
+			// Unique prompts: nothing for the prefix caches to reuse.
+			if r.HitRate > 0.01 {
+				t.Errorf("%s seed %d: hit rate %.3f on a trace without reuse", s.Setup, r.Seed, r.HitRate)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(results, "latest", "report.md")); err != nil {
+		if len(rep.Stats) != 2 || len(rep.Stats[0].Seeds) != 2 || rep.Stats[0].TTFT[1].Hi < rep.Stats[0].TTFT[1].Lo {
+			t.Errorf("stats %+v", rep.Stats)
+		}
+		if _, err := os.Stat(filepath.Join(results, "latest", "report-azure-conv.md")); err != nil {
 			t.Error(err)
+		}
+	})
+
+	t.Run("prefix", func(t *testing.T) {
+		// The Mooncake trace at 1/16 of its lengths: the GIE prefix
+		// emulation with three replicas (each its own index, on one
+		// redis-server) against Envoy, and the fleet's caches must hit.
+		o := DefaultCompareOptions()
+		o.Name, o.BinDir, o.Fleet, o.ResultsDir = "mini-mooncake", binDir, "a100-llama3-8b:2", ""
+		o.Workload = WorkloadOptions{TracePath: "traces/mooncake-conversation.jsonl", TokenScale: 1.0 / 16}
+		o.Setups = []Setup{EnvoySetup("ROUND_ROBIN"), RouterReplicasSetup("prefix_queue_kv_max_score", 3)}
+		o.Loads, o.Requests, o.Capacity, o.SizingRequests, o.Seeds = []float64{0.5}, 60, 40, 200, []uint64{1}
+		o.Grace = 20 * time.Second
+		rep, err := Compare(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Ceilings == nil || rep.Ceilings.Trace < 0.3 || rep.Ceilings.Fleet[1] <= 0 {
+			t.Fatalf("ceilings %+v", rep.Ceilings)
+		}
+		for _, r := range rep.Runs {
+			if r.Summary.Errors != 0 || r.HitRate <= 0 {
+				t.Errorf("%s: %d errors, hit rate %.3f", r.Summary.Setup, r.Summary.Errors, r.HitRate)
+			}
 		}
 	})
 }

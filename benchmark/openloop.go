@@ -24,6 +24,9 @@ type OpenOptions struct {
 	// FirstTokenOnly counts a measured job done at its first token: for
 	// runs that only read TTFT (the capacity probes).
 	FirstTokenOnly bool
+	// Request turns a job into its request; nil: Job.Request with no
+	// nonce and no prefix blocks.
+	Request func(Job) Request
 }
 
 // RunOpen sends every job at its arrival time whatever happened to the
@@ -71,7 +74,12 @@ func RunOpen(ctx context.Context, c *Client, jobs []Job, o OpenOptions, prog *Pr
 					once.Do(measuredWG.Done)
 				}
 			}
-			req := Request{Model: Model, MaxTokens: j.Output, PromptTokens: j.Prompt, Stream: true}
+			var req Request
+			if o.Request != nil {
+				req = o.Request(j)
+			} else {
+				req = Request{Model: Model, MaxTokens: j.Output, PromptTokens: j.Prompt, Stream: true}
+			}
 			if o.FirstTokenOnly {
 				req.onFirstToken = done
 			}

@@ -16,33 +16,71 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// Plot file names, in the run folder.
-const (
-	plotTTFTCDF  = "ttft-cdf.png"
-	plotE2ECDF   = "e2e-cdf.png"
-	plotP99Load  = "ttft-p99-vs-load.png"
-	plotInflight = "inflight.png"
-)
-
-// writePlots draws the comparison's figures into dir.
-func writePlots(dir string, rep *CompareReport, mainLoad float64) error {
+// writePlots draws the comparison's figures into dir under names: the
+// TTFT and E2E CDFs, p99 TTFT against load, hit rate per setup and the
+// in-flight requests per GPU.
+func writePlots(dir string, rep *CompareReport, mainLoad float64, names []string) error {
 	main := runsAt(rep.Runs, mainLoad)
 	if len(main) == 0 {
 		return nil
 	}
-	title := fmt.Sprintf("%.0f%% of capacity (%.1f req/s)", 100*main[0].Summary.Load, main[0].Summary.Rate)
+	title := fmt.Sprintf("%s, %.0f%% of capacity, seeds pooled", rep.Name, 100*main[0].Summary.Load)
 	ttft := func(r Result) (time.Duration, bool) { return r.TTFT, r.OK() }
 	e2e := func(r Result) (time.Duration, bool) { return r.Latency, r.OK() }
-	if err := cdfPlot(filepath.Join(dir, plotTTFTCDF), "TTFT, "+title, "TTFT (s, GPU time)", main, rep.Measured, ttft); err != nil {
+	if err := cdfPlot(filepath.Join(dir, names[0]), "TTFT, "+title, "TTFT (s, GPU time)", main, rep.Measured, ttft); err != nil {
 		return err
 	}
-	if err := cdfPlot(filepath.Join(dir, plotE2ECDF), "end-to-end latency, "+title, "E2E (s, GPU time)", main, rep.Measured, e2e); err != nil {
+	if err := cdfPlot(filepath.Join(dir, names[1]), "end-to-end latency, "+title, "E2E (s, GPU time)", main, rep.Measured, e2e); err != nil {
 		return err
 	}
-	if err := loadPlot(filepath.Join(dir, plotP99Load), rep); err != nil {
+	if err := loadPlot(filepath.Join(dir, names[2]), rep); err != nil {
 		return err
 	}
-	return inflightPlot(filepath.Join(dir, plotInflight), rep.Fleet, main)
+	if err := hitPlot(filepath.Join(dir, names[3]), rep, main[0].Summary.Load); err != nil {
+		return err
+	}
+	var first []*Run
+	for _, r := range main {
+		if r.Seed == rep.Seeds[0] {
+			first = append(first, r)
+		}
+	}
+	return inflightPlot(filepath.Join(dir, names[4]), rep.Fleet, first)
+}
+
+// hitPlot draws each setup's prefix hit rate (mean over seeds) at load,
+// beside the fleet-KV ceiling.
+func hitPlot(path string, rep *CompareReport, load float64) error {
+	p := newPlot(fmt.Sprintf("prefix-cache hit rate, %s, %.0f%% load", rep.Name, 100*load), "", "hit rate (% of prompt tokens)")
+	var vals plotter.Values
+	var labels []string
+	for _, s := range rep.Stats {
+		if s.Load == load && len(s.Seeds) > 0 {
+			vals = append(vals, 100*s.HitRate.Value)
+			labels = append(labels, s.Setup)
+		}
+	}
+	if c := rep.Ceilings; c != nil {
+		sum := 0.0
+		for _, seed := range rep.Seeds {
+			sum += c.Fleet[seed]
+		}
+		vals = append(vals, 100*sum/float64(len(rep.Seeds)))
+		labels = append(labels, "ceiling: fleet KV")
+	}
+	if len(vals) == 0 {
+		return nil
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(18))
+	if err != nil {
+		return err
+	}
+	bars.Color = plotutil.Color(0)
+	p.Add(bars)
+	p.NominalX(labels...)
+	p.X.Tick.Label.Rotation = 0.6
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	return p.Save(10*vg.Inch, 6*vg.Inch, path)
 }
 
 // runsAt returns the runs at the load closest to want.
@@ -77,17 +115,25 @@ func cdfPlot(path, title, xlabel string, runs []*Run, win [2]int, pick func(Resu
 	p := newPlot(title, xlabel, "fraction of requests")
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true // a CDF's upper left is empty
-	for i, r := range runs {
-		var ds []time.Duration
+	var setups []string
+	pooled := map[string][]time.Duration{}
+	for _, r := range runs {
+		name := r.Summary.Setup
+		if _, ok := pooled[name]; !ok {
+			setups = append(setups, name)
+		}
 		rs := r.results
 		if win[1] <= len(rs) {
 			rs = rs[win[0]:win[1]]
 		}
 		for _, res := range rs {
 			if d, ok := pick(res); ok && d > 0 {
-				ds = append(ds, d)
+				pooled[name] = append(pooled[name], d)
 			}
 		}
+	}
+	for i, name := range setups {
+		ds := pooled[name]
 		if len(ds) == 0 {
 			continue
 		}
@@ -103,24 +149,26 @@ func cdfPlot(path, title, xlabel string, runs []*Run, win [2]int, pick func(Resu
 		l.Color, l.Dashes = style(i)
 		l.Width = vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(r.Summary.Setup, l)
+		p.Legend.Add(name, l)
 	}
 	return p.Save(9*vg.Inch, 5.5*vg.Inch, path)
 }
 
 // loadPlot draws each setup's p99 TTFT against the load.
 func loadPlot(path string, rep *CompareReport) error {
-	p := newPlot("p99 TTFT against load", "load (share of measured capacity, %)", "p99 TTFT (s, GPU time)")
+	p := newPlot("p99 TTFT against load, "+rep.Name+", seeds pooled", "load (share of measured capacity, %)", "p99 TTFT (s, GPU time)")
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true
 	var names []string
 	series := map[string]plotter.XYs{}
-	for _, r := range rep.Runs {
-		s := r.Summary
+	for _, s := range rep.Stats {
+		if len(s.Seeds) == 0 {
+			continue
+		}
 		if _, ok := series[s.Setup]; !ok {
 			names = append(names, s.Setup)
 		}
-		series[s.Setup] = append(series[s.Setup], plotter.XY{X: 100 * s.Load, Y: math.Max(s.TTFTP99/1000, 1e-3)})
+		series[s.Setup] = append(series[s.Setup], plotter.XY{X: 100 * s.Load, Y: math.Max(s.TTFT[2].Value/1000, 1e-3)})
 	}
 	// Loads of 50 to 100 %, whatever was run, so one load is a column of
 	// points in the middle rather than a degenerate axis.

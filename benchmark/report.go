@@ -38,27 +38,29 @@ func publishLatest(results, dir string, files []string) error {
 	return nil
 }
 
-// writeCompare writes the comparison's JSON, CSV, plots and report.md into
-// a run folder and publishes them to latest/.
+// writeCompare writes the comparison's JSON, CSVs, plots and report into
+// a run folder and publishes them to latest/, every file named after the
+// comparison (compare-<name>.json, report-<name>.md, ...).
 func writeCompare(results string, rep *CompareReport) error {
-	dir, err := runFolder(results, "compare", rep.Started)
+	dir, err := runFolder(results, "compare-"+rep.Name, rep.Started)
 	if err != nil {
 		return err
 	}
-	files := []string{"compare.json", "compare.csv", "report.md", plotTTFTCDF, plotE2ECDF, plotP99Load, plotInflight}
-	if err := writeJSON(filepath.Join(dir, "compare.json"), rep); err != nil {
+	n := func(base, ext string) string { return base + "-" + rep.Name + ext }
+	files := []string{n("compare", ".json"), n("compare", ".csv"), n("report", ".md"), n("ttft-cdf", ".png"), n("e2e-cdf", ".png"), n("ttft-p99-vs-load", ".png"), n("hit-rate", ".png"), n("inflight", ".png")}
+	if err := writeJSON(filepath.Join(dir, files[0]), rep); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "compare.csv"), func(w io.Writer) error { return summaryCSV(w, rep.Runs) }); err != nil {
+	if err := writeFile(filepath.Join(dir, files[1]), func(w io.Writer) error { return summaryCSV(w, rep.Runs) }); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "requests.csv"), func(w io.Writer) error { return requestsCSV(w, rep) }); err != nil {
+	if err := writeFile(filepath.Join(dir, n("requests", ".csv")), func(w io.Writer) error { return requestsCSV(w, rep) }); err != nil {
 		return err
 	}
-	if err := writePlots(dir, rep, 0.8); err != nil {
+	if err := writePlots(dir, rep, 0.8, files[3:]); err != nil {
 		return fmt.Errorf("plots: %w", err)
 	}
-	if err := writeFile(filepath.Join(dir, "report.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
+	if err := writeFile(filepath.Join(dir, files[2]), func(w io.Writer) error { rep.markdown(w, files[3:]); return nil }); err != nil {
 		return err
 	}
 	return publishLatest(results, dir, files)
@@ -76,7 +78,7 @@ func writeFile(path string, fill func(io.Writer) error) error {
 func summaryCSV(w io.Writer, runs []*Run) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{
-		"setup", "load", "offered_rate", "requests", "ok", "unfinished", "errors", "error_rate",
+		"setup", "load", "seed", "prefix_hit_rate", "offered_rate", "requests", "ok", "unfinished", "errors", "error_rate",
 		"ttft_p50_ms", "ttft_p95_ms", "ttft_p99_ms", "e2e_p50_ms", "e2e_p99_ms", "itl_p99_ms",
 		"tokens_per_s_mean", "tokens_per_s_cv", "throughput", "goodput", "good_fraction",
 		"cpu_cores_ours", "machine_busy_cores", "saturated", "lower_bounds",
@@ -85,7 +87,7 @@ func summaryCSV(w io.Writer, runs []*Run) error {
 	for _, r := range runs {
 		s := r.Summary
 		_ = cw.Write([]string{
-			s.Setup, f(s.Load), f(s.Rate), strconv.Itoa(s.Requests), strconv.Itoa(s.OK), strconv.Itoa(s.Unfinished),
+			s.Setup, f(s.Load), strconv.FormatUint(r.Seed, 10), f(r.HitRate), f(s.Rate), strconv.Itoa(s.Requests), strconv.Itoa(s.OK), strconv.Itoa(s.Unfinished),
 			strconv.Itoa(s.Errors), f(s.ErrorRate), f(s.TTFTP50), f(s.TTFTP95), f(s.TTFTP99), f(s.E2EP50), f(s.E2EP99),
 			f(s.ITLP99), f(s.TPSMean), f(s.TPSCV), f(s.Throughput), f(s.Goodput), f(s.GoodFraction),
 			f(r.Cores), f(r.MachineCores), strconv.FormatBool(r.Saturated), strings.Join(s.LowerBounds, " "),
@@ -98,12 +100,12 @@ func summaryCSV(w io.Writer, runs []*Run) error {
 // requestsCSV writes every request of every run, measured or not.
 func requestsCSV(w io.Writer, rep *CompareReport) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"setup", "load", "index", "measured", "start_ms", "ttft_ms", "e2e_ms", "tokens", "status", "worker", "cut", "error"})
+	_ = cw.Write([]string{"setup", "load", "seed", "index", "measured", "start_ms", "ttft_ms", "e2e_ms", "tokens", "status", "worker", "cut", "error"})
 	for _, r := range rep.Runs {
 		for i, res := range r.results {
 			m := i >= rep.Measured[0] && i < rep.Measured[1]
 			_ = cw.Write([]string{
-				r.Summary.Setup, strconv.FormatFloat(r.Summary.Load, 'f', 2, 64), strconv.Itoa(i), strconv.FormatBool(m),
+				r.Summary.Setup, strconv.FormatFloat(r.Summary.Load, 'f', 2, 64), strconv.FormatUint(r.Seed, 10), strconv.Itoa(i), strconv.FormatBool(m),
 				fmt.Sprintf("%.1f", ms(res.Start)), fmt.Sprintf("%.1f", ms(res.TTFT)), fmt.Sprintf("%.1f", ms(res.Latency)),
 				strconv.Itoa(res.Tokens), strconv.Itoa(res.Status), res.Node, strconv.FormatBool(res.Cut), res.Err,
 			})
@@ -113,84 +115,162 @@ func requestsCSV(w io.Writer, rep *CompareReport) error {
 	return cw.Error()
 }
 
-// Markdown writes the report: setup, capacity, one table per load, the
-// aims, the CPU table and the plots.
+// Markdown writes the report with the default plot names.
 func (r *CompareReport) Markdown(w io.Writer) {
-	fmt.Fprintf(w, "# llm-router benchmark: strategy comparison\n\n")
+	n := func(base string) string { return base + "-" + r.Name + ".png" }
+	r.markdown(w, []string{n("ttft-cdf"), n("e2e-cdf"), n("ttft-p99-vs-load"), n("hit-rate"), n("inflight")})
+}
+
+// markdown writes the report: setup, fleet, capacity, the pooled tables
+// per load with their intervals, the aims, the CPU table and the plots.
+func (r *CompareReport) markdown(w io.Writer, plots []string) {
+	fmt.Fprintf(w, "# llm-router benchmark: strategy comparison, %s\n\n", r.Name)
 	fmt.Fprintf(w, "- **Command**: `%s`\n", r.Command)
 	fmt.Fprintf(w, "- **Machine**: %s\n", r.Machine)
 	fmt.Fprintf(w, "- **Started**: %s, %.0f s of wall time\n", r.Started.UTC().Format(time.RFC3339), r.WallTime)
-	fmt.Fprintf(w, "- **Workload**: %s; lengths from %s\n", r.Workload, r.Trace)
-	fmt.Fprintf(w, "- **Runs**: %d requests each, requests %d to %d measured (the first warm the fleet, the last keep the load steady until the measured ones end)\n",
-		r.Requests, r.Measured[0]+1, r.Measured[1])
+	fmt.Fprintf(w, "- **Workload**: %s; from %s\n", r.Workload, r.Trace)
+	fmt.Fprintf(w, "- **Seeds**: %s; each draws its own window of the trace and its own arrivals, and every configuration runs every seed\n", joinUints(r.Seeds))
+	fmt.Fprintf(w, "- **Runs**: %d requests each, requests %d to %d measured (%d a seed); the first warm the fleet, the last keep the load steady until the measured ones end, and a run ends when its measured requests end\n",
+		r.Requests, r.Measured[0]+1, r.Measured[1], r.Measured[1]-r.Measured[0])
 	fmt.Fprintf(w, "- **SLO** (goodput): TTFT ≤ %v and each request's p99 inter-token gap ≤ %v\n", r.SLO.TTFT, r.SLO.ITL)
 	fmt.Fprintf(w, "- **Time scale**: %g (times are GPU time)\n", r.TimeScale)
+	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% stratified bootstrap interval (%d replicates resampling each seed's measured requests); the per-seed values are in compare-%s.json\n", bootstrapReplicates, r.Name)
 	if len(r.Void) > 0 {
 		fmt.Fprintf(w, "\n> **VOID**: the machine was saturated (over %.0f%% of its cores busy) during %d run(s): %s. Latency differences in those runs may be the machine's, not the configurations'.\n",
 			100*saturationShare, len(r.Void), strings.Join(r.Void, "; "))
 	} else {
 		fmt.Fprintf(w, "\n**Valid**: the machine stayed below %.0f%% of its cores busy in every run (see the CPU table).\n", 100*saturationShare)
 	}
+	if len(r.Overload) > 0 {
+		fmt.Fprintf(w, "\n> **Overload**, left out of the tables and aims: %s. The capacity setup could not serve that seed's requests at its offered rate (median TTFT over %.0f ms, or measured requests unfinished after the grace).\n", strings.Join(r.Overload, "; "), r.Capacity.BoundMs)
+	}
+	r.fleetSection(w)
+	r.capacitySection(w)
+	if c := r.Ceilings; c != nil {
+		fmt.Fprintf(w, "\n## Prefix-cache ceilings\n\nHit rates in prompt tokens, as gpusim counts them. The whole trace with an unbounded cache: **%.1f%%**. Per seed, over its run's requests: an unbounded cache %s; the fleet's real KV capacity, every request sent to the GPU holding most of its prefix, ignoring load: %s.\n",
+			100*c.Trace, seedPercents(r.Seeds, c.Unbounded), seedPercents(r.Seeds, c.Fleet))
+	}
+	for _, load := range r.Loads {
+		var st []Stats
+		for _, s := range r.Stats {
+			if s.Load == load && len(s.Seeds) > 0 {
+				st = append(st, s)
+			}
+		}
+		fmt.Fprintf(w, "\n## %.0f%% of capacity\n\n", 100*load)
+		statsTables(w, st)
+	}
+	if len(r.Aims) > 0 {
+		fmt.Fprintf(w, "\n## Aims\n\nJudged by the interval: met when all of it is on the target's side, missed when all of it is on the other, not settled otherwise.\n\n")
+		fmt.Fprintln(w, "| aim | load | value [95% interval] | target | verdict | values |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|")
+		for _, a := range r.Aims {
+			fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | **%s** | %s |\n", a.Name, 100*a.Load, fmtEst(a.Ratio, ""), a.Target, a.Verdict, a.Detail)
+		}
+	}
+	r.cpuTable(w)
+	fmt.Fprintf(w, "\n## Plots\n\n")
+	for _, p := range plots {
+		fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
+	}
+	fmt.Fprintf(w, "## Notes\n\n")
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+}
 
-	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`.\n\n", Model)
+func (r *CompareReport) fleetSection(w io.Writer) {
+	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`. The same fleet and caps in every configuration and seed.\n\n", Model)
 	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, g := range r.Fleet {
 		fmt.Fprintf(w, "| %s | %s | %.2f | %d |\n", g.ID, g.Profile, g.SaturationRate, g.Cap)
 	}
-	fmt.Fprintf(w, "\nCap rule: Little's law at %.0f%% of the GPU's saturation rate on this workload, i.e. the mean number of requests it holds there (rate × mean end-to-end latency, gpusim in virtual time). The emulations of other schedulers run uncapped.\n", 100*capLoad)
+	fmt.Fprintf(w, "\nCap rule: Little's law at %.0f%% of the GPU's saturation rate, i.e. the mean number of requests it holds there (rate × mean end-to-end latency, gpusim in virtual time), derived once per profile from one fixed sample of the trace (seed %d), whatever the seeds compared. The peers' emulations run uncapped.\n", 100*capLoad, sizingSeed)
+}
 
+func (r *CompareReport) capacitySection(w io.Writer) {
 	c := r.Capacity
-	fmt.Fprintf(w, "\n## Capacity\n\n**%.2f req/s**, measured with %s. ", c.Rate, c.Setup)
+	fmt.Fprintf(w, "\n## Capacity\n\n**%.2f req/s**, measured with %s on seed %d. ", c.Rate, c.Setup, r.Seeds[0])
 	if len(c.Probes) > 0 {
-		fmt.Fprintf(w, "A rate (req/s of GPU time, Poisson arrivals of the workload) is sustainable when an open-loop run of %d requests at that rate keeps the median TTFT of its measured requests ≤ %.0f ms with under 1%% errors; the capacity is the highest sustainable rate found (search from 85%% of the fleet estimate, 15%% steps, then bisection to 5%%). The bound sits at the knee of the TTFT curve, which a run of any length reaches within a few percent of saturation; the 2 s SLO would be reached only well above saturation by a run this short.\n\n", c.Requests, c.BoundMs)
+		fmt.Fprintf(w, "A rate (req/s of GPU time) is sustainable when an open-loop run of %d requests at that rate keeps the median TTFT of its measured requests ≤ %.0f ms with under 1%% errors; the capacity is the highest sustainable rate found (search from 85%% of the fleet estimate, 15%% steps, then bisection to 5%%).\n\n", c.Requests, c.BoundMs)
 		fmt.Fprintln(w, "| probe rate req/s | median TTFT ms | sustainable | machine saturated |")
 		fmt.Fprintln(w, "|---|---|---|---|")
 		for _, p := range c.Probes {
 			fmt.Fprintf(w, "| %.2f | %.0f | %s | %s |\n", p.Rate, p.TTFTP50, yesNo(p.Sustainable), yesNo(p.Saturated))
 		}
 	}
-	fmt.Fprintf(w, "\nFleet estimate (sum of the GPUs' saturation rates alone, a perfect balancer's capacity): %.2f req/s.\n", c.Estimate)
-
-	for _, load := range r.Loads {
-		fmt.Fprintf(w, "\n## %.0f%% of capacity\n\n", 100*load)
-		summaryTable(w, runsAt(r.Runs, load))
-	}
-	if len(r.Aims) > 0 {
-		fmt.Fprintf(w, "\n## Aims (same run)\n\n")
-		fmt.Fprintln(w, "| aim | load | ratio | target | met | values |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|")
-		for _, a := range r.Aims {
-			fmt.Fprintf(w, "| %s | %.0f%% | %.3f | %s | %s | %s |\n", a.Name, 100*a.Load, a.Ratio, a.Target, yesNo(a.Met), a.Detail)
-		}
-	}
-	r.cpuTable(w)
-	fmt.Fprintf(w, "\n## Plots\n\n![TTFT CDF](%s)\n\n![E2E CDF](%s)\n\n![p99 TTFT vs load](%s)\n\n![in-flight per GPU](%s)\n",
-		plotTTFTCDF, plotE2ECDF, plotP99Load, plotInflight)
-	fmt.Fprintf(w, "\n## Notes\n\n")
-	for _, n := range r.Notes {
-		fmt.Fprintf(w, "- %s\n", n)
-	}
+	fmt.Fprintf(w, "\nEach other seed's capacity is this one times the ratio of the seeds' fleet estimates (the sum of every GPU's saturation rate alone on the seed's requests, gpusim in virtual time): %s.\n", seedRates(r.Seeds, r.SeedCapacity))
 }
 
-// summaryTable writes the main per-setup table of one load.
-func summaryTable(w io.Writer, runs []*Run) {
-	fmt.Fprintln(w, "| setup | TTFT p50 | p95 | p99 | E2E p50 | p99 | ITL p99 | tok/s mean | tok/s CV | completed req/s | errors | goodput req/s | good |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, r := range runs {
-		s := r.Summary
-		v := func(name string, x float64) string {
-			if slices.Contains(s.LowerBounds, name) {
-				return fmt.Sprintf("≥%.0f", x)
+// statsTables writes one load's pooled figures: latencies, then
+// predictability, goodput, errors and hit rate.
+func statsTables(w io.Writer, st []Stats) {
+	fmt.Fprintln(w, "| setup | TTFT p50 | TTFT p90 | TTFT p99 | E2E p50 | E2E p90 | E2E p99 | ITL p50 | ITL p90 | ITL p99 |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, s := range st {
+		fmt.Fprintf(w, "| %s |", s.Setup)
+		for _, e := range [][3]Estimate{s.TTFT, s.E2E, s.ITL} {
+			for _, x := range e {
+				fmt.Fprintf(w, " %s |", msCell(x))
 			}
-			return fmt.Sprintf("%.0f", x)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %.0f | %.1f | %.3f | %.2f | %.1f%% | %.2f | %.1f%% |\n",
-			s.Setup, v("ttft_p50_ms", s.TTFTP50), v("ttft_p95_ms", s.TTFTP95), v("ttft_p99_ms", s.TTFTP99),
-			v("e2e_p50_ms", s.E2EP50), v("e2e_p99_ms", s.E2EP99), s.ITLP99, s.TPSMean, s.TPSCV, s.Throughput,
-			100*s.ErrorRate, s.Goodput, 100*s.GoodFraction)
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w, "\nTimes in ms (GPU time); ≥ marks a percentile that fell on a request still running when the run was cut. tok/s: each request's decode rate after its first token, mean and coefficient of variation across requests. completed req/s: measured requests completed per second of the span over which they arrived (the offered rate when all complete). good: share of measured requests within the SLO.")
+	fmt.Fprintln(w, "\nms of GPU time over every seed's measured requests, [95% interval]. ITL: every inter-token gap of every request, pooled.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| setup | tok/s p5 | tok/s p50 | p5 / p50 | tok/s CV | good (both SLOs) | errors | completed req/s | prefix hit rate |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	minErr := 1.0
+	for _, s := range st {
+		minErr = min(minErr, s.Errors.Value)
+	}
+	for _, s := range st {
+		mark := ""
+		if s.Errors.Lo > minErr+0.001 {
+			mark = " (wins by rejecting?)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s%s | %.2f | %s |\n", s.Setup, numCell(s.TPS[0], 1), numCell(s.TPS[1], 1), numCell(s.TPSRatio, 3), numCell(s.TPSCV, 3),
+			pctCell(s.Good), pctCell(s.Errors), mark, s.Throughput, hitCell(s.HitRate))
+	}
+	fmt.Fprintln(w, "\ntok/s: each request's decode rate after its first token; p5 / p50 is the predictability figure (1 is perfectly steady). good: share of measured requests within both SLOs. completed req/s: mean over seeds. prefix hit rate: gpusim's counters over each run, mean [min, max] over seeds. A setup whose errors exceed the fewest by more than its interval is marked: it may win on latency by rejecting work.")
+}
+
+func msCell(e Estimate) string { return fmt.Sprintf("%.0f [%.0f, %.0f]", e.Value, e.Lo, e.Hi) }
+func pctCell(e Estimate) string {
+	return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*e.Value, 100*e.Lo, 100*e.Hi)
+}
+
+func hitCell(e Estimate) string {
+	return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*e.Value, 100*e.Lo, 100*e.Hi)
+}
+
+func numCell(e Estimate, prec int) string {
+	return fmt.Sprintf("%.*f [%.*f, %.*f]", prec, e.Value, prec, e.Lo, prec, e.Hi)
+}
+
+func joinUints(xs []uint64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.FormatUint(x, 10)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func seedPercents(seeds []uint64, m map[uint64]float64) string {
+	parts := make([]string, len(seeds))
+	for i, s := range seeds {
+		parts[i] = fmt.Sprintf("seed %d %.1f%%", s, 100*m[s])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func seedRates(seeds []uint64, m map[uint64]float64) string {
+	parts := make([]string, len(seeds))
+	for i, s := range seeds {
+		parts[i] = fmt.Sprintf("seed %d %.2f req/s", s, m[s])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuTable writes every run's CPU per process and the machine's load.
@@ -214,7 +294,7 @@ func (r *CompareReport) cpuTable(w io.Writer) {
 		}
 	}
 	for _, run := range rows {
-		label := fmt.Sprintf("%.0f%% %s", 100*run.Summary.Load, run.Summary.Setup)
+		label := fmt.Sprintf("%.0f%% seed %d %s", 100*run.Summary.Load, run.Seed, run.Summary.Setup)
 		if run.Summary.Load == 0 {
 			label = fmt.Sprintf("probe %.2f req/s %s", run.Summary.Rate, run.Summary.Setup)
 		}

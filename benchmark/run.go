@@ -14,6 +14,12 @@ import (
 // the machine did meanwhile.
 type Run struct {
 	Summary Summary `json:"summary"`
+	// Seed is the workload's seed.
+	Seed uint64 `json:"seed"`
+	// HitRate is the fleet's prefix-cache hit rate over the run (every
+	// request, measured or not), tokens: hits / queries of gpusim's
+	// counters.
+	HitRate float64 `json:"prefix_hit_rate"`
 	// CPU is each of our processes' CPU over the run and Cores their
 	// total; MachineCores is the whole machine's busy cores (every process,
 	// ours or not) out of MachineCPUs.
@@ -44,6 +50,12 @@ type runner struct {
 	// mutate adjusts the router's config.
 	workers func(Setup) []config.Worker
 	mutate  func(Setup, *config.Config)
+	// redisAddr is the shared store of setups with several replicas.
+	redisAddr string
+	// blockTokens is the tokens behind a prefix block id (Job.Request).
+	blockTokens int
+	// runs counts the runs started, for each run's prompt nonce.
+	runs int
 }
 
 // saturationShare is the share of the machine's cores busy (with anything)
@@ -61,7 +73,7 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, lab
 	if r.mutate != nil {
 		mut = func(c *config.Config) { r.mutate(s, c) }
 	}
-	rs, err := r.env.start(ctx, s, r.workers(s), routerOptions{mutate: mut})
+	rs, err := r.env.start(ctx, s, r.workers(s), routerOptions{mutate: mut, replicas: s.Replicas, redisAddr: r.redisAddr})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
@@ -78,9 +90,16 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, lab
 	smp := startSampler(ctx, r.gpus, r.sample, r.scale)
 	meter.start()
 	machine.start()
+	q0, h0, err := prefixCounters(ctx, r.gpus)
+	if err != nil {
+		return nil, err
+	}
+	r.runs++
+	nonce := fmt.Sprintf("[run %d-%x]", r.runs, time.Now().UnixNano()&0xffffff)
+	build := func(j Job) Request { return j.Request(nonce, r.blockTokens) }
 	start := time.Now()
 	prog := NewProgress(r.progress, label, len(jobs))
-	results, lag := RunOpen(ctx, client, jobs, OpenOptions{Scale: r.scale, From: from, To: to, Grace: r.grace, FirstTokenOnly: firstTokenOnly}, prog)
+	results, lag := RunOpen(ctx, client, jobs, OpenOptions{Scale: r.scale, From: from, To: to, Grace: r.grace, FirstTokenOnly: firstTokenOnly, Request: build}, prog)
 	prog.Finish()
 	wall := time.Since(start)
 	cpu, cores := meter.stop()
@@ -90,6 +109,10 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, lab
 		return nil, ctx.Err()
 	}
 	gpuTime := scaleResults(results, r.scale)
+	q1, h1, err := prefixCounters(ctx, r.gpus)
+	if err != nil {
+		return nil, err
+	}
 	run := &Run{
 		Summary:      Summarize(gpuTime[from:to], r.slo),
 		CPU:          cpu,
@@ -101,6 +124,9 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, lab
 		WallSeconds:  wall.Seconds(),
 		Inflight:     inflight,
 		results:      gpuTime,
+	}
+	if q1 > q0 {
+		run.HitRate = float64(h1-h0) / float64(q1-q0)
 	}
 	run.Summary.Setup = s.Name
 	return run, nil

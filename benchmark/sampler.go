@@ -24,6 +24,23 @@ type gpuState struct {
 	Running   int    `json:"running"`
 	Waiting   int    `json:"waiting"`
 	Completed uint64 `json:"completed"`
+	// Prefix cache counters, tokens (gpusim's vllm:prefix_cache_*).
+	PrefixQueries uint64 `json:"prefix_cache_queries"`
+	PrefixHits    uint64 `json:"prefix_cache_hits"`
+}
+
+// prefixCounters sums the fleet's prefix-cache counters.
+func prefixCounters(ctx context.Context, gpus []GPU) (queries, hits uint64, err error) {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	for _, g := range gpus {
+		st, err := getGPUState(ctx, hc, g.Addr)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", g.ID, err)
+		}
+		queries += st.PrefixQueries
+		hits += st.PrefixHits
+	}
+	return queries, hits, nil
 }
 
 func getGPUState(ctx context.Context, hc *http.Client, addr string) (gpuState, error) {

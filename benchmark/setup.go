@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,11 @@ type Setup struct {
 	LBPolicy string `json:"envoy_lb_policy,omitempty"`
 	// Strategy is the router's strategy; empty for Envoy alone.
 	Strategy string `json:"strategy,omitempty"`
+	// Replicas is the router replicas behind the one Envoy (0 or 1: one,
+	// in-memory store; more share a redis-server). Each replica keeps its
+	// own in-process state, such as the prefix indexes of the peers'
+	// emulations.
+	Replicas int `json:"replicas,omitempty"`
 }
 
 // Router reports whether the setup runs llm-router.
@@ -51,6 +57,14 @@ func EnvoySetup(policy string) Setup {
 // RouterSetup is Envoy with llm-router using strategy.
 func RouterSetup(strategy string) Setup {
 	return Setup{Name: "router " + strategy, Strategy: strategy}
+}
+
+// RouterReplicasSetup is Envoy with n llm-router replicas using strategy.
+func RouterReplicasSetup(strategy string, n int) Setup {
+	if n <= 1 {
+		return RouterSetup(strategy)
+	}
+	return Setup{Name: fmt.Sprintf("router %s x%d", strategy, n), Strategy: strategy, Replicas: n}
 }
 
 // running is a started setup: the URL clients use, the processes to meter
@@ -169,11 +183,19 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 
 // ParseSetups reads a comma-separated list: ROUND_ROBIN and LEAST_REQUEST
 // (any upper-case word) are Envoy alone with that policy, anything else a
-// router strategy.
+// router strategy, with "xN" after it for N replicas (scored x3).
 func ParseSetups(s string) ([]Setup, error) {
 	var out []Setup
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
+		if name, n, ok := strings.Cut(part, " x"); ok && slices.Contains(config.Strategies, name) {
+			k, err := strconv.Atoi(n)
+			if err != nil || k < 1 || k > 16 {
+				return nil, fmt.Errorf("setup %q: want strategy xN with N in 1..16", part)
+			}
+			out = append(out, RouterReplicasSetup(name, k))
+			continue
+		}
 		switch {
 		case part == "":
 			continue

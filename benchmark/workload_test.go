@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/internal/prefix"
 )
 
 // writeTrace writes a small trace CSV: request i arrives at i·gap seconds
@@ -162,5 +164,82 @@ func TestWindow(t *testing.T) {
 		if from, to := window(tt.n, tt.warm, tt.tail); from != tt.from || to != tt.to {
 			t.Errorf("window(%d, %g, %g) = %d, %d; want %d, %d", tt.n, tt.warm, tt.tail, from, to, tt.from, tt.to)
 		}
+	}
+}
+
+func TestMaxTokensPolicies(t *testing.T) {
+	path := writeTrace(t, 3000, 1)
+	bound, err := LoadWorkload(WorkloadOptions{TracePath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oracle, err := LoadWorkload(WorkloadOptions{TracePath: path, MaxTokens: MaxTokensOracle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, o := bound.Jobs(2000, 5, 3), oracle.Jobs(2000, 5, 3)
+	absent := 0
+	for i := range b {
+		if b[i].At != o[i].At || b[i].Output != o[i].Output {
+			t.Fatalf("job %d: the policies changed shapes or arrivals", i)
+		}
+		if o[i].MaxTokens != o[i].Output {
+			t.Fatalf("oracle job %d: max_tokens %d, output %d", i, o[i].MaxTokens, o[i].Output)
+		}
+		switch b[i].MaxTokens {
+		case 0:
+			absent++
+		case MaxTokensCap:
+		default:
+			t.Fatalf("bound job %d: max_tokens %d", i, b[i].MaxTokens)
+		}
+	}
+	if absent < 900 || absent > 1100 {
+		t.Errorf("%d of 2000 without max_tokens, want about half", absent)
+	}
+	if _, err := LoadWorkload(WorkloadOptions{TracePath: path, MaxTokens: "psychic"}); err == nil {
+		t.Error("unknown max_tokens policy accepted")
+	}
+}
+
+func TestPromptsOfATraceWithoutIDsShareNothing(t *testing.T) {
+	w, err := LoadWorkload(WorkloadOptions{TracePath: writeTrace(t, 100, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := w.Jobs(50, 5, 1)
+	a, b := jobBlocks(jobs[0], 0), jobBlocks(jobs[1], 0)
+	if len(a) == 0 || prefix.Match(a, b) != 0 {
+		t.Errorf("two rows share %d leading blocks of %d", prefix.Match(a, b), len(a))
+	}
+	r := jobs[3].Request("[run 1]", 0)
+	if len(r.Content) != jobs[3].Prompt*prefix.BytesPerToken || !strings.HasPrefix(r.Content, "[run 1]") || r.OutputTokens != jobs[3].Output {
+		t.Errorf("request %+v for job %+v", r.Content[:20], jobs[3])
+	}
+}
+
+func TestMooncakeWorkload(t *testing.T) {
+	w, err := LoadWorkload(WorkloadOptions{TracePath: "traces/mooncake-conversation.jsonl", TokenScale: 0.125})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !w.Prefixed() || w.BlockTokens() != 64 || len(w.rows) != 12031 {
+		t.Fatalf("prefixed %v, block tokens %d, rows %d", w.Prefixed(), w.BlockTokens(), len(w.rows))
+	}
+	// Rows 0 and 1 of the trace share their first id only.
+	j0 := Job{Prompt: w.rows[0].PromptTokens, Row: 0, Blocks: w.blocks[0]}
+	j1 := Job{Prompt: w.rows[1].PromptTokens, Row: 1, Blocks: w.blocks[1]}
+	if w.blocks[0][0] != w.blocks[1][0] || w.blocks[0][1] == w.blocks[1][1] {
+		t.Fatalf("trace rows changed: %v %v", w.blocks[0][:2], w.blocks[1][:2])
+	}
+	a, b := jobBlocks(j0, w.BlockTokens()), jobBlocks(j1, w.BlockTokens())
+	// One id of 64 tokens is 256 bytes of text after the 7 bytes of
+	// `"user""`: the first 4 blocks (256 bytes) are shared, the 5th holds
+	// the first different byte.
+	if m := prefix.Match(a, b); m != 4 {
+		t.Errorf("rows sharing one id share %d blocks, want 4", m)
+	}
+	if r := j0.Request("", w.BlockTokens()); len(r.Content) != j0.Prompt*prefix.BytesPerToken {
+		t.Errorf("prompt of %d bytes, want %d", len(r.Content), j0.Prompt*prefix.BytesPerToken)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/llm-router/llm-router/benchmark"
 )
@@ -31,23 +30,26 @@ func parseFloats(s string) ([]float64, error) {
 func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOptions, error) {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := benchmark.DefaultCompareOptions()
-	short := fs.Bool("short", false, "the short version: 80% load only, 500 requests a run, 1000 a capacity probe, 4 probes, 15 s grace")
+	name := fs.String("name", "azure-conv", "the comparison: "+strings.Join(benchmark.PresetNames(), " or ")+" (its trace, fleet and scales; flags below override them)")
+	short := fs.Bool("short", false, "the short version: 80% load only, 1,150 requests a run (1,000 measured), 3 seeds, 800 a capacity probe, 4 probes")
 	loads := fs.String("loads", "0.6,0.8,0.95", "loads as shares of the measured capacity")
-	setups := fs.String("setups", "ROUND_ROBIN,LEAST_REQUEST,round_robin,least_loaded,latency_based,inference_aware,scored,queue_kv_max_score",
-		"configurations: Envoy policies (upper case) and router strategies")
+	setups := fs.String("setups", "", "configurations: Envoy policies (upper case) and router strategies, \"strategy xN\" for N replicas (default: all)")
 	capSetup := fs.String("capacity-setup", "LEAST_REQUEST", "configuration whose capacity defines the loads")
+	seeds := fs.String("seeds", "1,2,3", "workload seeds; every configuration runs every seed")
+	fleetSet := fs.String("fleet-set", "", "gpusim fleet keys for every GPU, key=value,... (e.g. gpu_mem_util=0.5)")
+	trace := fs.String("trace", "", "request trace: a CSV (arrived_at,num_prefill_tokens,num_decode_tokens) or a Mooncake .jsonl")
+	fleet := fs.String("fleet", "", "simulated GPUs, profile:count,...")
+	timeScale := fs.Float64("time-scale", 0, "run the GPUs this many times their profiled durations (gpusim --slowdown); results stay in GPU time")
+	tokenScale := fs.Float64("token-scale", 0, "multiply every length of the trace by this (0, 1]")
+	o := benchmark.DefaultCompareOptions()
 	fs.StringVar(&o.BinDir, "bin", o.BinDir, "directory holding llm-router and gpusim")
-	fs.StringVar(&o.Fleet, "fleet", o.Fleet, "simulated GPUs, profile:count,...")
-	fs.StringVar(&o.Workload.TracePath, "trace", o.Workload.TracePath, "request trace CSV (arrived_at,num_prefill_tokens,num_decode_tokens); synthetic lengths when absent")
 	fs.StringVar(&o.Workload.Kind, "workload", o.Workload.Kind, "trace (the trace's lengths) or extreme (10- and 2,000-token outputs)")
 	fs.StringVar(&o.Workload.Arrivals, "arrivals", o.Workload.Arrivals, "poisson, or trace (its own arrival times, rescaled)")
+	fs.StringVar(&o.Workload.MaxTokens, "max-tokens", benchmark.MaxTokensBound, "what clients send as max_tokens: bound (absent or 4096, half each) or oracle (the true output length)")
 	fs.Float64Var(&o.Workload.LongShare, "long-share", o.Workload.LongShare, "extreme workload: share of 2,000-token jobs")
-	fs.Float64Var(&o.TimeScale, "time-scale", o.TimeScale, "run the GPUs this many times slower (gpusim --slowdown); results stay in GPU time")
 	fs.IntVar(&o.Requests, "requests", o.Requests, "requests per run")
 	fs.Float64Var(&o.Warmup, "warmup", o.Warmup, "share of each run's requests before the measured ones")
 	fs.Float64Var(&o.Tail, "tail", o.Tail, "share of each run's requests after the measured ones")
-	seed := fs.Uint64("seed", o.Seed, "seed of the workload (the same for every configuration)")
 	fs.DurationVar(&o.SLO.TTFT, "slo-ttft", o.SLO.TTFT, "goodput: TTFT bound")
 	fs.DurationVar(&o.SLO.ITL, "slo-itl", o.SLO.ITL, "goodput: bound of each request's p99 inter-token gap")
 	fs.Float64Var(&o.Capacity, "capacity", 0, "use this capacity (req/s) instead of measuring it")
@@ -59,32 +61,59 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := benchmark.ApplyPreset(&o, *name, *short); err != nil {
+		return o, err
+	}
 	if *short {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if !set["requests"] {
-			o.Requests = 500
+			o.Requests = 1150
+		}
+		if !set["warmup"] {
+			o.Warmup = 0.05
+		}
+		if !set["tail"] {
+			o.Tail = 0.08
 		}
 		if !set["probe-requests"] {
-			o.ProbeRequests = 1000
+			o.ProbeRequests = 800
 		}
 		if !set["max-probes"] {
 			o.MaxProbes = 4
-		}
-		if !set["grace"] {
-			o.Grace = 15 * time.Second
 		}
 		if !set["loads"] {
 			*loads = "0.8"
 		}
 	}
-	o.Seed = *seed
+	if set["trace"] {
+		o.Workload.TracePath = *trace
+	}
+	if set["fleet"] {
+		o.Fleet = *fleet
+	}
+	if set["time-scale"] {
+		o.TimeScale = *timeScale
+	}
+	if set["token-scale"] {
+		o.Workload.TokenScale = *tokenScale
+	}
 	var err error
+	if *fleetSet != "" {
+		if o.FleetExtra, err = parseKeyValues(*fleetSet); err != nil {
+			return o, fmt.Errorf("--fleet-set: %w", err)
+		}
+	}
+	if o.Seeds, err = parseUints(*seeds); err != nil || len(o.Seeds) == 0 {
+		return o, fmt.Errorf("--seeds %q: want a comma-separated list of seeds", *seeds)
+	}
 	if o.Loads, err = parseFloats(*loads); err != nil {
 		return o, fmt.Errorf("--loads: %w", err)
 	}
-	if o.Setups, err = benchmark.ParseSetups(*setups); err != nil {
-		return o, err
+	if *setups != "" {
+		if o.Setups, err = benchmark.ParseSetups(*setups); err != nil {
+			return o, err
+		}
 	}
 	cs, err := benchmark.ParseSetups(*capSetup)
 	if err != nil || len(cs) != 1 {
@@ -92,6 +121,41 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 	}
 	o.CapacitySetup = cs[0]
 	return o, nil
+}
+
+// parseUints reads "1,2,3".
+func parseUints(s string) ([]uint64, error) {
+	var out []uint64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// parseKeyValues reads "k=v,k=v"; numbers and booleans keep their type.
+func parseKeyValues(s string) (map[string]any, error) {
+	out := map[string]any{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q: want key=value", kv)
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[k] = f
+		} else if b, err := strconv.ParseBool(v); err == nil {
+			out[k] = b
+		} else {
+			out[k] = v
+		}
+	}
+	return out, nil
 }
 
 func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,6 +1,7 @@
 // Command llm-bench drives the benchmarks in benchmark/:
 //
-//	compare     every configuration on one heterogeneous simulated fleet, one workload, at several loads
+//	compare     every configuration on one simulated fleet, one trace, several seeds and loads, with 95 % intervals
+//	agree       whether several compare runs agree (every setup's p90 TTFT intervals overlap)
 //	herd        bursts onto an idle fleet: how often two requests land on one GPU while another idles
 //	overhead    what Envoy + llm-router add over Envoy alone, at fixed rates and in a closed loop
 //	picks       scheduler decisions per second against one real redis-server
@@ -31,7 +32,8 @@ func main() {
 const usage = `usage: llm-bench <command> [flags]
 
 commands:
-  compare     Envoy alone and llm-router's strategies on one heterogeneous simulated fleet, same workload, at 60/80/95% of the measured capacity
+  compare     Envoy alone, llm-router's strategies and the peers' emulations on one simulated fleet and trace, 3 seeds, 60/80/95% of the measured capacity, 95% intervals
+  agree       compare-NAME.json of several runs: do every setup's p90 TTFT intervals overlap?
   herd        bursts of N simultaneous requests onto N idle GPUs: collision rate per strategy, atomic claim on/off, 1 and 3 replicas
   overhead    Envoy straight to one instant gpusim vs Envoy with llm-router: fixed rates (open loop) or closed loop
   picks       scheduler decisions per second against one real redis-server, 1 and 3 replicas
@@ -48,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"compare":    compare,
+		"agree":      agree,
 		"herd":       herd,
 		"overhead":   overhead,
 		"picks":      picks,

@@ -5,7 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/llm-router/llm-router/benchmark"
 )
 
 func TestRunDispatch(t *testing.T) {
@@ -22,21 +23,25 @@ func TestCompareFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.Loads) != 1 || o.Loads[0] != 0.8 || o.Requests != 500 || o.ProbeRequests != 1000 || o.MaxProbes != 4 || o.Grace != 15*time.Second {
+	if len(o.Loads) != 1 || o.Loads[0] != 0.8 || o.Requests != 1150 || o.ProbeRequests != 800 || o.MaxProbes != 4 || len(o.Seeds) != 3 {
 		t.Errorf("short: %+v", o)
 	}
-	if len(o.Setups) != 8 || o.CapacitySetup.Name != "envoy LEAST_REQUEST" {
-		t.Errorf("setups %v, capacity setup %v", o.Setups, o.CapacitySetup)
+	if from, to := o.Requests-int(float64(o.Requests)*o.Tail+0.5), int(float64(o.Requests)*o.Warmup+0.5); from-to < 1000 {
+		t.Errorf("short measures %d requests a seed, want at least 1,000", from-to)
 	}
-	o, err = parseCompareFlags([]string{"--short", "--requests", "50", "--loads", "0.5,0.9", "--setups", "LEAST_REQUEST,scored"}, io.Discard)
-	if err != nil || o.Requests != 50 || len(o.Loads) != 2 || len(o.Setups) != 2 {
-		t.Errorf("explicit flags must win over --short: %+v %v", o, err)
+	if o.Name != "azure-conv" || len(o.Setups) != len(benchmark.DefaultSetups()) || o.CapacitySetup.Name != "envoy LEAST_REQUEST" {
+		t.Errorf("name %q, setups %v, capacity setup %v", o.Name, o.Setups, o.CapacitySetup)
+	}
+	o, err = parseCompareFlags([]string{"--short", "--name", "mooncake-conv", "--requests", "50", "--loads", "0.5,0.9", "--setups", "LEAST_REQUEST,scored,scored x3", "--seeds", "4", "--fleet-set", "gpu_mem_util=0.5"}, io.Discard)
+	if err != nil || o.Requests != 50 || len(o.Loads) != 2 || len(o.Setups) != 3 || o.Setups[2].Replicas != 3 || o.Seeds[0] != 4 ||
+		o.Workload.TokenScale != 0.125 || o.FleetExtra["gpu_mem_util"] != 0.5 {
+		t.Errorf("explicit flags must win over --short and the preset: %+v %v", o, err)
 	}
 	long, err := parseCompareFlags(nil, io.Discard)
-	if err != nil || len(long.Loads) != 3 || long.Requests != 1200 {
+	if err != nil || len(long.Loads) != 3 || long.Requests != 1300 {
 		t.Errorf("long: %+v %v", long, err)
 	}
-	for _, bad := range [][]string{{"--loads", "x"}, {"--setups", "fastest"}, {"--capacity-setup", "LEAST_REQUEST,scored"}} {
+	for _, bad := range [][]string{{"--loads", "x"}, {"--setups", "fastest"}, {"--capacity-setup", "LEAST_REQUEST,scored"}, {"--name", "nope"}, {"--seeds", "a"}, {"--fleet-set", "x"}} {
 		if _, err := parseCompareFlags(bad, io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
 		}

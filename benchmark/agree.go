@@ -1,0 +1,84 @@
+package benchmark
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+)
+
+// Agreement is how several runs of one comparison agree on one setup's
+// p90 TTFT: whether their 95 % intervals share a common value.
+type Agreement struct {
+	Setup string  `json:"setup"`
+	Load  float64 `json:"load"`
+	// P90 is each run's p90 TTFT estimate, in the order given.
+	P90 []Estimate `json:"p90"`
+	// Agree is true when every interval overlaps every other (so all
+	// share one value: intervals on a line that overlap pairwise have a
+	// common point).
+	Agree bool `json:"agree"`
+}
+
+// Agree reads compare-*.json reports of several runs of one comparison and
+// checks, setup by setup, that their p90 TTFT intervals overlap.
+func Agree(paths []string) ([]Agreement, error) {
+	if len(paths) < 2 {
+		return nil, fmt.Errorf("need at least two reports, got %d", len(paths))
+	}
+	reps := make([]CompareReport, len(paths))
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &reps[i]); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if reps[i].Name != reps[0].Name {
+			return nil, fmt.Errorf("%s is comparison %q, %s is %q", p, reps[i].Name, paths[0], reps[0].Name)
+		}
+	}
+	var out []Agreement
+	for _, s := range reps[0].Stats {
+		if len(s.Seeds) == 0 {
+			continue
+		}
+		a := Agreement{Setup: s.Setup, Load: s.Load, Agree: true}
+		for _, r := range reps {
+			i := slices.IndexFunc(r.Stats, func(o Stats) bool { return o.Setup == s.Setup && o.Load == s.Load && len(o.Seeds) > 0 })
+			if i < 0 {
+				a.Agree = false
+				continue
+			}
+			a.P90 = append(a.P90, r.Stats[i].TTFT[1])
+		}
+		for i := range a.P90 {
+			for k := range i {
+				a.Agree = a.Agree && a.P90[i].Overlaps(a.P90[k])
+			}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// PrintAgreement writes the agreement table; it reports whether all agree.
+func PrintAgreement(w io.Writer, as []Agreement) bool {
+	all := true
+	fmt.Fprintln(w, "| setup | load | p90 TTFT ms, each run [95% interval] | overlap |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, a := range as {
+		cells := ""
+		for i, e := range a.P90 {
+			if i > 0 {
+				cells += "; "
+			}
+			cells += msCell(e)
+		}
+		fmt.Fprintf(w, "| %s | %.0f%% | %s | %s |\n", a.Setup, 100*a.Load, cells, yesNo(a.Agree))
+		all = all && a.Agree
+	}
+	return all
+}

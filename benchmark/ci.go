@@ -1,0 +1,308 @@
+package benchmark
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// Estimate is a figure with its 95 % confidence interval and its value in
+// each seed.
+//
+// How it is computed: Value is the figure over every measured request of
+// every seed, pooled. The interval is a stratified percentile bootstrap:
+// each replicate resamples every seed's measured requests with replacement
+// (as many as it had), pools them and recomputes the figure; Lo and Hi are
+// the 2.5th and 97.5th percentiles of bootstrapReplicates replicates. It
+// is the uncertainty of the pooled figure for these seeds' workloads; Seeds
+// shows how much the workloads themselves move it.
+type Estimate struct {
+	Value float64   `json:"value"`
+	Lo    float64   `json:"lo"`
+	Hi    float64   `json:"hi"`
+	Seeds []float64 `json:"seeds"`
+	// reps are the replicates, kept for ratios between setups.
+	reps []float64
+}
+
+// bootstrapReplicates is enough for stable 2.5/97.5 percentiles (each has
+// about 7 replicates beyond it) at a cost of seconds per comparison.
+const bootstrapReplicates = 300
+
+// Metric names of a Stats.
+const (
+	MetricTTFT     = "ttft"
+	MetricE2E      = "e2e"
+	MetricITL      = "itl"
+	MetricTPS      = "tps"
+	MetricGood     = "good"
+	MetricErrors   = "errors"
+	MetricTPSRatio = "tps_p5_over_p50"
+	MetricTPSCV    = "tps_cv"
+)
+
+// Stats are one setup's figures at one load over its seeds, each with its
+// interval. Latencies are ms of GPU time.
+type Stats struct {
+	Setup string  `json:"setup"`
+	Load  float64 `json:"load"`
+	// Seeds are the seeds pooled; Overload lists the seeds left out because
+	// their offered rate exceeded what their requests needed (see
+	// CompareReport.Overload).
+	Seeds    []uint64    `json:"seeds"`
+	Requests int         `json:"requests"`
+	TTFT     [3]Estimate `json:"ttft_p50_p90_p99_ms"`
+	E2E      [3]Estimate `json:"e2e_p50_p90_p99_ms"`
+	ITL      [3]Estimate `json:"itl_p50_p90_p99_ms"`
+	// TPS is each request's decode rate (tokens/s after its first token)
+	// at p5 and p50, their ratio (predictability: 1 is perfectly steady)
+	// and the coefficient of variation.
+	TPS      [2]Estimate `json:"tps_p5_p50"`
+	TPSRatio Estimate    `json:"tps_p5_over_p50"`
+	TPSCV    Estimate    `json:"tps_cv"`
+	// Good is the share of requests that met both SLOs (goodput);
+	// Errors the share that failed.
+	Good   Estimate `json:"good_fraction"`
+	Errors Estimate `json:"error_rate"`
+	// HitRate is the GPUs' prefix-cache hit rate (tokens) over the runs,
+	// per seed; Value is their mean. No interval: it is one counter.
+	HitRate Estimate `json:"prefix_hit_rate"`
+	// Throughput is the completed requests per second of arrival span,
+	// mean over seeds.
+	Throughput float64 `json:"throughput"`
+}
+
+var latencyPcts = [3]float64{50, 90, 99}
+
+// reqStat is one measured request reduced to what the figures need.
+type reqStat struct {
+	ok, good   bool
+	ttft, e2e  float64 // ms
+	tps        float64 // 0: none (under two tokens)
+	itl        []itlBin
+	itlGapsRaw []float64 // ms, for the point estimate
+}
+
+// itlBin counts a request's inter-token gaps in one log bucket.
+type itlBin struct {
+	bucket uint16
+	n      uint32
+}
+
+// The ITL histogram's buckets: 5 % wide from 0.01 ms. Its percentiles are
+// exact to the bucket (5 %); the point estimates use the exact gaps.
+const (
+	itlBase    = 0.01
+	itlGrowth  = 1.05
+	itlBuckets = 600
+)
+
+func itlBucket(ms float64) uint16 {
+	if ms <= itlBase {
+		return 0
+	}
+	b := int(math.Log(ms/itlBase) / math.Log(itlGrowth))
+	return uint16(min(max(b, 0), itlBuckets-1))
+}
+
+func itlBucketValue(b int) float64 { return itlBase * math.Pow(itlGrowth, float64(b)+0.5) }
+
+func newReqStat(r Result, slo SLO) reqStat {
+	s := reqStat{ok: r.OK()}
+	if !s.ok {
+		return s
+	}
+	s.good = slo.Good(r)
+	s.ttft, s.e2e = ms(r.TTFT), ms(r.Latency)
+	s.tps = r.TokensPerSecond()
+	if len(r.ITLs) > 0 {
+		s.itlGapsRaw = make([]float64, len(r.ITLs))
+		counts := map[uint16]uint32{}
+		for i, g := range r.ITLs {
+			v := ms(g)
+			s.itlGapsRaw[i] = v
+			counts[itlBucket(v)]++
+		}
+		for b, n := range counts {
+			s.itl = append(s.itl, itlBin{b, n})
+		}
+	}
+	return s
+}
+
+// figures computes every figure of one sample of requests, in a fixed
+// order: TTFT×3, E2E×3, ITL×3, TPS p5, p50, ratio, CV, good, errors.
+// exactITL uses the raw gaps (point estimates) instead of the histogram.
+func figures(rs []reqStat, exactITL bool, scratch *figScratch) []float64 {
+	sc := scratch
+	sc.ttft, sc.e2e, sc.tps, sc.gaps = sc.ttft[:0], sc.e2e[:0], sc.tps[:0], sc.gaps[:0]
+	clear(sc.hist[:])
+	good, errs, nITL := 0, 0, 0
+	for _, r := range rs {
+		if !r.ok {
+			errs++
+			continue
+		}
+		if r.good {
+			good++
+		}
+		sc.ttft = append(sc.ttft, r.ttft)
+		sc.e2e = append(sc.e2e, r.e2e)
+		if r.tps > 0 {
+			sc.tps = append(sc.tps, r.tps)
+		}
+		if exactITL {
+			sc.gaps = append(sc.gaps, r.itlGapsRaw...)
+		} else {
+			for _, b := range r.itl {
+				sc.hist[b.bucket] += int(b.n)
+				nITL += int(b.n)
+			}
+		}
+	}
+	out := make([]float64, 0, 15)
+	slices.Sort(sc.ttft)
+	slices.Sort(sc.e2e)
+	slices.Sort(sc.tps)
+	for _, p := range latencyPcts {
+		out = append(out, pct(sc.ttft, p))
+	}
+	for _, p := range latencyPcts {
+		out = append(out, pct(sc.e2e, p))
+	}
+	for _, p := range latencyPcts {
+		if exactITL {
+			slices.Sort(sc.gaps)
+			out = append(out, pct(sc.gaps, p))
+		} else {
+			out = append(out, histPct(&sc.hist, nITL, p))
+		}
+	}
+	p5, p50 := pct(sc.tps, 5), pct(sc.tps, 50)
+	ratio := 0.0
+	if p50 > 0 {
+		ratio = p5 / p50
+	}
+	_, cv := MeanCV(sc.tps)
+	n := float64(max(len(rs), 1))
+	return append(out, p5, p50, ratio, cv, float64(good)/n, float64(errs)/n)
+}
+
+type figScratch struct {
+	ttft, e2e, tps, gaps []float64
+	hist                 [itlBuckets]int
+}
+
+// pct is the nearest-rank percentile of sorted xs (0 when empty).
+func pct(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[nearestRank(len(sorted), p)-1]
+}
+
+func histPct(h *[itlBuckets]int, n int, p float64) float64 {
+	if n == 0 {
+		return 0
+	}
+	rank, cum := nearestRank(n, p), 0
+	for b, c := range h {
+		cum += c
+		if cum >= rank {
+			return itlBucketValue(b)
+		}
+	}
+	return itlBucketValue(itlBuckets - 1)
+}
+
+// bootstrapStats computes a setup's Stats from its seeds' measured
+// results (GPU time). rng makes the replicates reproducible.
+func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
+	rs := make([][]reqStat, len(strata))
+	var pooled []reqStat
+	for i, s := range strata {
+		rs[i] = make([]reqStat, len(s))
+		for k, r := range s {
+			rs[i][k] = newReqStat(r, slo)
+		}
+		pooled = append(pooled, rs[i]...)
+	}
+	var sc figScratch
+	point := figures(pooled, true, &sc)
+	perSeed := make([][]float64, len(rs))
+	for i := range rs {
+		perSeed[i] = figures(rs[i], true, &sc)
+	}
+	reps := make([][]float64, bootstrapReplicates)
+	sample := make([]reqStat, 0, len(pooled))
+	for b := range reps {
+		sample = sample[:0]
+		for _, s := range rs {
+			for range s {
+				sample = append(sample, s[rng.IntN(len(s))])
+			}
+		}
+		reps[b] = figures(sample, false, &sc)
+	}
+	est := func(k int) Estimate {
+		e := Estimate{Value: point[k], reps: make([]float64, len(reps))}
+		for b := range reps {
+			e.reps[b] = reps[b][k]
+		}
+		for i := range perSeed {
+			e.Seeds = append(e.Seeds, perSeed[i][k])
+		}
+		e.Lo, e.Hi = interval(e.reps)
+		// The ITL replicates come from 5 % buckets: keep the point inside.
+		e.Lo, e.Hi = min(e.Lo, e.Value), max(e.Hi, e.Value)
+		return e
+	}
+	st := Stats{Requests: len(pooled)}
+	for i := range 3 {
+		st.TTFT[i], st.E2E[i], st.ITL[i] = est(i), est(3+i), est(6+i)
+	}
+	st.TPS[0], st.TPS[1], st.TPSRatio, st.TPSCV = est(9), est(10), est(11), est(12)
+	st.Good, st.Errors = est(13), est(14)
+	return st
+}
+
+// interval is the 2.5th and 97.5th percentiles of reps.
+func interval(reps []float64) (lo, hi float64) {
+	s := slices.Clone(reps)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0, 0
+	}
+	return s[int(0.025*float64(len(s)-1)+0.5)], s[int(0.975*float64(len(s)-1)+0.5)]
+}
+
+// Ratio is a/b with the interval of the ratio of their independent
+// replicates (the setups ran separately, so their resamples are
+// independent too).
+func Ratio(a, b Estimate) Estimate {
+	r := Estimate{}
+	if b.Value != 0 {
+		r.Value = a.Value / b.Value
+	}
+	n := min(len(a.reps), len(b.reps))
+	r.reps = make([]float64, 0, n)
+	for i := range n {
+		if b.reps[i] != 0 {
+			r.reps = append(r.reps, a.reps[i]/b.reps[i])
+		}
+	}
+	r.Lo, r.Hi = interval(r.reps)
+	for i := range min(len(a.Seeds), len(b.Seeds)) {
+		if b.Seeds[i] != 0 {
+			r.Seeds = append(r.Seeds, a.Seeds[i]/b.Seeds[i])
+		}
+	}
+	return r
+}
+
+// Overlaps reports whether two estimates' intervals overlap.
+func (e Estimate) Overlaps(o Estimate) bool { return e.Lo <= o.Hi && o.Lo <= e.Hi }
+
+// msDur converts ms to a Duration.
+func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

@@ -1,0 +1,88 @@
+package benchmark
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// synthetic results: TTFT exponential with the given mean, every request
+// OK with 10 tokens 20 ms apart.
+func synthetic(n int, meanMs float64, seed uint64) []Result {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	out := make([]Result, n)
+	for i := range out {
+		ttft := time.Duration(rng.ExpFloat64() * meanMs * float64(time.Millisecond))
+		itl := make([]time.Duration, 9)
+		for k := range itl {
+			itl[k] = 20 * time.Millisecond
+		}
+		out[i] = Result{Status: 200, TTFT: ttft, Latency: ttft + 180*time.Millisecond, Tokens: 10, ITLs: itl}
+	}
+	return out
+}
+
+func TestBootstrapIntervalCoversTheTruth(t *testing.T) {
+	// The p90 of an exponential of mean 100 ms is 100·ln(10) = 230 ms.
+	const truth = 230.26
+	covered := 0
+	for trial := range 20 {
+		strata := [][]Result{synthetic(1000, 100, uint64(3*trial)), synthetic(1000, 100, uint64(3*trial+1)), synthetic(1000, 100, uint64(3*trial+2))}
+		st := bootstrapStats(strata, DefaultSLO(), rand.New(rand.NewPCG(uint64(trial), 9)))
+		p90 := st.TTFT[1]
+		if p90.Lo > p90.Value || p90.Hi < p90.Value || len(p90.Seeds) != 3 {
+			t.Fatalf("interval %+v does not hold its point or seeds", p90)
+		}
+		if p90.Lo <= truth && truth <= p90.Hi {
+			covered++
+		}
+		if w := (p90.Hi - p90.Lo) / p90.Value; w > 0.25 {
+			t.Errorf("p90 interval %.0f%% wide with 3,000 requests", 100*w)
+		}
+	}
+	// A 95 % interval covers the truth about 19 times in 20; 15 allows for
+	// the nearest-rank percentile's bias and bad luck.
+	if covered < 15 {
+		t.Errorf("covered the true p90 in %d of 20 trials", covered)
+	}
+}
+
+func TestBootstrapFiguresAndErrors(t *testing.T) {
+	rs := synthetic(500, 100, 1)
+	for i := range 50 {
+		rs[i] = Result{Status: 503, Err: ""}
+	}
+	st := bootstrapStats([][]Result{rs}, DefaultSLO(), rand.New(rand.NewPCG(1, 2)))
+	if st.Errors.Value != 0.1 {
+		t.Errorf("error rate %v, want 0.1", st.Errors.Value)
+	}
+	if st.ITL[2].Value != 20 || st.ITL[0].Lo > 20 || st.ITL[0].Hi < 20 {
+		t.Errorf("ITL %+v, want 20 ms", st.ITL)
+	}
+	if st.TPSRatio.Value != 1 || st.TPS[1].Value != 50 {
+		t.Errorf("tokens/s p50 %v ratio %v, want 50 and 1", st.TPS[1].Value, st.TPSRatio.Value)
+	}
+	if st.Good.Value < 0.5 || st.Good.Value > 0.9 {
+		t.Errorf("good %v", st.Good.Value)
+	}
+}
+
+func TestRatioAndVerdicts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	fast := bootstrapStats([][]Result{synthetic(1500, 50, 1)}, DefaultSLO(), rng)
+	slow := bootstrapStats([][]Result{synthetic(1500, 200, 2)}, DefaultSLO(), rng)
+	r := Ratio(fast.TTFT[1], slow.TTFT[1])
+	if r.Value < 0.2 || r.Value > 0.3 || r.Lo > r.Value || r.Hi < r.Value {
+		t.Fatalf("ratio %+v, want about 0.25", r)
+	}
+	if atMost(r, 0.5) != Met || atMost(r, 0.1) != Missed || atMost(r, r.Value) != NotSettled {
+		t.Errorf("verdicts of %+v", r)
+	}
+	if atLeast(r, 0.1) != Met || atLeast(r, 0.5) != Missed {
+		t.Errorf("atLeast verdicts of %+v", r)
+	}
+	same := Ratio(fast.TTFT[1], fast.TTFT[1])
+	if !same.Overlaps(Estimate{Value: 1, Lo: 1, Hi: 1}) {
+		t.Errorf("a figure over itself: %+v", same)
+	}
+}

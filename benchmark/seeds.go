@@ -1,0 +1,223 @@
+package benchmark
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	"github.com/llm-router/llm-router/gpusim"
+	"github.com/llm-router/llm-router/internal/prefix"
+)
+
+// seedCapacities gives every seed its own capacity, so that "80 % load"
+// means the same thing for each seed's requests. Seeds draw different
+// windows of the trace, and one window's requests can need much more GPU
+// time than another's (longer prompts, longer outputs): at one fixed rate
+// one seed would be idle and another overloaded. The capacity is measured
+// through real runs for the first seed only (probes are costly); each other
+// seed's is that measurement times the ratio of the seeds' fleet estimates
+// (the sum of every GPU's saturation rate alone on the seed's requests,
+// found by gpusim in virtual time).
+func seedCapacities(w *Workload, gpus []GPU, o CompareOptions, measured float64) (map[uint64]float64, error) {
+	out := map[uint64]float64{}
+	var first float64
+	for i, seed := range o.Seeds {
+		est, err := fleetSaturation(gpus, simRequests(w, w.Jobs(o.Requests, 1, seed)), o.FleetExtra)
+		if err != nil {
+			return nil, fmt.Errorf("seed %d: %w", seed, err)
+		}
+		if i == 0 {
+			first = est
+		}
+		out[seed] = measured
+		if first > 0 {
+			out[seed] = measured * est / first
+		}
+		logf(o.Log, "seed %d: fleet estimate %.2f req/s (virtual time), capacity %.2f req/s", seed, est, out[seed])
+	}
+	return out, nil
+}
+
+// fleetSaturation is the sum of the GPUs' saturation rates alone on reqs.
+func fleetSaturation(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any) (float64, error) {
+	done := map[string]float64{}
+	sum := 0.0
+	for _, g := range gpus {
+		v, ok := done[g.Profile]
+		if !ok {
+			cfg, err := sizingConfig(g.Profile, extra)
+			if err != nil {
+				return 0, err
+			}
+			sat, err := saturation(cfg, reqs)
+			if err != nil {
+				return 0, err
+			}
+			v = sat.SaturationRate
+			done[g.Profile] = v
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// simRequests turns jobs into gpusim's virtual-time requests, with their
+// prompts' block hashes when the trace has prefix ids.
+func simRequests(w *Workload, jobs []Job) []gpusim.SimRequest {
+	reqs := make([]gpusim.SimRequest, len(jobs))
+	for i, j := range jobs {
+		reqs[i] = gpusim.SimRequest{Arrival: j.At, PromptTokens: j.Prompt, OutputTokens: j.Output}
+		if w != nil && w.Prefixed() {
+			reqs[i].Blocks = jobBlocks(j, w.BlockTokens())
+		}
+	}
+	return reqs
+}
+
+// jobBlocks are the block hashes gpusim computes for the job's request
+// (without a run's nonce): the raw JSON of the role, then of the content.
+func jobBlocks(j Job, blockTokens int) []uint64 {
+	var h prefix.Hasher
+	h.WriteString(`"user"`)
+	h.WriteString(strconv.Quote(j.Request("", blockTokens).Content))
+	return slices.Clone(h.Blocks())
+}
+
+// Ceilings are the prefix hit rates a workload allows, in tokens, as
+// gpusim counts them (hits / prompt tokens, at most (prompt-1)/16 blocks a
+// request).
+type Ceilings struct {
+	// Trace is the ceiling over the whole trace with an unbounded cache
+	// (every repeated block a hit): the trace's own figure.
+	Trace float64 `json:"trace_unbounded"`
+	// Unbounded is the same over each seed's run (its window of the trace:
+	// earlier turns of its conversations may fall before it), per seed.
+	Unbounded map[uint64]float64 `json:"run_unbounded"`
+	// Fleet is what the fleet's real KV capacity allows: an offline replay
+	// of each seed's run that sends every request to the GPU holding most
+	// of its prefix (ties to the GPU with fewest requests so far), ignoring
+	// load, each GPU's cache its profile's KV blocks, evicting least
+	// recently used.
+	Fleet map[uint64]float64 `json:"run_fleet_kv"`
+}
+
+// prefixCeilings computes the Ceilings of o's runs.
+func prefixCeilings(w *Workload, gpus []GPU, o CompareOptions) *Ceilings {
+	c := &Ceilings{Unbounded: map[uint64]float64{}, Fleet: map[uint64]float64{}}
+	all := make([]Job, len(w.rows))
+	for i := range all {
+		all[i] = Job{Prompt: w.rows[i].PromptTokens, Row: i, Blocks: w.blocks[i]}
+	}
+	c.Trace = unboundedHitRate(w, all)
+	for _, seed := range o.Seeds {
+		jobs := w.Jobs(o.Requests, 1, seed)
+		c.Unbounded[seed] = unboundedHitRate(w, jobs)
+		c.Fleet[seed] = fleetHitRate(w, gpus, jobs, o.FleetExtra)
+	}
+	return c
+}
+
+func unboundedHitRate(w *Workload, jobs []Job) float64 {
+	cache := gpusim.NewPrefixCache(0)
+	for _, j := range jobs {
+		cache.Access(jobBlocks(j, w.BlockTokens()), j.Prompt)
+	}
+	return cache.HitRate()
+}
+
+func fleetHitRate(w *Workload, gpus []GPU, jobs []Job, extra map[string]any) float64 {
+	caches := make([]*gpusim.PrefixCache, len(gpus))
+	for i, g := range gpus {
+		cfg, err := sizingConfig(g.Profile, extra)
+		if err != nil {
+			return 0
+		}
+		prof, err := gpusim.LookupProfile(cfg.Profile)
+		if err != nil {
+			return 0
+		}
+		caches[i] = gpusim.NewPrefixCache(prof.KVCapacityBlocks(cfg.GPUMemUtil))
+	}
+	sent := make([]int, len(gpus))
+	var queries, hits int
+	for _, j := range jobs {
+		b := jobBlocks(j, w.BlockTokens())
+		best, bestMatch := 0, -1
+		for i, c := range caches {
+			m := c.Match(b)
+			if m > bestMatch || m == bestMatch && sent[i] < sent[best] {
+				best, bestMatch = i, m
+			}
+		}
+		sent[best]++
+		hits += caches[best].Access(b, j.Prompt)
+		queries += j.Prompt
+	}
+	if queries == 0 {
+		return 0
+	}
+	return float64(hits) / float64(queries)
+}
+
+// overloaded names the (load, seed) pairs at which the capacity setup's
+// median TTFT exceeded the capacity bound, or whose measured requests did
+// not all finish within the grace: the offered rate was more than those
+// requests could be served at, so every configuration's figures there say
+// more about the overload than about scheduling.
+func overloaded(runs []*Run, o CompareOptions) []string {
+	var out []string
+	for _, r := range runs {
+		over := len(r.Summary.LowerBounds) > 0 ||
+			r.Summary.Setup == o.CapacitySetup.Name && msDur(r.Summary.TTFTP50) > o.CapacityTTFT
+		if over {
+			key := overloadKey(r.Summary.Load, r.Seed)
+			if !slices.Contains(out, key) {
+				out = append(out, key)
+			}
+		}
+	}
+	return out
+}
+
+func overloadKey(load float64, seed uint64) string {
+	return fmt.Sprintf("%.0f%% seed %d", 100*load, seed)
+}
+
+// pooledStats computes every setup's Stats at every load over the seeds
+// that were not overloaded there.
+func pooledStats(runs []*Run, measured [2]int, o CompareOptions, overload []string) []Stats {
+	var out []Stats
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, load := range o.Loads {
+		for _, s := range o.Setups {
+			var strata [][]Result
+			st := Stats{Setup: s.Name, Load: load}
+			var hits []float64
+			thr := 0.0
+			for _, r := range runs {
+				if r.Summary.Setup != s.Name || r.Summary.Load != load || slices.Contains(overload, overloadKey(load, r.Seed)) {
+					continue
+				}
+				strata = append(strata, r.results[measured[0]:measured[1]])
+				st.Seeds = append(st.Seeds, r.Seed)
+				hits = append(hits, r.HitRate)
+				thr += r.Summary.Throughput
+			}
+			if len(strata) == 0 {
+				out = append(out, st)
+				continue
+			}
+			b := bootstrapStats(strata, o.SLO, rng)
+			b.Setup, b.Load, b.Seeds = s.Name, load, st.Seeds
+			b.HitRate = Estimate{Seeds: hits}
+			for _, h := range hits {
+				b.HitRate.Value += h / float64(len(hits))
+			}
+			b.HitRate.Lo, b.HitRate.Hi = slices.Min(hits), slices.Max(hits)
+			b.Throughput = thr / float64(len(strata))
+			out = append(out, b)
+		}
+	}
+	return out
+}
