@@ -61,12 +61,13 @@ func hitPlot(path string, rep *CompareReport, load float64) error {
 		}
 	}
 	if c := rep.Ceilings; c != nil {
-		sum := 0.0
+		greedy, pooled := 0.0, 0.0
 		for _, seed := range rep.Seeds {
-			sum += c.Fleet[seed]
+			greedy += c.Fleet[seed] / float64(len(rep.Seeds))
+			pooled += c.Pooled[seed] / float64(len(rep.Seeds))
 		}
-		vals = append(vals, 100*sum/float64(len(rep.Seeds)))
-		labels = append(labels, "ceiling: fleet KV")
+		vals = append(vals, 100*greedy, 100*pooled)
+		labels = append(labels, "ceiling: fleet KV, greedy", "ceiling: fleet KV, pooled")
 	}
 	if len(vals) == 0 {
 		return nil

@@ -147,8 +147,8 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 	r.fleetSection(w)
 	r.capacitySection(w)
 	if c := r.Ceilings; c != nil {
-		fmt.Fprintf(w, "\n## Prefix-cache ceilings\n\nHit rates in prompt tokens, as gpusim counts them. The whole trace with an unbounded cache: **%.1f%%**. Per seed, over its run's requests: an unbounded cache %s; the fleet's real KV capacity, every request sent to the GPU holding most of its prefix, ignoring load: %s.\n",
-			100*c.Trace, seedPercents(r.Seeds, c.Unbounded), seedPercents(r.Seeds, c.Fleet))
+		fmt.Fprintf(w, "\n## Prefix-cache ceilings\n\nHit rates in prompt tokens, as gpusim counts them. The whole trace with an unbounded cache: **%.1f%%**. Per seed, over its run's requests: an unbounded cache %s; the fleet's real KV capacity, every request sent to the GPU holding most of its prefix, ignoring load (the issue's definition): %s; one LRU cache as large as the whole fleet's KV (a placement that never duplicates a block nor leaves a cache idle): %s. The greedy replay is no upper bound: piling every request that shares a popular prefix onto one GPU thrashes its cache while the others hold little. The aim is judged against the higher of the two.\n",
+			100*c.Trace, seedPercents(r.Seeds, c.Unbounded), seedPercents(r.Seeds, c.Fleet), seedPercents(r.Seeds, c.Pooled))
 	}
 	for _, load := range r.Loads {
 		var st []Stats

@@ -57,7 +57,7 @@ func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *Com
 		SeedCapacity: map[uint64]float64{1: 10, 2: 11, 3: 9},
 	}
 	if prefixed {
-		rep.Ceilings = &Ceilings{Trace: 0.366, Unbounded: map[uint64]float64{1: 0.3, 2: 0.3, 3: 0.3}, Fleet: map[uint64]float64{1: 0.25, 2: 0.25, 3: 0.25}}
+		rep.Ceilings = &Ceilings{Trace: 0.366, Unbounded: map[uint64]float64{1: 0.3, 2: 0.3, 3: 0.3}, Fleet: map[uint64]float64{1: 0.25, 2: 0.25, 3: 0.25}, Pooled: map[uint64]float64{1: 0.2, 2: 0.2, 3: 0.2}}
 	}
 	rep.Stats = pooledStats(runs, rep.Measured, o, nil)
 	rep.Aims = computeAims(rep, 0.8)
