@@ -11,12 +11,17 @@ import (
 // each seed.
 //
 // How it is computed: Value is the figure over every measured request of
-// every seed, pooled. The interval is a stratified percentile bootstrap:
-// each replicate resamples every seed's measured requests with replacement
-// (as many as it had), pools them and recomputes the figure; Lo and Hi are
-// the 2.5th and 97.5th percentiles of bootstrapReplicates replicates. It
-// is the uncertainty of the pooled figure for these seeds' workloads; Seeds
-// shows how much the workloads themselves move it.
+// every seed, pooled. The interval is a stratified moving-block bootstrap:
+// each replicate rebuilds every seed's measured requests (as many as it
+// had) from blocks of bootstrapBlock consecutive requests drawn with
+// replacement (circularly), pools them and recomputes the figure; Lo and
+// Hi are the 2.5th and 97.5th percentiles of bootstrapReplicates
+// replicates. Blocks, not single requests, because neighbours in time
+// share a queue: a burst makes a run of slow requests, and resampling
+// requests one by one would treat them as independent and give intervals
+// too narrow to hold when the run is repeated. It is the uncertainty of the
+// pooled figure for these seeds' workloads; Seeds shows how much the
+// workloads themselves move it.
 type Estimate struct {
 	Value float64   `json:"value"`
 	Lo    float64   `json:"lo"`
@@ -29,6 +34,11 @@ type Estimate struct {
 // bootstrapReplicates is enough for stable 2.5/97.5 percentiles (each has
 // about 7 replicates beyond it) at a cost of seconds per comparison.
 const bootstrapReplicates = 300
+
+// bootstrapBlock is the block of consecutive requests resampled together:
+// about the requests that arrive while one queue builds up and drains at
+// the loads compared (a few seconds of GPU time at 20 to 40 req/s).
+const bootstrapBlock = 50
 
 // Metric names of a Stats.
 const (
@@ -239,8 +249,12 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 	for b := range reps {
 		sample = sample[:0]
 		for _, s := range rs {
-			for range s {
-				sample = append(sample, s[rng.IntN(len(s))])
+			for n := 0; n < len(s); {
+				start := rng.IntN(len(s))
+				for k := 0; k < bootstrapBlock && n < len(s); k++ {
+					sample = append(sample, s[(start+k)%len(s)])
+					n++
+				}
 			}
 		}
 		reps[b] = figures(sample, false, &sc)

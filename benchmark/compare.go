@@ -322,7 +322,7 @@ var presets = map[string]func(o *CompareOptions, short bool){
 		o.Workload.TracePath = "benchmark/traces/azure-conv-2023.csv"
 		o.Fleet = DefaultFleet
 		if short {
-			o.TimeScale = 0.25
+			o.TimeScale = 0.15
 		}
 	},
 	// The Mooncake conversation trace (prefix ids): see mooncakeFleet.
@@ -332,7 +332,7 @@ var presets = map[string]func(o *CompareOptions, short bool){
 		o.Workload.TokenScale = mooncakeTokenScale
 		o.FleetExtra = map[string]any{"gpu_mem_util": mooncakeMemUtil}
 		if short {
-			o.TimeScale = 0.25
+			o.TimeScale = 0.15
 		}
 	},
 }

@@ -134,7 +134,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 		r.Requests, r.Measured[0]+1, r.Measured[1], r.Measured[1]-r.Measured[0])
 	fmt.Fprintf(w, "- **SLO** (goodput): TTFT ≤ %v and each request's p99 inter-token gap ≤ %v\n", r.SLO.TTFT, r.SLO.ITL)
 	fmt.Fprintf(w, "- **Time scale**: %g (times are GPU time)\n", r.TimeScale)
-	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% stratified bootstrap interval (%d replicates resampling each seed's measured requests); the per-seed values are in compare-%s.json\n", bootstrapReplicates, r.Name)
+	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% stratified moving-block bootstrap interval (%d replicates rebuilding each seed's measured requests from blocks of 50 consecutive ones, since neighbours in time share a queue); the per-seed values are in compare-%s.json\n", bootstrapReplicates, r.Name)
 	if len(r.Void) > 0 {
 		fmt.Fprintf(w, "\n> **VOID**: the machine was saturated (over %.0f%% of its cores busy) during %d run(s): %s. Latency differences in those runs may be the machine's, not the configurations'.\n",
 			100*saturationShare, len(r.Void), strings.Join(r.Void, "; "))
