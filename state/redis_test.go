@@ -2,9 +2,11 @@ package state_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,8 +18,13 @@ import (
 	"github.com/llm-router/llm-router/state/storetest"
 )
 
+// The three topologies a deployment can give the router (redis.url or one
+// addr; addrs + master_name; several addrs), each started once for the
+// package's tests.
 var (
 	redisAddr string
+	sentinels *stack.SentinelGroup
+	cluster   *stack.Cluster
 	prefixSeq atomic.Int64
 )
 
@@ -33,42 +40,87 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		srv, err := stack.StartRedis(context.Background(), dir, "")
+		ctx := context.Background()
+		// No skipping: `make test` installs redis-server, redis-sentinel
+		// and redis-cli.
+		srv, err := stack.StartRedis(ctx, dir, "")
 		if err != nil {
-			// No skipping: `make test` installs redis-server.
 			fmt.Fprintln(os.Stderr, "state tests:", err)
 			return 1
 		}
 		defer srv.Stop(2 * time.Second)
 		redisAddr = srv.Addr
+		// The Sentinels take seconds to discover each other: start the
+		// Cluster meanwhile.
+		var clusterErr error
+		clusterUp := make(chan struct{})
+		go func() {
+			defer close(clusterUp)
+			cluster, clusterErr = stack.StartCluster(ctx, filepath.Join(dir, "cluster"), 3, 0)
+		}()
+		sentinels, err = stack.StartSentinelGroup(ctx, filepath.Join(dir, "sentinel"), "llmr")
+		<-clusterUp
+		if cluster != nil {
+			defer cluster.Stop()
+		}
+		if sentinels != nil {
+			defer sentinels.Stop()
+		}
+		if err = errors.Join(err, clusterErr); err != nil {
+			fmt.Fprintln(os.Stderr, "state tests:", err)
+			return 1
+		}
 		return m.Run()
 	}()
 	os.Exit(code)
 }
 
-func newClient(t *testing.T) redis.UniversalClient {
-	t.Helper()
-	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{redisAddr}, PoolSize: 32})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+// topology is how a replica's client reaches Redis.
+type topology struct {
+	name string
+	opts func() *redis.UniversalOptions
 }
 
-// TestRedisConformance runs the store suite against a real redis-server;
-// each "replica" has a client (connection pool) of its own.
+func topologies() []topology {
+	return []topology{
+		{"Single", func() *redis.UniversalOptions { return &redis.UniversalOptions{Addrs: []string{redisAddr}} }},
+		{"Sentinel", func() *redis.UniversalOptions {
+			return &redis.UniversalOptions{Addrs: sentinels.SentinelAddrs, MasterName: sentinels.MasterName}
+		}},
+		{"Cluster", func() *redis.UniversalOptions {
+			return &redis.UniversalOptions{Addrs: cluster.Addrs, IsClusterMode: true}
+		}},
+	}
+}
+
+// TestRedisConformance runs the store suite against a single
+// redis-server, a Sentinel group and a 3-master Cluster; each "replica"
+// has a client (connection pool) of its own.
 func TestRedisConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs redis-server")
 	}
-	limits := map[string]state.Limits{}
-	storetest.Run(t,
-		func(t *testing.T, l state.Limits) storetest.Store {
-			prefix := fmt.Sprintf("test%d", prefixSeq.Add(1))
-			limits[prefix] = l
-			return state.NewRedis(newClient(t), prefix, l)
-		},
-		func(t *testing.T, s storetest.Store) storetest.Store {
-			p := s.(*state.Redis).Prefix()
-			prefix := p[1 : len(p)-2]
-			return state.NewRedis(newClient(t), prefix, limits[prefix])
+	for _, topo := range topologies() {
+		t.Run(topo.name, func(t *testing.T) {
+			connect := func(t *testing.T) redis.UniversalClient {
+				o := topo.opts()
+				o.PoolSize = 32
+				c := redis.NewUniversalClient(o)
+				t.Cleanup(func() { _ = c.Close() })
+				return c
+			}
+			limits := map[string]state.Limits{}
+			storetest.Run(t,
+				func(t *testing.T, l state.Limits) storetest.Store {
+					prefix := fmt.Sprintf("test%d", prefixSeq.Add(1))
+					limits[prefix] = l
+					return state.NewRedis(connect(t), prefix, l)
+				},
+				func(t *testing.T, s storetest.Store) storetest.Store {
+					p := s.(*state.Redis).Prefix()
+					prefix := p[1 : len(p)-2]
+					return state.NewRedis(connect(t), prefix, limits[prefix])
+				})
 		})
+	}
 }
