@@ -93,6 +93,10 @@ func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerSto
 		m.StoreDegraded.Set(0)
 		log.Warn("redis reachable again: state reconciled")
 	})
+	f.OnRepair(func(r state.Repair) {
+		log.Warn("redis state repaired after "+r.Reason,
+			zap.Int("claims_readded", r.Added), zap.Int("lost_releases_dropped", r.Dropped))
+	})
 	run := func(ctx context.Context) {
 		f.Run(ctx, 250*time.Millisecond)
 		_ = client.Close()

@@ -23,6 +23,13 @@ import (
 // Redis does not count (made during the outage, or lapsed meanwhile), and
 // replays the releases it made meanwhile, each releasing a claim at most
 // once and feeding the averages. Nothing is double counted or lost.
+//
+// A failover (Sentinel promoting a replica, a Cluster replica taking over
+// the slot) may lose the last writes the old master acknowledged, since
+// replication is asynchronous. Failover repairs them the same way, whether
+// or not this replica noticed an outage (it watches which server answers,
+// see failover_sync.go): claims it holds are re-added if missing, and
+// claims it released recently are dropped if still held.
 type Failover struct {
 	primary *Redis
 	onState func(degraded bool, err error)
@@ -38,10 +45,14 @@ type Failover struct {
 	pending  []Release
 	flags    []flagChange
 
-	// liveMu guards live on its own: notices from the local store arrive
-	// while mu is held by the operation that caused them.
-	liveMu sync.Mutex
-	live   map[string]string // claim id → worker, for this replica's claims
+	serverID string // the Redis server last seen holding the keys
+
+	// liveMu guards live and released on its own: notices from the local
+	// store arrive while mu is held by the operation that caused them.
+	liveMu   sync.Mutex
+	live     map[string]string // claim id → worker, for this replica's claims
+	released []releasedClaim   // this replica's recent releases, oldest first
+	onRepair func(Repair)
 }
 
 func (f *Failover) setLive(id, worker string) {
@@ -120,6 +131,8 @@ func (f *Failover) Run(ctx context.Context, every time.Duration) {
 		case <-t.C:
 			if f.Degraded() {
 				_ = f.Recover(ctx)
+			} else {
+				f.CheckServer(ctx)
 			}
 		}
 	}
@@ -140,7 +153,11 @@ func (f *Failover) Recover(ctx context.Context) error {
 	}
 	rctx, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel2()
-	if err := f.reconcileLocked(rctx); err != nil {
+	localSnap, err := f.local.Snapshot(rctx)
+	if err != nil {
+		return err
+	}
+	if err := f.reconcileLocked(rctx, "outage", localSnap.Workers); err != nil {
 		return err
 	}
 	f.degraded, f.local, f.pending, f.flags = false, nil, nil, nil
@@ -148,17 +165,25 @@ func (f *Failover) Recover(ctx context.Context) error {
 	return nil
 }
 
-func (f *Failover) reconcileLocked(ctx context.Context) error {
-	localSnap, err := f.local.Snapshot(ctx)
+// reconcileLocked puts back what Redis may lack: the workers (registry and
+// live state), this replica's claims, its recent releases and, after an
+// outage, what it did meanwhile.
+func (f *Failover) reconcileLocked(ctx context.Context, reason string, workers []Worker) error {
+	if err := f.primary.Restore(ctx, workers); err != nil {
+		return err
+	}
+	added, err := f.primary.Adopt(ctx, f.liveCopy())
 	if err != nil {
 		return err
 	}
-	if err := f.primary.Restore(ctx, localSnap.Workers); err != nil {
+	dropped, err := f.primary.Forget(ctx, f.recentReleases())
+	if err != nil {
 		return err
 	}
-	if _, err := f.primary.Adopt(ctx, f.liveCopy()); err != nil {
-		return err
+	if id, err := f.primary.ServerID(ctx); err == nil {
+		f.serverID = id
 	}
+	f.repaired(Repair{Reason: reason, Added: added, Dropped: dropped})
 	for _, r := range f.pending {
 		if _, err := f.primary.Release(ctx, r); err != nil {
 			return err
@@ -266,6 +291,9 @@ func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, er
 // Release releases in Redis, or locally (queued for replay) while degraded.
 func (f *Failover) Release(ctx context.Context, r Release) (bool, error) {
 	worker, mine := f.takeLive(r.ID)
+	// Noted before Redis is told, so a reconcile running meanwhile that
+	// re-adds the claim also drops it again.
+	f.noteReleased(r.ID)
 	if r.Worker == "" {
 		r.Worker = worker
 	}

@@ -24,6 +24,7 @@ import (
 var (
 	redisAddr string
 	sentinels *stack.SentinelGroup
+	doomed    *stack.SentinelGroup // killed by the failover test
 	cluster   *stack.Cluster
 	prefixSeq atomic.Int64
 )
@@ -50,23 +51,30 @@ func TestMain(m *testing.M) {
 		}
 		defer srv.Stop(2 * time.Second)
 		redisAddr = srv.Addr
-		// The Sentinels take seconds to discover each other: start the
-		// Cluster meanwhile.
-		var clusterErr error
-		clusterUp := make(chan struct{})
+		// Sentinels take seconds to discover each other: everything starts
+		// at once. The failover test has a group of its own to kill.
+		var clusterErr, doomedErr error
+		up := make(chan struct{}, 2)
 		go func() {
-			defer close(clusterUp)
 			cluster, clusterErr = stack.StartCluster(ctx, filepath.Join(dir, "cluster"), 3, 0)
+			up <- struct{}{}
+		}()
+		go func() {
+			doomed, doomedErr = stack.StartSentinelGroup(ctx, filepath.Join(dir, "doomed"), "doomed")
+			up <- struct{}{}
 		}()
 		sentinels, err = stack.StartSentinelGroup(ctx, filepath.Join(dir, "sentinel"), "llmr")
-		<-clusterUp
+		<-up
+		<-up
 		if cluster != nil {
 			defer cluster.Stop()
 		}
-		if sentinels != nil {
-			defer sentinels.Stop()
+		for _, g := range []*stack.SentinelGroup{sentinels, doomed} {
+			if g != nil {
+				defer g.Stop()
+			}
 		}
-		if err = errors.Join(err, clusterErr); err != nil {
+		if err = errors.Join(err, clusterErr, doomedErr); err != nil {
 			fmt.Fprintln(os.Stderr, "state tests:", err)
 			return 1
 		}

@@ -1,0 +1,162 @@
+package state_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/state"
+)
+
+// TestSentinelFailoverRepairsLostWrites: Sentinel promotes a replica that
+// lacks the old master's last writes (a release, a claim, a move: the
+// replica was frozen and cut off while the master acknowledged them). The failover
+// store repairs them from what the router holds: every claim counted once,
+// none leaked, none double counted, the global count exact.
+func TestSentinelFailoverRepairsLostWrites(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs redis-server and redis-sentinel")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g := doomed
+	opts := func() *redis.UniversalOptions {
+		return &redis.UniversalOptions{
+			Addrs: g.SentinelAddrs, MasterName: g.MasterName, MaxRetries: -1,
+			DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond,
+		}
+	}
+	client := redis.NewUniversalClient(opts())
+	defer client.Close()
+	var mu sync.Mutex
+	var repairs []state.Repair
+	f := state.NewFailover(state.NewRedis(client, "lost", state.Limits{Lease: 30 * time.Second}), nil)
+	f.OnRepair(func(r state.Repair) {
+		mu.Lock()
+		repairs = append(repairs, r)
+		mu.Unlock()
+	})
+	specs := []state.WorkerSpec{{ID: "a", Address: "10.0.0.1:1", Models: []string{"m"}, MaxConcurrency: 8}, {ID: "b", Address: "10.0.0.2:1", Models: []string{"m"}, MaxConcurrency: 8}}
+	if err := f.Register(ctx, specs); err != nil {
+		t.Fatal(err)
+	}
+	cands := []state.Candidate{{Worker: "a", Cap: 8, Slope: 1}, {Worker: "b", Cap: 8, Slope: 1, Base: 0.5}}
+	claim := func(id, want string) {
+		t.Helper()
+		res, err := f.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands})
+		if err != nil || res.Index < 0 || cands[res.Index].Worker != want {
+			t.Fatalf("claim %s: %v %+v, want %s", id, err, res, want)
+		}
+	}
+	claim("c1", "a")
+	claim("c2", "b")
+	claim("c3", "a")
+	if _, err := f.Snapshot(ctx); err != nil { // the periodic refresh
+		t.Fatal(err)
+	}
+	master := redis.NewClient(&redis.Options{Addr: g.Master.Addr, MaxRetries: -1})
+	defer master.Close()
+	if n, err := master.Do(ctx, "WAIT", 1, 2000).Int(); err != nil || n != 1 {
+		t.Fatalf("replica not in sync before the freeze: %d %v", n, err)
+	}
+	f.CheckServer(ctx) // the server that answers before the fault
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	go f.Run(runCtx, 50*time.Millisecond)
+
+	// Writes the master acknowledges and the replica never sees: the
+	// replica is frozen and its link cut, so they stay in the master's
+	// backlog (not even in the socket's buffer) until the master dies.
+	if err := g.Replica.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Replica.Signal(syscall.SIGCONT) }()
+	if err := master.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.Release(ctx, state.Release{ID: "c1", Latency: time.Second, Alpha: 0.2}); err != nil || !ok {
+		t.Fatalf("release c1: %v %v", ok, err)
+	}
+	claim("c4", "a")
+	if err := f.Move(ctx, "c2", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if f.Degraded() {
+		t.Fatal("degraded before the fault")
+	}
+	old := g.Master.Addr
+	g.Master.Kill()
+	if err := g.Replica.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := g.WaitPromoted(ctx, old, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("replica promoted %s after the kill", time.Since(start).Round(time.Millisecond))
+
+	// The promoted replica held a={c1,c3}, b={c2}; the router holds
+	// a={c2,c3,c4}.
+	check := redis.NewUniversalClient(opts())
+	defer check.Close()
+	want := map[string]int{"a": 3, "b": 0}
+	err := stack.WaitFor(ctx, 15*time.Second, func() error {
+		if f.Degraded() {
+			return fmt.Errorf("still degraded")
+		}
+		got, err := inflight(ctx, check, "lost")
+		if err != nil {
+			return err
+		}
+		if got["a"] != want["a"] || got["b"] != want["b"] || got["total"] != 3 {
+			return fmt.Errorf("in flight %v, want a 3, b 0, total 3", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	t.Logf("repairs: %+v", repairs)
+	var added, dropped int
+	for _, r := range repairs {
+		added, dropped = added+r.Added, dropped+r.Dropped
+	}
+	mu.Unlock()
+	if added != 1 || dropped != 1 {
+		t.Errorf("repairs added %d (want 1: c4) and dropped %d (want 1: c1)", added, dropped)
+	}
+	for _, id := range []string{"c2", "c3", "c4"} {
+		if ok, err := f.Release(ctx, state.Release{ID: id}); err != nil || !ok {
+			t.Fatalf("release %s after the failover: %v %v", id, ok, err)
+		}
+	}
+	got, err := inflight(ctx, check, "lost")
+	if err != nil || got["a"] != 0 || got["b"] != 0 || got["total"] != 0 {
+		t.Fatalf("after releasing everything: %v %v", got, err)
+	}
+}
+
+// inflight reads each worker's in-flight count and the global count.
+func inflight(ctx context.Context, c redis.UniversalClient, prefix string) (map[string]int, error) {
+	snap, err := state.NewRedis(c, prefix, state.Limits{}).Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, w := range snap.Workers {
+		out[w.Spec.ID] = w.InFlight
+	}
+	total, err := c.Get(ctx, "{"+prefix+"}:total").Int()
+	if err != nil && err != redis.Nil {
+		return nil, err
+	}
+	out["total"] = total
+	return out, nil
+}

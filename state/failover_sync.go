@@ -1,0 +1,108 @@
+package state
+
+import (
+	"context"
+	"time"
+)
+
+// This file holds how the failover store notices a failover it did not
+// see as an outage, and what it remembers to repair lost writes.
+
+// Repair reports one reconcile: why it ran and what it fixed.
+type Repair struct {
+	// Reason is "outage" (Redis was unreachable) or "failover" (another
+	// server answers now: restarted, or a replica promoted).
+	Reason string
+	// Added counts this replica's claims Redis had lost, now counted again.
+	Added int
+	// Dropped counts claims this replica had released whose release Redis
+	// had lost, now released.
+	Dropped int
+}
+
+// OnRepair sets fn (may be nil) to be told of every reconcile.
+func (f *Failover) OnRepair(fn func(Repair)) {
+	f.liveMu.Lock()
+	f.onRepair = fn
+	f.liveMu.Unlock()
+}
+
+func (f *Failover) repaired(r Repair) {
+	f.liveMu.Lock()
+	fn := f.onRepair
+	f.liveMu.Unlock()
+	if fn != nil {
+		fn(r)
+	}
+}
+
+type releasedClaim struct {
+	id string
+	at time.Time
+}
+
+// maxReleased bounds the memory of recent releases (tens of seconds of a
+// busy replica's releases).
+const maxReleased = 1 << 17
+
+// releaseMemory is how long a release is remembered: a release Redis lost
+// leaves a claim nobody renews, which lapses on its own within a lease,
+// so two leases cover it with room for the failover itself.
+func (f *Failover) releaseMemory() time.Duration { return 2 * f.primary.limits.Lease }
+
+func (f *Failover) noteReleased(id string) {
+	now := f.now()
+	f.liveMu.Lock()
+	defer f.liveMu.Unlock()
+	f.released = append(f.released, releasedClaim{id: id, at: now})
+	cut := 0
+	for cut < len(f.released) && (len(f.released)-cut > maxReleased || now.Sub(f.released[cut].at) > f.releaseMemory()) {
+		cut++
+	}
+	if cut > 0 {
+		f.released = append(f.released[:0:0], f.released[cut:]...)
+	}
+}
+
+func (f *Failover) recentReleases() []string {
+	now := f.now()
+	f.liveMu.Lock()
+	defer f.liveMu.Unlock()
+	out := make([]string, 0, len(f.released))
+	for _, r := range f.released {
+		if now.Sub(r.at) <= f.releaseMemory() {
+			out = append(out, r.id)
+		}
+	}
+	return out
+}
+
+// CheckServer asks which server holds the keys; when it changed without
+// this replica seeing an outage (a quick failover, or one while it was
+// idle), it reconciles as after an outage. An unreachable Redis turns the
+// store degraded, as any failed operation would. Run calls it on every tick.
+func (f *Failover) CheckServer(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	id, err := f.primary.ServerID(cctx)
+	if err != nil {
+		if unavailable(cctx, err) {
+			f.mu.Lock()
+			f.degradeLocked(err)
+			f.mu.Unlock()
+		}
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.degraded || id == f.serverID {
+		return
+	}
+	if f.serverID == "" { // the first look: nothing to compare with
+		f.serverID = id
+		return
+	}
+	rctx, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel2()
+	_ = f.reconcileLocked(rctx, "failover", f.last.Workers)
+}
