@@ -1,8 +1,8 @@
 package state
 
 import (
-	_ "embed"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
