@@ -176,20 +176,18 @@ func (f *Failover) reconcileLocked(ctx context.Context, reason string, workers [
 	if err != nil {
 		return err
 	}
-	dropped, err := f.primary.Forget(ctx, f.recentReleases())
-	if err != nil {
-		return err
-	}
-	if id, err := f.primary.ServerID(ctx); err == nil {
-		f.serverID = id
-	}
-	f.repaired(Repair{Reason: reason, Added: added, Dropped: dropped})
 	for _, r := range f.pending {
 		if _, err := f.primary.Release(ctx, r); err != nil {
 			return err
 		}
 	}
 	f.pending = nil // replayed: never twice, even if a later step fails
+	// After the replay, a released claim Redis still holds is one whose
+	// release Redis acknowledged and then lost.
+	dropped, err := f.primary.Forget(ctx, f.recentReleases())
+	if err != nil {
+		return err
+	}
 	for _, c := range f.flags {
 		var err error
 		if c.what == "health" {
@@ -201,6 +199,10 @@ func (f *Failover) reconcileLocked(ctx context.Context, reason string, workers [
 			return err
 		}
 	}
+	if id, err := f.primary.ServerID(ctx); err == nil {
+		f.serverID = id
+	}
+	f.repaired(Repair{Reason: reason, Added: added, Dropped: dropped})
 	return nil
 }
 

@@ -14,25 +14,68 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// TestSentinelFailoverRepairsLostWrites: Sentinel promotes a replica that
-// lacks the old master's last writes (a release, a claim, a move: the
-// replica was frozen and cut off while the master acknowledged them). The failover
-// store repairs them from what the router holds: every claim counted once,
-// none leaked, none double counted, the global count exact.
-func TestSentinelFailoverRepairsLostWrites(t *testing.T) {
+// haCase is a topology whose master can be killed: the master holding the
+// test's keys, the replica that will replace it, and how to wait for that.
+type haCase struct {
+	opts            func() *redis.UniversalOptions
+	master, replica *stack.Redis
+	promoted        func(ctx context.Context) error
+}
+
+// TestFailoverRepairsLostWrites: Sentinel, or the Cluster itself, promotes a
+// replica that lacks the old master's last writes (a release, a claim, a
+// move: the replica was frozen and cut off while the master acknowledged
+// them). The failover store repairs them from what the router holds: every
+// claim counted once, none leaked, none double counted, the global count
+// exact.
+func TestFailoverRepairsLostWrites(t *testing.T) {
 	if testing.Short() {
-		t.Skip("needs redis-server and redis-sentinel")
+		t.Skip("needs redis-server, redis-sentinel and redis-cli")
 	}
+	timeouts := func(o *redis.UniversalOptions) *redis.UniversalOptions {
+		o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout = -1, 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+		return o
+	}
+	t.Run("Sentinel", func(t *testing.T) {
+		g := doomedSentinel
+		lostWrites(t, haCase{
+			opts: func() *redis.UniversalOptions {
+				return timeouts(&redis.UniversalOptions{Addrs: g.SentinelAddrs, MasterName: g.MasterName})
+			},
+			master: g.Master, replica: g.Replica,
+			promoted: func(ctx context.Context) error {
+				_, err := g.WaitPromoted(ctx, g.Master.Addr, 20*time.Second)
+				return err
+			},
+		})
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		ctx := context.Background()
+		c := doomedCluster
+		key := "{lost}:workers"
+		master, err := c.MasterFor(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replica, err := c.ReplicaOf(ctx, master)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lostWrites(t, haCase{
+			opts:   func() *redis.UniversalOptions { return timeouts(&redis.UniversalOptions{Addrs: c.Addrs, IsClusterMode: true}) },
+			master: master, replica: replica,
+			promoted: func(ctx context.Context) error {
+				_, err := c.WaitTakenOver(ctx, key, master, 20*time.Second)
+				return err
+			},
+		})
+	})
+}
+
+func lostWrites(t *testing.T, hc haCase) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	g := doomed
-	opts := func() *redis.UniversalOptions {
-		return &redis.UniversalOptions{
-			Addrs: g.SentinelAddrs, MasterName: g.MasterName, MaxRetries: -1,
-			DialTimeout: 200 * time.Millisecond, ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond,
-		}
-	}
-	client := redis.NewUniversalClient(opts())
+	client := redis.NewUniversalClient(hc.opts())
 	defer client.Close()
 	var mu sync.Mutex
 	var repairs []state.Repair
@@ -60,7 +103,7 @@ func TestSentinelFailoverRepairsLostWrites(t *testing.T) {
 	if _, err := f.Snapshot(ctx); err != nil { // the periodic refresh
 		t.Fatal(err)
 	}
-	master := redis.NewClient(&redis.Options{Addr: g.Master.Addr, MaxRetries: -1})
+	master := redis.NewClient(&redis.Options{Addr: hc.master.Addr, MaxRetries: -1})
 	defer master.Close()
 	if n, err := master.Do(ctx, "WAIT", 1, 2000).Int(); err != nil || n != 1 {
 		t.Fatalf("replica not in sync before the freeze: %d %v", n, err)
@@ -73,10 +116,10 @@ func TestSentinelFailoverRepairsLostWrites(t *testing.T) {
 	// Writes the master acknowledges and the replica never sees: the
 	// replica is frozen and its link cut, so they stay in the master's
 	// backlog (not even in the socket's buffer) until the master dies.
-	if err := g.Replica.Signal(syscall.SIGSTOP); err != nil {
+	if err := hc.replica.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = g.Replica.Signal(syscall.SIGCONT) }()
+	defer func() { _ = hc.replica.Signal(syscall.SIGCONT) }()
 	if err := master.Do(ctx, "CLIENT", "KILL", "TYPE", "replica").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,23 +133,21 @@ func TestSentinelFailoverRepairsLostWrites(t *testing.T) {
 	if f.Degraded() {
 		t.Fatal("degraded before the fault")
 	}
-	old := g.Master.Addr
-	g.Master.Kill()
-	if err := g.Replica.Signal(syscall.SIGCONT); err != nil {
+	hc.master.Kill()
+	if err := hc.replica.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := g.WaitPromoted(ctx, old, 20*time.Second); err != nil {
+	if err := hc.promoted(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("replica promoted %s after the kill", time.Since(start).Round(time.Millisecond))
 
 	// The promoted replica held a={c1,c3}, b={c2}; the router holds
 	// a={c2,c3,c4}.
-	check := redis.NewUniversalClient(opts())
+	check := redis.NewUniversalClient(hc.opts())
 	defer check.Close()
-	want := map[string]int{"a": 3, "b": 0}
-	err := stack.WaitFor(ctx, 15*time.Second, func() error {
+	err := stack.WaitFor(ctx, 20*time.Second, func() error {
 		if f.Degraded() {
 			return fmt.Errorf("still degraded")
 		}
@@ -114,7 +155,7 @@ func TestSentinelFailoverRepairsLostWrites(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got["a"] != want["a"] || got["b"] != want["b"] || got["total"] != 3 {
+		if got["a"] != 3 || got["b"] != 0 || got["total"] != 3 {
 			return fmt.Errorf("in flight %v, want a 3, b 0, total 3", got)
 		}
 		return nil

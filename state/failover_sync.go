@@ -13,7 +13,8 @@ type Repair struct {
 	// Reason is "outage" (Redis was unreachable) or "failover" (another
 	// server answers now: restarted, or a replica promoted).
 	Reason string
-	// Added counts this replica's claims Redis had lost, now counted again.
+	// Added counts this replica's claims Redis lacked (made while it was
+	// unreachable, lapsed meanwhile, or lost by a failover), now counted.
 	Added int
 	// Dropped counts claims this replica had released whose release Redis
 	// had lost, now released.

@@ -148,8 +148,23 @@ func (r *Redis) run(ctx context.Context, s *redis.Script, args ...any) *redis.Cm
 	return s.Run(ctx, r.client, r.keys, append(all, args...)...)
 }
 
-// Ping checks the connection.
-func (r *Redis) Ping(ctx context.Context) error { return r.client.Ping(ctx).Err() }
+// Ping checks that the server holding the store's keys answers (in a
+// Cluster, the master of their slot, not any node).
+func (r *Redis) Ping(ctx context.Context) error {
+	cc, ok := r.client.(*redis.ClusterClient)
+	if !ok {
+		return r.client.Ping(ctx).Err()
+	}
+	// The client learns of a failover only from a MOVED reply or its
+	// periodic refresh (10 s); a dead master answers neither, so ask the
+	// cluster again on every probe.
+	cc.ReloadState(ctx)
+	node, err := cc.MasterForKey(ctx, r.keys[0])
+	if err != nil {
+		return err
+	}
+	return node.Ping(ctx).Err()
+}
 
 // Register merges workers into the registry (see Memory.Register).
 func (r *Redis) Register(ctx context.Context, specs []WorkerSpec) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ import (
 var (
 	redisAddr string
 	sentinels *stack.SentinelGroup
-	doomed    *stack.SentinelGroup // killed by the failover test
+	// Killed by the failover tests.
+	doomedSentinel *stack.SentinelGroup
+	doomedCluster  *stack.Cluster
 	cluster   *stack.Cluster
 	prefixSeq atomic.Int64
 )
@@ -52,29 +55,28 @@ func TestMain(m *testing.M) {
 		defer srv.Stop(2 * time.Second)
 		redisAddr = srv.Addr
 		// Sentinels take seconds to discover each other: everything starts
-		// at once. The failover test has a group of its own to kill.
-		var clusterErr, doomedErr error
-		up := make(chan struct{}, 2)
-		go func() {
-			cluster, clusterErr = stack.StartCluster(ctx, filepath.Join(dir, "cluster"), 3, 0)
-			up <- struct{}{}
-		}()
-		go func() {
-			doomed, doomedErr = stack.StartSentinelGroup(ctx, filepath.Join(dir, "doomed"), "doomed")
-			up <- struct{}{}
-		}()
-		sentinels, err = stack.StartSentinelGroup(ctx, filepath.Join(dir, "sentinel"), "llmr")
-		<-up
-		<-up
-		if cluster != nil {
-			defer cluster.Stop()
-		}
-		for _, g := range []*stack.SentinelGroup{sentinels, doomed} {
+		// at once. The failover tests have a group and a cluster of their
+		// own to kill.
+		var errs [4]error
+		var wg sync.WaitGroup
+		wg.Go(func() { sentinels, errs[0] = stack.StartSentinelGroup(ctx, filepath.Join(dir, "sentinel"), "llmr") })
+		wg.Go(func() { cluster, errs[1] = stack.StartCluster(ctx, filepath.Join(dir, "cluster"), 3, 0) })
+		wg.Go(func() {
+			doomedSentinel, errs[2] = stack.StartSentinelGroup(ctx, filepath.Join(dir, "doomed-sentinel"), "doomed")
+		})
+		wg.Go(func() { doomedCluster, errs[3] = stack.StartCluster(ctx, filepath.Join(dir, "doomed-cluster"), 3, 1) })
+		wg.Wait()
+		for _, g := range []*stack.SentinelGroup{sentinels, doomedSentinel} {
 			if g != nil {
 				defer g.Stop()
 			}
 		}
-		if err = errors.Join(err, clusterErr, doomedErr); err != nil {
+		for _, c := range []*stack.Cluster{cluster, doomedCluster} {
+			if c != nil {
+				defer c.Stop()
+			}
+		}
+		if err := errors.Join(errs[:]...); err != nil {
 			fmt.Fprintln(os.Stderr, "state tests:", err)
 			return 1
 		}

@@ -226,7 +226,7 @@ type Cluster struct {
 
 // StartCluster starts masters*(1+replicas) cluster-enabled nodes under dir,
 // joins them with `redis-cli --cluster create` and waits until every node
-// reports cluster_state:ok. Node timeout is one second, so a killed master
+// reports cluster_state:ok and every replica is in sync. Node timeout is one second, so a killed master
 // is replaced by its replica within a few seconds.
 func StartCluster(ctx context.Context, dir string, masters, replicas int) (*Cluster, error) {
 	cli, err := CLIBinary()
@@ -257,7 +257,27 @@ func StartCluster(ctx context.Context, dir string, masters, replicas int) (*Clus
 		c.Stop()
 		return nil, err
 	}
+	// A replica that never finished its first sync cannot take over.
+	if err := WaitFor(ctx, 20*time.Second, c.replicasInSync); err != nil {
+		c.Stop()
+		return nil, err
+	}
 	return c, nil
+}
+
+func (c *Cluster) replicasInSync() error {
+	for _, r := range c.Nodes {
+		rc := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1})
+		info, err := rc.Info(context.Background(), "replication").Result()
+		_ = rc.Close()
+		if err != nil {
+			return err
+		}
+		if strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("replica %s not in sync yet", r.Addr)
+		}
+	}
+	return nil
 }
 
 // WaitOK waits until every running node reports cluster_state:ok and a
@@ -297,6 +317,41 @@ func (c *Cluster) MasterFor(ctx context.Context, key string) (*Redis, error) {
 		}
 	}
 	return nil, fmt.Errorf("master %s of %q is not one of the cluster's nodes", addr, key)
+}
+
+// ReplicaOf returns a replica of master.
+func (c *Cluster) ReplicaOf(ctx context.Context, master *Redis) (*Redis, error) {
+	rc := redis.NewClient(&redis.Options{Addr: master.Addr, MaxRetries: -1})
+	defer rc.Close()
+	info, err := rc.Info(ctx, "replication").Result()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range c.Nodes {
+		_, port, _ := net.SplitHostPort(r.Addr)
+		if strings.Contains(info, ",port="+port+",") {
+			return r, nil
+		}
+	}
+	return nil, fmt.Errorf("%s has no replica among the nodes", master.Addr)
+}
+
+// WaitTakenOver waits until a node other than old serves key's slot and
+// the cluster is whole again; it returns the new master.
+func (c *Cluster) WaitTakenOver(ctx context.Context, key string, old *Redis, timeout time.Duration) (*Redis, error) {
+	var now *Redis
+	err := WaitFor(ctx, timeout, func() error {
+		m, err := c.MasterFor(ctx, key)
+		if err != nil {
+			return err
+		}
+		if m == old {
+			return errors.New("the old master still serves the slot")
+		}
+		now = m
+		return c.WaitOK(ctx, 0)
+	})
+	return now, err
 }
 
 // Stop stops every node.
