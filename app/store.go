@@ -83,7 +83,10 @@ func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerSto
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	primary := state.NewRedis(client, cfg.Redis.KeyPrefix, limits)
+	primary, err := state.NewPooledRedis(client, cfg.Redis.KeyPrefix, limits, cfg.Redis.Pools)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	f := state.NewFailover(primary, func(degraded bool, err error) {
 		if degraded {
 			m.StoreDegraded.Set(1)

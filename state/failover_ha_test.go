@@ -62,7 +62,9 @@ func TestFailoverRepairsLostWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 		lostWrites(t, haCase{
-			opts:   func() *redis.UniversalOptions { return timeouts(&redis.UniversalOptions{Addrs: c.Addrs, IsClusterMode: true}) },
+			opts: func() *redis.UniversalOptions {
+				return timeouts(&redis.UniversalOptions{Addrs: c.Addrs, IsClusterMode: true})
+			},
 			master: master, replica: replica,
 			promoted: func(ctx context.Context) error {
 				_, err := c.WaitTakenOver(ctx, key, master, 20*time.Second)

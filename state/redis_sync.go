@@ -23,18 +23,21 @@ var scriptForget = script(luaForget)
 // released it, and the release was lost. It returns how many it dropped.
 func (r *Redis) Forget(ctx context.Context, ids []string) (int, error) {
 	dropped := 0
-	for len(ids) > 0 {
-		batch := ids[:min(len(ids), 1000)]
-		ids = ids[len(batch):]
-		args := make([]any, len(batch))
-		for i, id := range batch {
-			args[i] = id
+	// Released ids are no longer placed: every shard is asked.
+	for _, sh := range r.shards {
+		for rest := ids; len(rest) > 0; {
+			batch := rest[:min(len(rest), 1000)]
+			rest = rest[len(batch):]
+			args := make([]any, len(batch))
+			for i, id := range batch {
+				args[i] = id
+			}
+			n, err := r.run(ctx, sh, scriptForget, args...).Int()
+			if err != nil {
+				return dropped, fmt.Errorf("redis forget: %w", err)
+			}
+			dropped += n
 		}
-		n, err := r.run(ctx, scriptForget, args...).Int()
-		if err != nil {
-			return dropped, fmt.Errorf("redis forget: %w", err)
-		}
-		dropped += n
 	}
 	return dropped, nil
 }
@@ -45,17 +48,25 @@ func (r *Redis) Forget(ctx context.Context, ids []string) (int, error) {
 // replica takes over the slot: each time writes the old server
 // acknowledged may be missing.
 func (r *Redis) ServerID(ctx context.Context) (string, error) {
-	var info string
-	var err error
-	if cc, ok := r.client.(*redis.ClusterClient); ok {
-		var node *redis.Client
-		if node, err = cc.MasterForKey(ctx, r.keys[0]); err != nil {
+	cc, ok := r.client.(*redis.ClusterClient)
+	if !ok {
+		return runID(r.client.Info(ctx, "server").Result())
+	}
+	// With pools, the shards' masters' ids, in shard order.
+	ids := make([]string, len(r.shards))
+	for i, sh := range r.shards {
+		node, err := cc.MasterForKey(ctx, sh.keys[0])
+		if err != nil {
 			return "", err
 		}
-		info, err = node.Info(ctx, "server").Result()
-	} else {
-		info, err = r.client.Info(ctx, "server").Result()
+		if ids[i], err = runID(node.Info(ctx, "server").Result()); err != nil {
+			return "", err
+		}
 	}
+	return strings.Join(ids, ","), nil
+}
+
+func runID(info string, err error) (string, error) {
 	if err != nil {
 		return "", err
 	}

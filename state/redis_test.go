@@ -28,8 +28,8 @@ var (
 	// Killed by the failover tests.
 	doomedSentinel *stack.SentinelGroup
 	doomedCluster  *stack.Cluster
-	cluster   *stack.Cluster
-	prefixSeq atomic.Int64
+	cluster        *stack.Cluster
+	prefixSeq      atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -85,21 +85,28 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// topology is how a replica's client reaches Redis.
+// topology is how a replica's client reaches Redis, and the pools its
+// store shards keys by (nil: one hash tag).
 type topology struct {
-	name string
-	opts func() *redis.UniversalOptions
+	name  string
+	opts  func() *redis.UniversalOptions
+	pools state.Pools
 }
 
 func topologies() []topology {
 	return []topology{
-		{"Single", func() *redis.UniversalOptions { return &redis.UniversalOptions{Addrs: []string{redisAddr}} }},
+		{"Single", func() *redis.UniversalOptions { return &redis.UniversalOptions{Addrs: []string{redisAddr}} }, nil},
 		{"Sentinel", func() *redis.UniversalOptions {
 			return &redis.UniversalOptions{Addrs: sentinels.SentinelAddrs, MasterName: sentinels.MasterName}
-		}},
+		}, nil},
 		{"Cluster", func() *redis.UniversalOptions {
 			return &redis.UniversalOptions{Addrs: cluster.Addrs, IsClusterMode: true}
-		}},
+		}, nil},
+		// The suite's model in a pool of its own: its keys under
+		// {prefix:chat}, found by peers that never registered a worker.
+		{"ClusterPooled", func() *redis.UniversalOptions {
+			return &redis.UniversalOptions{Addrs: cluster.Addrs, IsClusterMode: true}
+		}, state.Pools{"chat": {"m"}, "code": {"coder"}}},
 	}
 }
 
@@ -120,16 +127,22 @@ func TestRedisConformance(t *testing.T) {
 				return c
 			}
 			limits := map[string]state.Limits{}
+			open := func(t *testing.T, prefix string) storetest.Store {
+				s, err := state.NewPooledRedis(connect(t), prefix, limits[prefix], topo.pools)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
 			storetest.Run(t,
 				func(t *testing.T, l state.Limits) storetest.Store {
 					prefix := fmt.Sprintf("test%d", prefixSeq.Add(1))
 					limits[prefix] = l
-					return state.NewRedis(connect(t), prefix, l)
+					return open(t, prefix)
 				},
 				func(t *testing.T, s storetest.Store) storetest.Store {
 					p := s.(*state.Redis).Prefix()
-					prefix := p[1 : len(p)-2]
-					return state.NewRedis(connect(t), prefix, limits[prefix])
+					return open(t, p[1:len(p)-2])
 				})
 		})
 	}
