@@ -35,6 +35,7 @@ commands:
   herd        bursts of N simultaneous requests onto N idle GPUs: collision rate per strategy, atomic claim on/off, 1 and 3 replicas
   overhead    Envoy straight to one instant gpusim vs Envoy with llm-router: fixed rates (open loop) or closed loop
   picks       scheduler decisions per second against one real redis-server, 1 and 3 replicas
+              (--pools 1,2,4: one shard against pools on a 3-master Redis Cluster)
   sequential  the same requests one at a time, then concurrently (throughput and latency)
   sweep       throughput and latency against client concurrency
 
