@@ -40,3 +40,22 @@ func picks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	_, err := benchmark.PicksPools(ctx, o, counts)
 	return err
 }
+
+func scriptCost(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("script-cost", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sizes := fs.String("workers", "16,64,256,1000", "fleet sizes: workers of the one model, all candidates of every claim")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ns []int
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--workers: want sizes like 16,64, got %q", *sizes)
+		}
+		ns = append(ns, n)
+	}
+	_, err := benchmark.ScriptCosts(ctx, stdout, ns)
+	return err
+}
