@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"syscall"
@@ -197,7 +198,7 @@ func inflight(ctx context.Context, c redis.UniversalClient, prefix string) (map[
 		out[w.Spec.ID] = w.InFlight
 	}
 	total, err := c.Get(ctx, "{"+prefix+"}:total").Int()
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
 	out["total"] = total
