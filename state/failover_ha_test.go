@@ -204,3 +204,58 @@ func inflight(ctx context.Context, c redis.UniversalClient, prefix string) (map[
 	out["total"] = total
 	return out, nil
 }
+
+// TestFailoverNoticesANewServerWhileIdle: Redis is replaced (here
+// restarted empty) between two looks of an idle replica, which therefore
+// sees no error; the run_id it watches changes, and it reconciles as after
+// an outage: workers restored, its held claim counted again.
+func TestFailoverNoticesANewServerWhileIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs redis-server")
+	}
+	ctx := context.Background()
+	srv, err := stack.StartRedis(ctx, t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(time.Second)
+	// Default retries: the first command on a dead pooled connection is
+	// retried on a new one, so the replica never sees an error.
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer client.Close()
+	var repairs []state.Repair
+	f := state.NewFailover(state.NewRedis(client, "idle", state.Limits{Lease: 30 * time.Second}), nil)
+	f.OnRepair(func(r state.Repair) { repairs = append(repairs, r) })
+	specs := []state.WorkerSpec{{ID: "a", Address: "10.0.0.1:1", Models: []string{"m"}, MaxConcurrency: 4}}
+	if err := f.Register(ctx, specs); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := f.Claim(ctx, state.ClaimRequest{ID: "held", Candidates: []state.Candidate{{Worker: "a", Cap: 4, Slope: 1}}}); err != nil || res.Index != 0 {
+		t.Fatalf("claim: %v %+v", err, res)
+	}
+	if _, err := f.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.CheckServer(ctx)
+	srv.Kill()
+	srv2, err := srv.Restart(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv2.Stop(time.Second)
+	f.CheckServer(ctx)
+	if f.Degraded() {
+		t.Fatal("degraded: the test meant the replica to see no error")
+	}
+	if len(repairs) != 1 || repairs[0].Reason != "failover" || repairs[0].Added != 1 {
+		t.Fatalf("repairs %+v, want one failover repair re-adding the held claim", repairs)
+	}
+	got, err := inflight(ctx, client, "idle")
+	if err != nil || got["a"] != 1 || got["total"] != 1 {
+		t.Fatalf("in the new server: %v %v", got, err)
+	}
+	f.CheckServer(ctx) // same server: nothing more to repair
+	if len(repairs) != 1 {
+		t.Fatalf("repaired again without a change: %+v", repairs)
+	}
+}
