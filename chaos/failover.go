@@ -23,7 +23,7 @@ func redisFailoverScenarios() []Scenario {
 			inject: sentinelFailover, judge: judgeFailover,
 		},
 		{
-			Name: "cluster-failover", Fault: "kill -9 the Cluster master of the router's slot; its replica takes over",
+			Name: "cluster-failover", Fault: "kill -9 the Cluster master of model-a's pool; its replica takes over",
 			Recovery: "kill until every replica reports ok on the new slot master",
 			redis:    RedisCluster, exactCounts: true,
 			inject: clusterFailover, judge: judgeFailover,
@@ -47,10 +47,21 @@ func sentinelFailover(ctx context.Context, s *Stack, _ *load, t *timeline) error
 }
 
 func clusterFailover(ctx context.Context, s *Stack, _ *load, t *timeline) error {
-	key := "{" + s.prefix + "}:workers"
+	// The master of model-a's pool (3 of the 4 workers); model-b's pool
+	// may live on another master and not notice.
+	key := "{" + s.prefix + ":a}:workers"
 	victim, err := s.Cluster.MasterFor(ctx, key)
 	if err != nil {
 		return err
+	}
+	if other, err := s.Cluster.MasterFor(ctx, "{"+s.prefix+":b}:workers"); err == nil {
+		t.notef("pool a on %s, pool b on %s", victim.Addr, other.Addr)
+	}
+	c := s.redisClient()
+	n, err := c.HLen(ctx, key).Result()
+	_ = c.Close()
+	if err != nil || n != int64(len(s.workerBy["model-a"])) {
+		return fmt.Errorf("pool a's registry holds %d workers, want %d (%v)", n, len(s.workerBy["model-a"]), err)
 	}
 	t.fault = time.Now()
 	victim.Kill()

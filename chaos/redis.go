@@ -45,7 +45,10 @@ func (s *Stack) redisConfig(c *config.Redis) {
 	case s.Sentinel != nil:
 		c.Addrs, c.MasterName = s.Sentinel.SentinelAddrs, s.Sentinel.MasterName
 	case s.Cluster != nil:
+		// Each model in a pool of its own: the routers' keys spread over
+		// the cluster's masters.
 		c.Addrs, c.Cluster = s.Cluster.Addrs, true
+		c.Pools = map[string][]string{"a": {"model-a"}, "b": {"model-b"}}
 	default:
 		c.URL = "redis://" + s.Redis.Addr + "/0"
 	}

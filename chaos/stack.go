@@ -241,7 +241,11 @@ func (s *Stack) WaitExtProcHealthy(ctx context.Context, timeout time.Duration) e
 func (s *Stack) Snapshot(ctx context.Context) (state.Snapshot, error) {
 	c := s.redisClient()
 	defer c.Close()
-	return state.NewRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()}).Snapshot(ctx)
+	st, err := state.NewPooledRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()}, s.cfgs[0].Redis.Pools)
+	if err != nil {
+		return state.Snapshot{}, err
+	}
+	return st.Snapshot(ctx)
 }
 
 // WorkerHealth is worker id's health in the shared state ("" when unknown).
