@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -209,6 +210,11 @@ func (f *Failover) reconcileLocked(ctx context.Context, reason string, workers [
 // Register registers in Redis, or locally while it is unreachable (the
 // workers are restored into Redis on recovery).
 func (f *Failover) Register(ctx context.Context, specs []WorkerSpec) error {
+	for _, sp := range specs { // in either mode: see RegisterLeased
+		if _, err := f.primary.shardOfModels(sp.Models); err != nil {
+			return fmt.Errorf("worker %s: %w", sp.ID, err)
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.degraded {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -72,6 +73,12 @@ func TestPoolsShardKeys(t *testing.T) {
 	mixed := []state.WorkerSpec{{ID: "x", Address: "10.0.0.4:1", Models: []string{"llama", "coder"}, MaxConcurrency: 1}}
 	if err := s.Register(ctx, mixed); !errors.Is(err, state.ErrPoolMix) {
 		t.Errorf("a worker of two pools registered: %v", err)
+	}
+	// The failover store refuses it before choosing Redis or local state,
+	// so a worker registered while degraded can always be restored.
+	f := state.NewFailover(s, nil)
+	if _, err := f.RegisterLeased(ctx, mixed[0], time.Minute); !errors.Is(err, state.ErrPoolMix) {
+		t.Errorf("a leased worker of two pools registered: %v", err)
 	}
 	if _, err := state.NewPooledRedis(client, "p", state.Limits{}, state.Pools{"a": {"m"}, "b": {"m"}}); err == nil {
 		t.Error("a model in two pools was accepted")
