@@ -60,8 +60,11 @@ func clusterFailover(ctx context.Context, s *Stack, _ *load, t *timeline) error 
 	c := s.redisClient()
 	n, err := c.HLen(ctx, key).Result()
 	_ = c.Close()
-	if err != nil || n != int64(len(s.workerBy["model-a"])) {
-		return fmt.Errorf("pool a's registry holds %d workers, want %d (%v)", n, len(s.workerBy["model-a"]), err)
+	if err != nil {
+		return fmt.Errorf("read pool a's registry: %w", err)
+	}
+	if n != int64(len(s.workerBy["model-a"])) {
+		return fmt.Errorf("pool a's registry holds %d workers, want %d", n, len(s.workerBy["model-a"]))
 	}
 	t.fault = time.Now()
 	victim.Kill()
