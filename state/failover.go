@@ -276,6 +276,10 @@ func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, er
 				}
 				return res, nil
 			}
+			// The script may have run with its reply lost: a slot nobody
+			// holds. Noted as released, a reconcile drops it (unless the
+			// id turns live, claimed locally below).
+			f.noteReleased(req.ID)
 			if !unavailable(ctx, err) || attempt > 0 {
 				return res, err
 			}

@@ -65,13 +65,16 @@ func (f *Failover) noteReleased(id string) {
 	}
 }
 
+// recentReleases lists the claims this replica released, or whose claim
+// failed, in the last releaseMemory: none of them may be held in Redis.
 func (f *Failover) recentReleases() []string {
 	now := f.now()
 	f.liveMu.Lock()
 	defer f.liveMu.Unlock()
 	out := make([]string, 0, len(f.released))
 	for _, r := range f.released {
-		if now.Sub(r.at) <= f.releaseMemory() {
+		// A live id is held, whatever happened to it before.
+		if _, held := f.live[r.id]; !held && now.Sub(r.at) <= f.releaseMemory() {
 			out = append(out, r.id)
 		}
 	}
