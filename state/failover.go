@@ -30,7 +30,8 @@ import (
 // replication is asynchronous. Failover repairs them the same way, whether
 // or not this replica noticed an outage (it watches which server answers,
 // see failover_sync.go): claims it holds are re-added if missing, and
-// claims it released recently are dropped if still held.
+// claims it released recently (or whose claim call failed) are dropped if
+// Redis still holds them.
 type Failover struct {
 	primary *Redis
 	onState func(degraded bool, err error)
