@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -164,47 +163,6 @@ func (f *Failover) Recover(ctx context.Context) error {
 	}
 	f.degraded, f.local, f.pending, f.flags = false, nil, nil, nil
 	f.onState(false, nil)
-	return nil
-}
-
-// reconcileLocked puts back what Redis may lack: the workers (registry and
-// live state), this replica's claims, its recent releases and, after an
-// outage, what it did meanwhile.
-func (f *Failover) reconcileLocked(ctx context.Context, reason string, workers []Worker) error {
-	if err := f.primary.Restore(ctx, workers); err != nil {
-		return err
-	}
-	added, err := f.primary.Adopt(ctx, f.liveCopy())
-	if err != nil {
-		return err
-	}
-	for _, r := range f.pending {
-		if _, err := f.primary.Release(ctx, r); err != nil {
-			return err
-		}
-	}
-	f.pending = nil // replayed: never twice, even if a later step fails
-	// After the replay, a released claim Redis still holds is one whose
-	// release Redis acknowledged and then lost.
-	dropped, err := f.primary.Forget(ctx, f.recentReleases())
-	if err != nil {
-		return err
-	}
-	for _, c := range f.flags {
-		var err error
-		if c.what == "health" {
-			err = f.primary.SetHealth(ctx, c.worker, c.health)
-		} else {
-			err = f.primary.SetDraining(ctx, c.worker, c.draining)
-		}
-		if err != nil && !errors.Is(err, ErrUnknownWorker) {
-			return err
-		}
-	}
-	if id, err := f.primary.ServerID(ctx); err == nil {
-		f.serverID = id
-	}
-	f.repaired(Repair{Reason: reason, Added: added, Dropped: dropped})
 	return nil
 }
 
