@@ -227,12 +227,3 @@ func (p *placement) splitIDs(shards []*shard, ids []string) map[*shard][]string 
 	}
 	return out
 }
-
-// PoolNames lists the store's pools, sorted ("" is the default shard).
-func (r *Redis) PoolNames() []string {
-	out := make([]string, 0, len(r.shards))
-	for _, sh := range r.shards {
-		out = append(out, sh.name)
-	}
-	return out
-}
