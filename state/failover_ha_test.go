@@ -39,6 +39,13 @@ func TestFailoverRepairsLostWrites(t *testing.T) {
 	}
 	t.Run("Sentinel", func(t *testing.T) {
 		g := doomedSentinel
+		if g.Master.Exited() { // killed by an earlier run (go test -count)
+			var err error
+			if g, err = stack.StartSentinelGroup(context.Background(), t.TempDir(), "doomed"); err != nil {
+				t.Fatal(err)
+			}
+			defer g.Stop()
+		}
 		lostWrites(t, haCase{
 			opts: func() *redis.UniversalOptions {
 				return timeouts(&redis.UniversalOptions{Addrs: g.SentinelAddrs, MasterName: g.MasterName})
@@ -54,6 +61,13 @@ func TestFailoverRepairsLostWrites(t *testing.T) {
 		ctx := context.Background()
 		c := doomedCluster
 		key := "{lost}:workers"
+		if anyExited(c) { // killed by an earlier run (go test -count)
+			var err error
+			if c, err = stack.StartCluster(ctx, t.TempDir(), 3, 1); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Stop()
+		}
 		master, err := c.MasterFor(ctx, key)
 		if err != nil {
 			t.Fatal(err)
@@ -258,4 +272,13 @@ func TestFailoverNoticesANewServerWhileIdle(t *testing.T) {
 	if len(repairs) != 1 {
 		t.Fatalf("repaired again without a change: %+v", repairs)
 	}
+}
+
+func anyExited(c *stack.Cluster) bool {
+	for _, n := range c.Nodes {
+		if n.Exited() {
+			return true
+		}
+	}
+	return false
 }
