@@ -52,8 +52,10 @@ type Failover struct {
 	// store arrive while mu is held by the operation that caused them.
 	liveMu   sync.Mutex
 	live     map[string]string // claim id → worker, for this replica's claims
-	released []releasedClaim   // this replica's recent releases, oldest first
-	onRepair func(Repair)
+	released []releasedClaim   // this replica's recent releases, oldest first,
+	// from releasedHead on
+	releasedHead int
+	onRepair     func(Repair)
 }
 
 func (f *Failover) setLive(id, worker string) {

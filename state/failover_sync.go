@@ -58,13 +58,19 @@ func (f *Failover) noteReleased(id string) {
 	f.liveMu.Lock()
 	defer f.liveMu.Unlock()
 	f.released = append(f.released, releasedClaim{id: id, at: now})
-	cut := 0
-	for cut < len(f.released) && (len(f.released)-cut > maxReleased || now.Sub(f.released[cut].at) > f.releaseMemory()) {
-		cut++
+	h := f.releasedHead
+	for h < len(f.released) && (len(f.released)-h > maxReleased || now.Sub(f.released[h].at) > f.releaseMemory()) {
+		f.released[h] = releasedClaim{}
+		h++
 	}
-	if cut > 0 {
-		f.released = append(f.released[:0:0], f.released[cut:]...)
+	// Forgotten entries are dropped from the front in bulk, so each release
+	// costs O(1) amortised on the hot path.
+	if h > 1024 && h > len(f.released)/2 {
+		n := copy(f.released, f.released[h:])
+		clear(f.released[n:])
+		f.released, h = f.released[:n], 0
 	}
+	f.releasedHead = h
 }
 
 // recentReleases lists the claims this replica released, or whose claim
@@ -73,8 +79,8 @@ func (f *Failover) recentReleases() []string {
 	now := f.now()
 	f.liveMu.Lock()
 	defer f.liveMu.Unlock()
-	out := make([]string, 0, len(f.released))
-	for _, r := range f.released {
+	out := make([]string, 0, len(f.released)-f.releasedHead)
+	for _, r := range f.released[f.releasedHead:] {
 		// A live id is held, whatever happened to it before.
 		if _, held := f.live[r.id]; !held && now.Sub(r.at) <= f.releaseMemory() {
 			out = append(out, r.id)
