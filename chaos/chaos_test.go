@@ -29,8 +29,8 @@ func TestMain(m *testing.M) {
 }
 
 // TestShortSubset is the chaos subset `make test` runs: a router replica
-// killed under load, a rolling restart of the replicas, then every replica
-// killed. `make chaos` runs all scenarios.
+// killed under load, a rolling restart of the replicas, every replica
+// killed, and the Sentinel master killed. `make chaos` runs all scenarios.
 func TestShortSubset(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Envoy, Redis, router replicas and workers")
@@ -38,12 +38,12 @@ func TestShortSubset(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	results, err := Run(ctx, RunOptions{Options: Options{BinDir: binDir}, Steady: 2 * time.Second, Logf: t.Logf},
-		"kill-one-router", "restart-routers", "kill-all-routers")
+		"kill-one-router", "restart-routers", "kill-all-routers", "redis-failover")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(results) != 3 {
-		t.Fatalf("%d results, want 3", len(results))
+	if len(results) != 4 {
+		t.Fatalf("%d results, want 4", len(results))
 	}
 	t.Log("\n" + Markdown("go test ./chaos", results))
 	for _, r := range results {

@@ -113,7 +113,11 @@ func Run(ctx context.Context, o RunOptions, names ...string) ([]Result, error) {
 }
 
 func runOne(ctx context.Context, o RunOptions, sc Scenario) (Result, error) {
-	s, err := Start(ctx, o.Options)
+	so := o.Options
+	if sc.redis != "" {
+		so.Redis = sc.redis
+	}
+	s, err := Start(ctx, so)
 	if err != nil {
 		return Result{}, err
 	}
@@ -162,6 +166,11 @@ func runOne(ctx context.Context, o RunOptions, sc Scenario) (Result, error) {
 	}
 	inflight, queued, _ := s.Counts(ctx)
 	r.check("in-flight and queue counts return to 0", !zero.IsZero(), fmt.Sprintf("in-flight %d, queued %d", inflight, queued))
+	if sc.exactCounts {
+		lease := s.cfgs[0].ClaimLease.D()
+		r.check("no claim leaked or double counted (counts 0 before a lease could lapse)",
+			!zero.IsZero() && zero.Sub(stopped) < lease, fmt.Sprintf("%.0f ms, lease %s", r.CountsZeroMS, lease))
+	}
 	r.Notes = append(t.notes, r.Notes...)
 	r.Pass = r.Error == ""
 	for _, c := range r.Checks {

@@ -19,8 +19,13 @@ type Scenario struct {
 	Fault string // what is done, for the report
 	// Recovery says what the recovery time measures.
 	Recovery string
-	inject   func(ctx context.Context, s *Stack, l *load, t *timeline) error
-	judge    func(r *Result, out []outcome, t *timeline)
+	// redis is the topology the scenario runs on (default: one server).
+	redis string
+	// exactCounts: every in-flight count must read 0 as soon as the load
+	// stops, before a lapsing claim lease could hide a leaked claim.
+	exactCounts bool
+	inject      func(ctx context.Context, s *Stack, l *load, t *timeline) error
+	judge       func(r *Result, out []outcome, t *timeline)
 }
 
 // timeline is what a scenario marked while it ran.
@@ -64,6 +69,8 @@ func Scenarios() []Scenario {
 			Recovery: "restart until every replica reports ok",
 			inject:   killRedis, judge: judgeRedis,
 		},
+		redisFailoverScenarios()[0],
+		redisFailoverScenarios()[1],
 		{
 			Name: "kill-worker", Fault: "kill -9 one of 3 model-a workers, restart it after 3s",
 			Recovery: "kill until the shared state marks it unhealthy",

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 
 	"github.com/llm-router/llm-router/config"
@@ -27,7 +26,9 @@ import (
 type Stack struct {
 	dir      string
 	bins     map[string]string
-	Redis    *stack.Redis
+	Redis    *stack.Redis // one of Redis, Sentinel, Cluster
+	Sentinel *stack.SentinelGroup
+	Cluster  *stack.Cluster
 	Envoy    *stack.Envoy
 	URL      string
 	Routers  []*stack.Router
@@ -46,6 +47,9 @@ type Options struct {
 	// Discovery is envoy.discovery: "static" (default) or "xds" (worker
 	// clusters over ADS from the replicas, as the Kubernetes manifests run).
 	Discovery string
+	// Redis is the topology: RedisSingle (default), RedisSentinel or
+	// RedisCluster.
+	Redis string
 }
 
 // Start brings the stack up: Redis, workers (a-0, a-1, a-2 serve model-a;
@@ -58,7 +62,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	s := &Stack{dir: dir, bins: map[string]string{
 		"llm-router": filepath.Join(o.BinDir, "llm-router"), "gpusim": filepath.Join(o.BinDir, "gpusim"),
 	}, Workers: map[string]*stack.Gpusim{}, workerBy: map[string][]string{}, args: map[string][]string{}, prefix: "chaos"}
-	if s.Redis, err = stack.StartRedis(ctx, dir, ""); err != nil {
+	if err = s.startRedis(ctx, o.Redis); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -89,7 +93,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 		if o.Discovery != "" {
 			cfg.Envoy.Discovery = o.Discovery
 		}
-		cfg.Redis.URL = "redis://" + s.Redis.Addr + "/0"
+		s.redisConfig(&cfg.Redis)
 		cfg.Redis.KeyPrefix = s.prefix
 		cfg.Redis.Timeout = config.Duration(200 * time.Millisecond)
 		cfg.ClaimLease = config.Duration(3 * time.Second)
@@ -168,9 +172,7 @@ func (s *Stack) Stop() {
 	for _, g := range s.Workers {
 		g.Stop(2 * time.Second)
 	}
-	if s.Redis != nil {
-		s.Redis.Stop(2 * time.Second)
-	}
+	s.stopRedis()
 	_ = os.RemoveAll(s.dir)
 }
 
@@ -237,9 +239,13 @@ func (s *Stack) WaitExtProcHealthy(ctx context.Context, timeout time.Duration) e
 // Snapshot reads the shared state from Redis, as the replicas see it. Each
 // call has its own connection: Redis may have been restarted since the last.
 func (s *Stack) Snapshot(ctx context.Context) (state.Snapshot, error) {
-	c := redis.NewClient(&redis.Options{Addr: s.Redis.Addr, MaxRetries: -1, DialTimeout: time.Second})
+	c := s.redisClient()
 	defer c.Close()
-	return state.NewRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()}).Snapshot(ctx)
+	st, err := state.NewPooledRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()}, s.cfgs[0].Redis.Pools)
+	if err != nil {
+		return state.Snapshot{}, err
+	}
+	return st.Snapshot(ctx)
 }
 
 // WorkerHealth is worker id's health in the shared state ("" when unknown).

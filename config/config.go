@@ -150,6 +150,9 @@ type Redis struct {
 	// Timeout bounds each Redis command; past it the router routes on local
 	// state (degraded) until Redis answers again.
 	Timeout Duration `yaml:"timeout"`
+	// Pools shard the keys by worker pool: pool name → models (see
+	// state.Pools). Empty: every key under one hash tag.
+	Pools map[string][]string `yaml:"pools"`
 }
 
 // Enabled reports whether a Redis is configured.

@@ -66,6 +66,8 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"reserved id", "workers:\n- {id: pool.x, address: 127.0.0.1:1, models: [m], max_concurrency: 1}\n", "workers[0].id"},
 		{"bad id", "workers:\n- {id: 'a b', address: 127.0.0.1:1, models: [m], max_concurrency: 1}\n", "workers[0].id"},
 		{"alpha out of range", "ema_alpha: 1.5\n", "ema_alpha"},
+		{"model in two pools", "redis:\n  pools: {a: [m], b: [m]}\n", "redis.pools: model m is in pools a and b"},
+		{"worker across pools", "redis:\n  pools: {a: [m]}\nworkers:\n- {id: w, address: 127.0.0.1:1, models: [m, n], max_concurrency: 1}\n", "worker w serves models of pools \"a\" and \"\""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

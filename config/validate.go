@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -104,6 +105,29 @@ func (c *Config) Validate() error {
 	}
 	if c.Redis.Timeout.D() <= 0 {
 		bad("redis.timeout", "must be positive")
+	}
+	inPool := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(c.Redis.Pools)) {
+		models := c.Redis.Pools[name]
+		if !idPattern.MatchString(name) {
+			bad("redis.pools", "pool name %q must be letters, digits, '.', '_' or '-'", name)
+		}
+		for _, m := range models {
+			if other, ok := inPool[m]; ok && other != name {
+				bad("redis.pools", "model %s is in pools %s and %s", m, other, name)
+			}
+			inPool[m] = name
+		}
+	}
+	for _, w := range c.Workers {
+		pool := ""
+		for i, m := range w.Models {
+			if i > 0 && inPool[m] != pool {
+				bad("redis.pools", "worker %s serves models of pools %q and %q: put them in one pool", w.ID, pool, inPool[m])
+				break
+			}
+			pool = inPool[m]
+		}
 	}
 	if !idPattern.MatchString(c.Redis.KeyPrefix) {
 		bad("redis.key_prefix", "%q must be letters, digits, '.', '_' or '-'", c.Redis.KeyPrefix)

@@ -2,7 +2,7 @@ package state
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -23,6 +23,14 @@ import (
 // Redis does not count (made during the outage, or lapsed meanwhile), and
 // replays the releases it made meanwhile, each releasing a claim at most
 // once and feeding the averages. Nothing is double counted or lost.
+//
+// A failover (Sentinel promoting a replica, a Cluster replica taking over
+// the slot) may lose the last writes the old master acknowledged, since
+// replication is asynchronous. Failover repairs them the same way, whether
+// or not this replica noticed an outage (it watches which server answers,
+// see failover_sync.go): claims it holds are re-added if missing, and
+// claims it released recently (or whose claim call failed) are dropped if
+// Redis still holds them.
 type Failover struct {
 	primary *Redis
 	onState func(degraded bool, err error)
@@ -38,10 +46,16 @@ type Failover struct {
 	pending  []Release
 	flags    []flagChange
 
-	// liveMu guards live on its own: notices from the local store arrive
-	// while mu is held by the operation that caused them.
-	liveMu sync.Mutex
-	live   map[string]string // claim id → worker, for this replica's claims
+	serverID string // the Redis server last seen holding the keys
+
+	// liveMu guards live and released on its own: notices from the local
+	// store arrive while mu is held by the operation that caused them.
+	liveMu   sync.Mutex
+	live     map[string]string // claim id → worker, for this replica's claims
+	released []releasedClaim   // this replica's recent releases, oldest first,
+	// from releasedHead on
+	releasedHead int
+	onRepair     func(Repair)
 }
 
 func (f *Failover) setLive(id, worker string) {
@@ -120,6 +134,8 @@ func (f *Failover) Run(ctx context.Context, every time.Duration) {
 		case <-t.C:
 			if f.Degraded() {
 				_ = f.Recover(ctx)
+			} else {
+				f.CheckServer(ctx)
 			}
 		}
 	}
@@ -140,7 +156,11 @@ func (f *Failover) Recover(ctx context.Context) error {
 	}
 	rctx, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel2()
-	if err := f.reconcileLocked(rctx); err != nil {
+	localSnap, err := f.local.Snapshot(rctx)
+	if err != nil {
+		return err
+	}
+	if err := f.reconcileLocked(rctx, "outage", localSnap.Workers); err != nil {
 		return err
 	}
 	f.degraded, f.local, f.pending, f.flags = false, nil, nil, nil
@@ -148,40 +168,14 @@ func (f *Failover) Recover(ctx context.Context) error {
 	return nil
 }
 
-func (f *Failover) reconcileLocked(ctx context.Context) error {
-	localSnap, err := f.local.Snapshot(ctx)
-	if err != nil {
-		return err
-	}
-	if err := f.primary.Restore(ctx, localSnap.Workers); err != nil {
-		return err
-	}
-	if _, err := f.primary.Adopt(ctx, f.liveCopy()); err != nil {
-		return err
-	}
-	for _, r := range f.pending {
-		if _, err := f.primary.Release(ctx, r); err != nil {
-			return err
-		}
-	}
-	f.pending = nil // replayed: never twice, even if a later step fails
-	for _, c := range f.flags {
-		var err error
-		if c.what == "health" {
-			err = f.primary.SetHealth(ctx, c.worker, c.health)
-		} else {
-			err = f.primary.SetDraining(ctx, c.worker, c.draining)
-		}
-		if err != nil && !errors.Is(err, ErrUnknownWorker) {
-			return err
-		}
-	}
-	return nil
-}
-
 // Register registers in Redis, or locally while it is unreachable (the
 // workers are restored into Redis on recovery).
 func (f *Failover) Register(ctx context.Context, specs []WorkerSpec) error {
+	for _, sp := range specs { // in either mode: see RegisterLeased
+		if _, err := f.primary.shardOfModels(sp.Models); err != nil {
+			return fmt.Errorf("worker %s: %w", sp.ID, err)
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.degraded {
@@ -243,6 +237,10 @@ func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, er
 				}
 				return res, nil
 			}
+			// The script may have run with its reply lost: a slot nobody
+			// holds. Noted as released, a reconcile drops it (unless the
+			// id turns live, claimed locally below).
+			f.noteReleased(req.ID)
 			if !unavailable(ctx, err) || attempt > 0 {
 				return res, err
 			}
@@ -266,6 +264,9 @@ func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, er
 // Release releases in Redis, or locally (queued for replay) while degraded.
 func (f *Failover) Release(ctx context.Context, r Release) (bool, error) {
 	worker, mine := f.takeLive(r.ID)
+	// Noted before Redis is told, so a reconcile running meanwhile that
+	// re-adds the claim also drops it again.
+	f.noteReleased(r.ID)
 	if r.Worker == "" {
 		r.Worker = worker
 	}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -65,6 +66,11 @@ func (f *Failover) PutTelemetry(ctx context.Context, ts map[string]Telemetry) er
 // RegisterLeased registers a leased worker in Redis, or locally while
 // degraded (restored into Redis on recovery, with the lease it had).
 func (f *Failover) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
+	// Refused in either mode: a worker registered locally while degraded
+	// must fit the pools, or the recovery could not restore it.
+	if _, err := f.primary.shardOfModels(spec.Models); err != nil {
+		return time.Time{}, fmt.Errorf("worker %s: %w", spec.ID, err)
+	}
 	return f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return s.RegisterLeased(ctx, spec, lease) })
 }
 

@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -19,8 +17,12 @@ import (
 // Each multi-key operation is one Lua script, so it is atomic with respect
 // to every other replica's, and costs one round trip.
 //
-// Keys (P is the configured prefix, wrapped in a {hash tag} so every key
-// lives in one Cluster slot, which multi-key scripts require):
+// Keys live in shards. Without pools there is one shard, whose prefix P is
+// the configured prefix wrapped in a {hash tag}, so every key lives in one
+// Cluster slot, which multi-key scripts require. With pools (see
+// redis_pools.go) each pool's workers, claims and queues live under a hash
+// tag of their own, {prefix:pool}, so pools spread over Cluster shards;
+// every key a script touches is still in its pool's slot. Per shard:
 //
 //	{P}:workers        hash  worker id → spec JSON (the registry)
 //	{P}:cap            hash  worker id → max_concurrency
@@ -37,9 +39,12 @@ import (
 //	                         average value, samples, last update ms), req, err
 type Redis struct {
 	client redis.UniversalClient
-	prefix string
-	keys   []string
 	limits Limits
+	shards []*shard // [0]: the default shard, for models in no pool
+	pools  map[string]*shard
+	// Where workers and ids live, learned as they are seen; used only
+	// with pools (one shard needs no lookup).
+	where placement
 }
 
 var _ = (*Redis)(nil)
@@ -118,38 +123,52 @@ func NewRedis(client redis.UniversalClient, prefix string, l Limits) *Redis {
 	if prefix == "" {
 		prefix = "llmr"
 	}
-	p := "{" + prefix + "}:"
 	return &Redis{
 		client: client,
-		prefix: p,
 		limits: l.withDefaults(),
-		keys: []string{
-			p + "workers", p + "inflight", p + "health", p + "drain",
-			p + "claims", p + "leases", p + "cap", p + "models", p + "ok",
-			p + "waiters", p + "wleases", p + "grants", p + "qseq", p + "total", p + "wmodels",
-			p + "wkleases", p + "source",
-		},
+		shards: []*shard{newShard("", "{"+prefix+"}:")},
 	}
 }
 
 // Client returns the underlying client (the queue and decision stream use it).
 func (r *Redis) Client() redis.UniversalClient { return r.client }
 
-// Prefix returns the key prefix including its hash tag, e.g. "{llmr}:".
-func (r *Redis) Prefix() string { return r.prefix }
+// Prefix returns the default shard's key prefix including its hash tag,
+// e.g. "{llmr}:" (the decision stream lives there).
+func (r *Redis) Prefix() string { return r.shards[0].prefix }
 
-// run calls a script with the common header: prefix, lease ms, global cap,
-// health policy.
-func (r *Redis) run(ctx context.Context, s *redis.Script, args ...any) *redis.Cmd {
+// run calls a script on shard sh with the common header: prefix, lease ms,
+// global cap, health policy.
+func (r *Redis) run(ctx context.Context, sh *shard, s *redis.Script, args ...any) *redis.Cmd {
 	all := make([]any, 0, 4+len(args))
 	h := r.limits.Health
-	all = append(all, r.prefix, r.limits.Lease.Milliseconds(), r.limits.GlobalCap,
+	all = append(all, sh.prefix, r.limits.Lease.Milliseconds(), r.limits.GlobalCap,
 		fmt.Sprintf("%d,%d,%d", h.ActiveFailures, h.PassiveFailures, h.HoldDown.Milliseconds()))
-	return s.Run(ctx, r.client, r.keys, append(all, args...)...)
+	return s.Run(ctx, r.client, sh.keys, append(all, args...)...)
 }
 
-// Ping checks the connection.
-func (r *Redis) Ping(ctx context.Context) error { return r.client.Ping(ctx).Err() }
+// Ping checks that the servers holding the store's keys answer (in a
+// Cluster, the master of each shard's slot, not any node).
+func (r *Redis) Ping(ctx context.Context) error {
+	cc, ok := r.client.(*redis.ClusterClient)
+	if !ok {
+		return r.client.Ping(ctx).Err()
+	}
+	// The client learns of a failover only from a MOVED reply or its
+	// periodic refresh (10 s); a dead master answers neither, so ask the
+	// cluster again on every probe.
+	cc.ReloadState(ctx)
+	for _, sh := range r.shards {
+		node, err := cc.MasterForKey(ctx, sh.keys[0])
+		if err != nil {
+			return err
+		}
+		if err := node.Ping(ctx).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Register merges workers into the registry (see Memory.Register).
 func (r *Redis) Register(ctx context.Context, specs []WorkerSpec) error {
@@ -166,9 +185,26 @@ func (r *Redis) Register(ctx context.Context, specs []WorkerSpec) error {
 func (r *Redis) Restore(ctx context.Context, ws []Worker) error { return r.restore(ctx, ws, true) }
 
 func (r *Redis) restore(ctx context.Context, ws []Worker, withState bool) error {
-	if len(ws) == 0 {
-		return nil
+	groups := map[*shard][]Worker{}
+	for _, w := range ws {
+		sh, err := r.shardOfModels(w.Spec.Models)
+		if err != nil {
+			return fmt.Errorf("worker %s: %w", w.Spec.ID, err)
+		}
+		groups[sh] = append(groups[sh], w)
 	}
+	for sh, g := range groups {
+		if err := r.restoreShard(ctx, sh, g, withState); err != nil {
+			return err
+		}
+		for _, w := range g {
+			r.where.learnWorker(w.Spec.ID, sh)
+		}
+	}
+	return nil
+}
+
+func (r *Redis) restoreShard(ctx context.Context, sh *shard, ws []Worker, withState bool) error {
 	args := []any{len(ws)}
 	for _, w := range ws {
 		spec, err := json.Marshal(w.Spec)
@@ -194,7 +230,7 @@ func (r *Redis) restore(ctx context.Context, ws []Worker, withState bool) error 
 		args = append(args, len(stats)/2)
 		args = append(args, stats...)
 	}
-	return r.run(ctx, scriptRegister, args...).Err()
+	return r.run(ctx, sh, scriptRegister, args...).Err()
 }
 
 func statsFields(s Stats) []any {
@@ -214,101 +250,14 @@ func statsFields(s Stats) []any {
 	return out
 }
 
-// Snapshot reads every worker's state in one round trip.
-func (r *Redis) Snapshot(ctx context.Context) (Snapshot, error) {
-	res, err := r.run(ctx, scriptSnapshot).Slice()
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
-	}
-	if len(res) != 9 {
-		return Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
-	}
-	leases := pairs(res[8])
-	teleLists, _ := res[7].([]any)
-	now, _ := res[0].(int64)
-	workers := pairs(res[1])
-	inflight, health, drain := pairs(res[2]), pairs(res[3]), pairs(res[4])
-	statsLists, _ := res[5].([]any)
-	snap := Snapshot{At: time.UnixMilli(now)}
-	for i, kv := range workers {
-		var spec WorkerSpec
-		if err := json.Unmarshal([]byte(kv[1]), &spec); err != nil {
-			return Snapshot{}, fmt.Errorf("redis snapshot: worker %s: %w", kv[0], err)
-		}
-		w := Worker{Spec: spec, Health: lookup(health, kv[0]), Draining: lookup(drain, kv[0]) == "1"}
-		w.InFlight, _ = strconv.Atoi(lookup(inflight, kv[0]))
-		if i < len(statsLists) {
-			w.Stats = parseStats(pairs(statsLists[i]))
-		}
-		if i < len(teleLists) {
-			w.Telemetry = parseTelemetry(pairs(teleLists[i]))
-		}
-		if exp := lookup(leases, kv[0]); exp != "" {
-			ms, _ := strconv.ParseFloat(exp, 64)
-			w.Registered, w.LeaseExpires = true, time.UnixMilli(int64(ms))
-		}
-		snap.Workers = append(snap.Workers, w)
-	}
-	slices.SortFunc(snap.Workers, func(a, b Worker) int { return strings.Compare(a.Spec.ID, b.Spec.ID) })
-	qs, _ := res[6].([]any)
-	for i := 0; i+3 < len(qs); i += 4 {
-		model, _ := qs[i].(string)
-		c, _ := qs[i+1].(int64)
-		st, _ := qs[i+2].(int64)
-		b, _ := qs[i+3].(int64)
-		snap.Queues = append(snap.Queues, QueueDepth{Model: model, Critical: int(c), Standard: int(st), Batch: int(b)})
-	}
-	slices.SortFunc(snap.Queues, func(a, b QueueDepth) int { return strings.Compare(a.Model, b.Model) })
-	return snap, nil
-}
-
-func pairs(v any) [][2]string {
-	flat, _ := v.([]any)
-	out := make([][2]string, 0, len(flat)/2)
-	for i := 0; i+1 < len(flat); i += 2 {
-		k, _ := flat[i].(string)
-		val, _ := flat[i+1].(string)
-		out = append(out, [2]string{k, val})
-	}
-	return out
-}
-
-func lookup(kvs [][2]string, k string) string {
-	for _, kv := range kvs {
-		if kv[0] == k {
-			return kv[1]
-		}
-	}
-	return ""
-}
-
-func parseStats(kvs [][2]string) Stats {
-	m := make(map[string]string, len(kvs))
-	for _, kv := range kvs {
-		m[kv[0]] = kv[1]
-	}
-	ema := func(f string) EMA {
-		v, _ := strconv.ParseFloat(m[f+"_v"], 64)
-		n, _ := strconv.ParseInt(m[f+"_n"], 10, 64)
-		t, _ := strconv.ParseInt(m[f+"_t"], 10, 64)
-		e := EMA{Value: v, Samples: n}
-		if t > 0 {
-			e.Updated = time.UnixMilli(t)
-		}
-		return e
-	}
-	req, _ := strconv.ParseInt(m["req"], 10, 64)
-	errs, _ := strconv.ParseInt(m["err"], 10, 64)
-	return Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs}
-}
-
 // Claim picks and claims atomically, or queues (see claim.lua).
 func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
 	q, queue := QueueSpec{}, "0"
 	if req.Queue != nil {
 		q, queue = *req.Queue, "1"
 	}
-	res, err := r.run(ctx, scriptClaim, req.ID, packCandidates(req.Candidates),
+	sh := r.shardOfClaim(ctx, req)
+	res, err := r.run(ctx, sh, scriptClaim, req.ID, packCandidates(req.Candidates),
 		q.Model, queue, q.Rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds()).Slice()
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("redis claim: %w", err)
@@ -325,8 +274,10 @@ func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 	switch outcome {
 	case 1:
 		out.Index = int(idx) - 1
+		r.where.noteID(req.ID, sh)
 	case 2:
 		out.Queued, out.Position = true, int(pos)
+		r.where.noteID(req.ID, sh)
 	case 3:
 		out.QueueFull = true
 	}
@@ -351,21 +302,41 @@ func (r *Redis) Release(ctx context.Context, rel Release) (bool, error) {
 	if rel.Failed {
 		failed = "1"
 	}
-	n, err := r.run(ctx, scriptRelease, rel.ID, rel.Worker, failed,
-		fnum(rel.Latency.Seconds()), fnum(rel.TTFT.Seconds()), fnum(rel.TokensPerSec), fnum(rel.Alpha)).Int()
-	if err != nil {
-		return false, fmt.Errorf("redis release: %w", err)
+	for _, sh := range r.shardsOfID(ctx, rel.ID, rel.Worker) {
+		n, err := r.run(ctx, sh, scriptRelease, rel.ID, rel.Worker, failed,
+			fnum(rel.Latency.Seconds()), fnum(rel.TTFT.Seconds()), fnum(rel.TokensPerSec), fnum(rel.Alpha)).Int()
+		if err != nil {
+			return false, fmt.Errorf("redis release: %w", err)
+		}
+		if n == 1 {
+			r.where.forgetID(rel.ID)
+			return true, nil
+		}
 	}
-	return n == 1, nil
+	r.where.forgetID(rel.ID)
+	return false, nil
 }
 
 // Move re-attributes a held claim to another worker.
 func (r *Redis) Move(ctx context.Context, id, to string) error {
-	return scriptError(r.run(ctx, scriptMove, id, to).Err())
+	return scriptError(r.run(ctx, r.shardsOfID(ctx, id, to)[0], scriptMove, id, to).Err())
 }
 
 // Renew extends the leases of the given claims and waiters.
 func (r *Redis) Renew(ctx context.Context, claims, waiters []string) error {
+	if len(r.shards) == 1 {
+		return r.renewShard(ctx, r.shards[0], claims, waiters)
+	}
+	cs, ws := r.where.splitIDs(r.shards, claims), r.where.splitIDs(r.shards, waiters)
+	for _, sh := range r.shards {
+		if err := r.renewShard(ctx, sh, cs[sh], ws[sh]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Redis) renewShard(ctx context.Context, sh *shard, claims, waiters []string) error {
 	for len(claims)+len(waiters) > 0 {
 		cb := claims[:min(len(claims), 1000)]
 		claims = claims[len(cb):]
@@ -379,7 +350,7 @@ func (r *Redis) Renew(ctx context.Context, claims, waiters []string) error {
 		for _, id := range wb {
 			args = append(args, id)
 		}
-		if err := r.run(ctx, scriptRenew, args...).Err(); err != nil {
+		if err := r.run(ctx, sh, scriptRenew, args...).Err(); err != nil {
 			return fmt.Errorf("redis renew: %w", err)
 		}
 	}
@@ -389,23 +360,26 @@ func (r *Redis) Renew(ctx context.Context, claims, waiters []string) error {
 // Adopt makes sure each given claim is counted exactly once, re-adding
 // those Redis lost (see adopt.lua). It returns how many were re-added.
 func (r *Redis) Adopt(ctx context.Context, claims map[string]string) (int, error) {
-	if len(claims) == 0 {
-		return 0, nil
-	}
-	var args []any
+	groups := map[*shard][]any{}
 	for id, w := range claims {
-		args = append(args, id, w)
+		sh := r.shardOfWorker(ctx, w)
+		groups[sh] = append(groups[sh], id, w)
+		r.where.noteID(id, sh)
 	}
-	n, err := r.run(ctx, scriptAdopt, args...).Int()
-	if err != nil {
-		return 0, fmt.Errorf("redis adopt: %w", err)
+	added := 0
+	for sh, args := range groups {
+		n, err := r.run(ctx, sh, scriptAdopt, args...).Int()
+		if err != nil {
+			return added, fmt.Errorf("redis adopt: %w", err)
+		}
+		added += n
 	}
-	return n, nil
+	return added, nil
 }
 
 // SetHealth records a worker's health.
 func (r *Redis) SetHealth(ctx context.Context, worker, health string) error {
-	return scriptError(r.run(ctx, scriptSetFlag, worker, "health", health).Err())
+	return scriptError(r.run(ctx, r.shardOfWorker(ctx, worker), scriptSetFlag, worker, "health", health).Err())
 }
 
 // SetDraining sets or clears a worker's drain flag.
@@ -414,7 +388,7 @@ func (r *Redis) SetDraining(ctx context.Context, worker string, draining bool) e
 	if draining {
 		v = "1"
 	}
-	return scriptError(r.run(ctx, scriptSetFlag, worker, "drain", v).Err())
+	return scriptError(r.run(ctx, r.shardOfWorker(ctx, worker), scriptSetFlag, worker, "drain", v).Err())
 }
 
 // scriptError maps the scripts' error replies to the package's sentinels.

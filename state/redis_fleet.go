@@ -42,41 +42,47 @@ func (r *Redis) ReportHealth(ctx context.Context, worker string, ok bool) (strin
 	if ok {
 		v = "1"
 	}
-	st, err := r.run(ctx, scriptHealth, worker, v).Text()
+	st, err := r.run(ctx, r.shardOfWorker(ctx, worker), scriptHealth, worker, v).Text()
 	return st, scriptError(err)
 }
 
 // AcquireMonitors takes or keeps the monitor lease of each worker and
 // returns those this replica monitors now.
 func (r *Redis) AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
-	if len(workers) == 0 {
-		return nil, nil
-	}
-	args := make([]any, 0, 2+len(workers))
-	args = append(args, replica, ttl.Milliseconds())
+	groups := map[*shard][]any{}
 	for _, w := range workers {
-		args = append(args, w)
+		sh := r.shardOfWorker(ctx, w)
+		if groups[sh] == nil {
+			groups[sh] = []any{replica, ttl.Milliseconds()}
+		}
+		groups[sh] = append(groups[sh], w)
 	}
-	mine, err := r.run(ctx, scriptMonitor, args...).StringSlice()
-	if err != nil {
-		return nil, fmt.Errorf("redis monitor leases: %w", err)
+	var mine []string
+	for sh, args := range groups {
+		got, err := r.run(ctx, sh, scriptMonitor, args...).StringSlice()
+		if err != nil {
+			return nil, fmt.Errorf("redis monitor leases: %w", err)
+		}
+		mine = append(mine, got...)
 	}
 	return mine, nil
 }
 
 // PutTelemetry stores scrape results, one round trip for all.
 func (r *Redis) PutTelemetry(ctx context.Context, ts map[string]Telemetry) error {
-	if len(ts) == 0 {
-		return nil
-	}
-	args := []any{len(ts)}
+	groups := map[*shard][]any{}
+	counts := map[*shard]int{}
 	for id, t := range ts {
+		sh := r.shardOfWorker(ctx, id)
 		fields := telemetryFields(t)
-		args = append(args, id, len(fields)/2)
-		args = append(args, fields...)
+		groups[sh] = append(groups[sh], id, len(fields)/2)
+		groups[sh] = append(groups[sh], fields...)
+		counts[sh]++
 	}
-	if err := r.run(ctx, scriptTele, args...).Err(); err != nil {
-		return fmt.Errorf("redis telemetry: %w", err)
+	for sh, args := range groups {
+		if err := r.run(ctx, sh, scriptTele, append([]any{counts[sh]}, args...)...).Err(); err != nil {
+			return fmt.Errorf("redis telemetry: %w", err)
+		}
 	}
 	return nil
 }
@@ -121,7 +127,7 @@ func (r *Redis) Deregister(ctx context.Context, id string) error {
 }
 
 func (r *Redis) workerOp(ctx context.Context, op, id string, lease time.Duration) (time.Time, error) {
-	ms, err := r.run(ctx, scriptWorkers, op, id, lease.Milliseconds()).Int64()
+	ms, err := r.run(ctx, r.shardOfWorker(ctx, id), scriptWorkers, op, id, lease.Milliseconds()).Int64()
 	if err != nil {
 		return time.Time{}, scriptError(err)
 	}

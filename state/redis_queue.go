@@ -22,9 +22,16 @@ func (r *Redis) Poll(ctx context.Context, id string) (WaiterStatus, error) {
 }
 
 func (r *Redis) waiterStatus(ctx context.Context, s *redis.Script, id string) (WaiterStatus, error) {
-	res, err := r.run(ctx, s, id).Slice()
-	if err != nil || len(res) == 0 {
-		return WaiterStatus{}, fmt.Errorf("redis waiter status: %w", err)
+	var res []any
+	for _, sh := range r.shardsOfID(ctx, id, "") {
+		var err error
+		res, err = r.run(ctx, sh, s, id).Slice()
+		if err != nil || len(res) == 0 {
+			return WaiterStatus{}, fmt.Errorf("redis waiter status: %w", err)
+		}
+		if st, _ := res[0].(string); st != "gone" {
+			break
+		}
 	}
 	state, _ := res[0].(string)
 	switch state {
@@ -42,8 +49,10 @@ func (r *Redis) waiterStatus(ctx context.Context, s *redis.Script, id string) (W
 
 // Pump hands free slots to waiters of every model.
 func (r *Redis) Pump(ctx context.Context) error {
-	if err := r.run(ctx, scriptPump).Err(); err != nil {
-		return fmt.Errorf("redis pump: %w", err)
+	for _, sh := range r.shards {
+		if err := r.run(ctx, sh, scriptPump).Err(); err != nil {
+			return fmt.Errorf("redis pump: %w", err)
+		}
 	}
 	return nil
 }
@@ -52,7 +61,11 @@ func (r *Redis) Pump(ctx context.Context) error {
 // Pub/Sub is at most once; waiters also Poll, so a lost message only
 // delays a grant.
 func (r *Redis) Subscribe(ctx context.Context, replica string, fn func(Notice)) error {
-	ps := r.client.Subscribe(ctx, r.prefix+"notify:"+replica)
+	channels := make([]string, len(r.shards))
+	for i, sh := range r.shards {
+		channels[i] = sh.prefix + "notify:" + replica
+	}
+	ps := r.client.Subscribe(ctx, channels...)
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()
 		return fmt.Errorf("redis subscribe: %w", err)

@@ -2,9 +2,12 @@ package state_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,9 +19,17 @@ import (
 	"github.com/llm-router/llm-router/state/storetest"
 )
 
+// The three topologies a deployment can give the router (redis.url or one
+// addr; addrs + master_name; several addrs), each started once for the
+// package's tests.
 var (
 	redisAddr string
-	prefixSeq atomic.Int64
+	sentinels *stack.SentinelGroup
+	// Killed by the failover tests.
+	doomedSentinel *stack.SentinelGroup
+	doomedCluster  *stack.Cluster
+	cluster        *stack.Cluster
+	prefixSeq      atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -33,42 +44,106 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		srv, err := stack.StartRedis(context.Background(), dir, "")
+		ctx := context.Background()
+		// No skipping: `make test` installs redis-server, redis-sentinel
+		// and redis-cli.
+		srv, err := stack.StartRedis(ctx, dir, "")
 		if err != nil {
-			// No skipping: `make test` installs redis-server.
 			fmt.Fprintln(os.Stderr, "state tests:", err)
 			return 1
 		}
 		defer srv.Stop(2 * time.Second)
 		redisAddr = srv.Addr
+		// Sentinels take seconds to discover each other: everything starts
+		// at once. The failover tests have a group and a cluster of their
+		// own to kill.
+		var errs [4]error
+		var wg sync.WaitGroup
+		wg.Go(func() { sentinels, errs[0] = stack.StartSentinelGroup(ctx, filepath.Join(dir, "sentinel"), "llmr") })
+		wg.Go(func() { cluster, errs[1] = stack.StartCluster(ctx, filepath.Join(dir, "cluster"), 3, 0) })
+		wg.Go(func() {
+			doomedSentinel, errs[2] = stack.StartSentinelGroup(ctx, filepath.Join(dir, "doomed-sentinel"), "doomed")
+		})
+		wg.Go(func() { doomedCluster, errs[3] = stack.StartCluster(ctx, filepath.Join(dir, "doomed-cluster"), 3, 1) })
+		wg.Wait()
+		for _, g := range []*stack.SentinelGroup{sentinels, doomedSentinel} {
+			if g != nil {
+				defer g.Stop()
+			}
+		}
+		for _, c := range []*stack.Cluster{cluster, doomedCluster} {
+			if c != nil {
+				defer c.Stop()
+			}
+		}
+		if err := errors.Join(errs[:]...); err != nil {
+			fmt.Fprintln(os.Stderr, "state tests:", err)
+			return 1
+		}
 		return m.Run()
 	}()
 	os.Exit(code)
 }
 
-func newClient(t *testing.T) redis.UniversalClient {
-	t.Helper()
-	c := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{redisAddr}, PoolSize: 32})
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+// topology is how a replica's client reaches Redis, and the pools its
+// store shards keys by (nil: one hash tag).
+type topology struct {
+	name  string
+	opts  func() *redis.UniversalOptions
+	pools state.Pools
 }
 
-// TestRedisConformance runs the store suite against a real redis-server;
-// each "replica" has a client (connection pool) of its own.
+func topologies() []topology {
+	return []topology{
+		{"Single", func() *redis.UniversalOptions { return &redis.UniversalOptions{Addrs: []string{redisAddr}} }, nil},
+		{"Sentinel", func() *redis.UniversalOptions {
+			return &redis.UniversalOptions{Addrs: sentinels.SentinelAddrs, MasterName: sentinels.MasterName}
+		}, nil},
+		{"Cluster", func() *redis.UniversalOptions {
+			return &redis.UniversalOptions{Addrs: cluster.Addrs, IsClusterMode: true}
+		}, nil},
+		// The suite's model in a pool of its own: its keys under
+		// {prefix:chat}, found by peers that never registered a worker.
+		{"ClusterPooled", func() *redis.UniversalOptions {
+			return &redis.UniversalOptions{Addrs: cluster.Addrs, IsClusterMode: true}
+		}, state.Pools{"chat": {"m"}, "code": {"coder"}}},
+	}
+}
+
+// TestRedisConformance runs the store suite against a single
+// redis-server, a Sentinel group and a 3-master Cluster; each "replica"
+// has a client (connection pool) of its own.
 func TestRedisConformance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs redis-server")
 	}
-	limits := map[string]state.Limits{}
-	storetest.Run(t,
-		func(t *testing.T, l state.Limits) storetest.Store {
-			prefix := fmt.Sprintf("test%d", prefixSeq.Add(1))
-			limits[prefix] = l
-			return state.NewRedis(newClient(t), prefix, l)
-		},
-		func(t *testing.T, s storetest.Store) storetest.Store {
-			p := s.(*state.Redis).Prefix()
-			prefix := p[1 : len(p)-2]
-			return state.NewRedis(newClient(t), prefix, limits[prefix])
+	for _, topo := range topologies() {
+		t.Run(topo.name, func(t *testing.T) {
+			connect := func(t *testing.T) redis.UniversalClient {
+				o := topo.opts()
+				o.PoolSize = 32
+				c := redis.NewUniversalClient(o)
+				t.Cleanup(func() { _ = c.Close() })
+				return c
+			}
+			limits := map[string]state.Limits{}
+			open := func(t *testing.T, prefix string) storetest.Store {
+				s, err := state.NewPooledRedis(connect(t), prefix, limits[prefix], topo.pools)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			storetest.Run(t,
+				func(t *testing.T, l state.Limits) storetest.Store {
+					prefix := fmt.Sprintf("test%d", prefixSeq.Add(1))
+					limits[prefix] = l
+					return open(t, prefix)
+				},
+				func(t *testing.T, s storetest.Store) storetest.Store {
+					p := s.(*state.Redis).Prefix()
+					return open(t, p[1:len(p)-2])
+				})
 		})
+	}
 }

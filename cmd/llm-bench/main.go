@@ -5,6 +5,7 @@
 //	herd        bursts onto an idle fleet: how often two requests land on one GPU while another idles
 //	overhead    what Envoy + llm-router add over Envoy alone, at fixed rates and in a closed loop
 //	picks       scheduler decisions per second against one real redis-server
+//	script-cost Redis server time of a decision, a snapshot and a renewal per fleet size
 //	sequential  the same requests one at a time, then concurrently
 //	sweep       throughput and latency against client concurrency
 package main
@@ -37,6 +38,8 @@ commands:
   herd        bursts of N simultaneous requests onto N idle GPUs: collision rate per strategy, atomic claim on/off, 1 and 3 replicas
   overhead    Envoy straight to one instant gpusim vs Envoy with llm-router: fixed rates (open loop) or closed loop
   picks       scheduler decisions per second against one real redis-server, 1 and 3 replicas
+              (--pools 1,2,4: one shard against pools on a 3-master Redis Cluster)
+  script-cost Redis server time of a decision, a snapshot and a renewal, per workers of a model
   sequential  the same requests one at a time, then concurrently (throughput and latency)
   sweep       throughput and latency against client concurrency
 
@@ -49,13 +52,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("no command given")
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"compare":    compare,
-		"agree":      agree,
-		"herd":       herd,
-		"overhead":   overhead,
-		"picks":      picks,
-		"sequential": sequential,
-		"sweep":      sweep,
+		"compare":     compare,
+		"agree":       agree,
+		"herd":        herd,
+		"overhead":    overhead,
+		"picks":       picks,
+		"script-cost": scriptCost,
+		"sequential":  sequential,
+		"sweep":       sweep,
 	}
 	if c, ok := cmds[args[0]]; ok {
 		return c(ctx, args[1:], stdout, stderr)

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark"
@@ -14,12 +17,45 @@ func picks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	o := benchmark.PicksOptions{Out: stdout, Replicas: []int{1, 3}}
 	fs.IntVar(&o.Workers, "workers", 64, "registered workers")
-	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measurement time per replica count")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measurement time per replica count (per layout with --pools)")
 	fs.IntVar(&o.Concurrency, "concurrency", 16, "concurrent decisions per replica")
-	fs.StringVar(&o.ResultsDir, "results", "", "write picks.json here")
+	fs.StringVar(&o.ResultsDir, "results", "", "write picks.json (picks_pools.json with --pools) here")
+	pools := fs.String("pools", "", "compare key layouts instead: one shard, then these pool counts on a 3-master Redis Cluster, e.g. 1,2,4 (with 3 replicas)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	_, err := benchmark.Picks(ctx, o)
+	if *pools == "" {
+		_, err := benchmark.Picks(ctx, o)
+		return err
+	}
+	var counts []int
+	for _, f := range strings.Split(*pools, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--pools: want pool counts like 1,2,4, got %q", *pools)
+		}
+		counts = append(counts, n)
+	}
+	o.Replicas = []int{3}
+	_, err := benchmark.PicksPools(ctx, o, counts)
+	return err
+}
+
+func scriptCost(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("script-cost", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sizes := fs.String("workers", "16,64,256,1000", "fleet sizes: workers of the one model, all candidates of every claim")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var ns []int
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--workers: want sizes like 16,64, got %q", *sizes)
+		}
+		ns = append(ns, n)
+	}
+	_, err := benchmark.ScriptCosts(ctx, stdout, ns)
 	return err
 }

@@ -1,6 +1,7 @@
--- Shared by every llm-router script. All keys live in one Redis Cluster
--- hash slot (the prefix carries a {hash tag}), so scripts may build
--- per-worker and per-model key names from PREFIX.
+-- Shared by every llm-router script. All keys a script touches live in one
+-- Redis Cluster hash slot (the prefix carries a {hash tag}: the store's, or
+-- its pool's), so scripts may build per-worker and per-model key names from
+-- PREFIX.
 --
 -- Every script's ARGV starts with a common header: prefix, claim lease ms,
 -- global in-flight cap (0: none), health policy ("active threshold,passive

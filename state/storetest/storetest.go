@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s Store) Sto
 	t.Run("RegisterMergesWithoutClobbering", func(t *testing.T) { registerMerges(t, newStore(t, def)) })
 	t.Run("ClaimPicksLowestLiveScore", func(t *testing.T) { claimPicksLowest(t, newStore(t, def)) })
 	t.Run("ClaimSkipsFullUnhealthyDraining", func(t *testing.T) { claimSkips(t, newStore(t, def)) })
+	t.Run("ClaimAmongManyCandidates", func(t *testing.T) { manyCandidates(t, newStore(t, def)) })
 	t.Run("ReleaseExactlyOnce", func(t *testing.T) { releaseOnce(t, newStore(t, def)) })
 	t.Run("MoveFollowsTheServingWorker", func(t *testing.T) { move(t, newStore(t, def)) })
 	t.Run("LeaseLapseGivesTheSlotBack", func(t *testing.T) {
