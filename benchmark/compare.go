@@ -250,6 +250,9 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	return rep, nil
 }
 
+// minScrape is the shortest scrape interval the router accepts.
+const minScrape = config.Duration(10 * time.Millisecond)
+
 // uncapped is the "no cap" of the emulations of other schedulers
 // (Setup.Uncapped): the schedulers they emulate have none.
 const uncapped = 1 << 20
@@ -278,8 +281,11 @@ func benchRouterConfig(s Setup, c *config.Config, timeScale float64) {
 		c.Telemetry.ScrapeInterval = config.Duration(50 * time.Millisecond)
 		c.Telemetry.ScrapeTimeout = config.Duration(40 * time.Millisecond)
 	}
-	c.Telemetry.ScrapeInterval = scale(c.Telemetry.ScrapeInterval)
-	c.Telemetry.ScrapeTimeout = scale(c.Telemetry.ScrapeTimeout)
+	// The router scrapes at most every 10 ms (its config's floor): at time
+	// scales below 0.2 the 50 ms of GPU time become 10 ms of wall time, a
+	// little staler in GPU time than the emulated scheduler's.
+	c.Telemetry.ScrapeInterval = max(scale(c.Telemetry.ScrapeInterval), minScrape)
+	c.Telemetry.ScrapeTimeout = min(scale(c.Telemetry.ScrapeTimeout), c.Telemetry.ScrapeInterval)
 	c.Telemetry.StaleAfter = max(scale(c.Telemetry.StaleAfter), c.Telemetry.ScrapeInterval)
 }
 

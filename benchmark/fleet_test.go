@@ -119,3 +119,16 @@ func TestProgressLine(t *testing.T) {
 	p.Add(1)
 	p.Finish()
 }
+
+func TestBenchRouterConfigIsValid(t *testing.T) {
+	for _, scale := range []float64{0.05, 0.15, 1, 4} {
+		for _, s := range DefaultSetups() {
+			c := config.Default()
+			c.Workers = []config.Worker{{ID: "w", Address: "127.0.0.1:1", Models: []string{Model}, MaxConcurrency: 1}}
+			benchRouterConfig(s, &c, scale)
+			if err := c.Validate(); err != nil {
+				t.Errorf("%s at time scale %g: %v", s.Name, scale, err)
+			}
+		}
+	}
+}
