@@ -43,7 +43,15 @@ type CompareOptions struct {
 	Seeds []uint64
 	SLO   SLO
 	// Capacity, when positive, is used instead of measuring it.
-	Capacity      float64
+	Capacity float64
+	// ProbeCapacity measures the capacity through real runs of
+	// CapacitySetup (a search over rates on the first seed) and scales it
+	// to the other seeds. Off, each seed's capacity is its virtual-time
+	// fleet estimate: deterministic, so repeated comparisons offer the same
+	// rates (a probe search lands a step lower or higher from run to run,
+	// and capped strategies' queueing moves a lot with a 7 % change of load
+	// near capacity).
+	ProbeCapacity bool
 	CapacitySetup Setup
 	// CapacityTTFT is the median TTFT a sustainable rate stays under.
 	CapacityTTFT  time.Duration
@@ -93,20 +101,22 @@ func DefaultCompareOptions() CompareOptions {
 
 // CompareReport is everything one comparison measured.
 type CompareReport struct {
-	Name      string    `json:"name"`
-	Command   string    `json:"command"`
-	Machine   string    `json:"machine"`
-	Started   time.Time `json:"started"`
-	WallTime  float64   `json:"wall_seconds"`
-	Workload  string    `json:"workload"`
-	Trace     string    `json:"trace"`
-	Fleet     []GPU     `json:"fleet"`
-	TimeScale float64   `json:"time_scale"`
-	SLO       SLO       `json:"slo"`
-	Requests  int       `json:"requests_per_run"`
-	Measured  [2]int    `json:"measured_window"` // job indexes [from, to)
-	Seeds     []uint64  `json:"seeds"`
-	Capacity  Capacity  `json:"capacity"`
+	Name     string    `json:"name"`
+	Command  string    `json:"command"`
+	Machine  string    `json:"machine"`
+	Started  time.Time `json:"started"`
+	WallTime float64   `json:"wall_seconds"`
+	Workload string    `json:"workload"`
+	Trace    string    `json:"trace"`
+	Fleet    []GPU     `json:"fleet"`
+	// FleetKeys are the gpusim fleet-file keys every GPU ran with.
+	FleetKeys map[string]any `json:"fleet_keys,omitempty"`
+	TimeScale float64        `json:"time_scale"`
+	SLO       SLO            `json:"slo"`
+	Requests  int            `json:"requests_per_run"`
+	Measured  [2]int         `json:"measured_window"` // job indexes [from, to)
+	Seeds     []uint64       `json:"seeds"`
+	Capacity  Capacity       `json:"capacity"`
 	// SeedCapacity is each seed's capacity: the measured one scaled by
 	// the seed's virtual-time fleet estimate over the first seed's.
 	SeedCapacity map[uint64]float64 `json:"seed_capacity"`
@@ -125,6 +135,9 @@ type CompareReport struct {
 	Void  []string `json:"void,omitempty"`
 	Notes []string `json:"notes"`
 }
+
+// estimateSetup names the capacity when it is the fleet estimate.
+const estimateSetup = "fleet estimate (virtual time)"
 
 // sizingSeed draws the jobs that size the fleet: one fixed sample, so
 // every seed and configuration meets the same fleet and the same caps.
@@ -191,26 +204,30 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	}
 	rep := &CompareReport{
 		Name: o.Name, Command: o.Command, Machine: Machine(), Started: started, Workload: w.Name(), Trace: w.Source,
-		Fleet: gpus, TimeScale: o.TimeScale, SLO: o.SLO, Requests: o.Requests, Loads: o.Loads, Seeds: o.Seeds,
+		Fleet: gpus, FleetKeys: extra, TimeScale: o.TimeScale, SLO: o.SLO, Requests: o.Requests, Loads: o.Loads, Seeds: o.Seeds,
 	}
 	from, to := window(o.Requests, o.Warmup, o.Tail)
 	rep.Measured = [2]int{from, to}
 
 	co := o
 	co.Seeds = o.Seeds[:1]
-	if o.Capacity > 0 {
+	switch {
+	case o.Capacity > 0:
 		rep.Capacity = Capacity{Setup: "given (--capacity)", Rate: o.Capacity, Estimate: fleetEstimate(gpus)}
-	} else {
+	case o.ProbeCapacity:
 		rep.Capacity, err = measureCapacity(ctx, r, w, co)
 		if err != nil {
 			return nil, err
 		}
 		rep.Void = append(rep.Void, rep.Capacity.void...)
 	}
-	logf(o.Log, "capacity: %.2f req/s (%s, seed %d)", rep.Capacity.Rate, rep.Capacity.Setup, o.Seeds[0])
 	if rep.SeedCapacity, err = seedCapacities(w, gpus, o, rep.Capacity.Rate); err != nil {
 		return nil, err
 	}
+	if rep.Capacity.Rate == 0 {
+		rep.Capacity = Capacity{Setup: estimateSetup, Rate: rep.SeedCapacity[o.Seeds[0]], Estimate: rep.SeedCapacity[o.Seeds[0]]}
+	}
+	logf(o.Log, "capacity: %.2f req/s (%s, seed %d)", rep.Capacity.Rate, rep.Capacity.Setup, o.Seeds[0])
 	if w.Prefixed() {
 		rep.Ceilings = prefixCeilings(w, gpus, o)
 	}

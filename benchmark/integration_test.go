@@ -74,7 +74,7 @@ func TestHarnessIntegration(t *testing.T) {
 		o.Workload.TracePath = trace
 		o.Setups = []Setup{EnvoySetup("LEAST_REQUEST"), RouterSetup("scored")}
 		o.Loads, o.Requests, o.ProbeRequests, o.MaxProbes, o.SizingRequests = []float64{0.3}, 40, 40, 1, 200
-		o.Seeds = []uint64{1, 2}
+		o.Seeds, o.ProbeCapacity = []uint64{1, 2}, true
 		o.Grace = 20 * time.Second
 		rep, err := Compare(ctx, o)
 		if err != nil {

@@ -180,7 +180,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 }
 
 func (r *CompareReport) fleetSection(w io.Writer) {
-	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`. The same fleet and caps in every configuration and seed.\n\n", Model)
+	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet and caps in every configuration and seed.\n\n", Model, r.FleetKeys)
 	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, g := range r.Fleet {
@@ -191,6 +191,10 @@ func (r *CompareReport) fleetSection(w io.Writer) {
 
 func (r *CompareReport) capacitySection(w io.Writer) {
 	c := r.Capacity
+	if c.Setup == estimateSetup {
+		fmt.Fprintf(w, "\n## Capacity\n\nEach seed's capacity is its fleet estimate: the sum of every GPU's saturation rate alone on the seed's requests (the highest rate keeping the median TTFT ≤ 2 s, gpusim in virtual time), what a perfect balancer would sustain. It is deterministic, so repeated comparisons offer the same rates; `--probe-capacity` measures it through real runs instead. %s.\n", seedRates(r.Seeds, r.SeedCapacity))
+		return
+	}
 	fmt.Fprintf(w, "\n## Capacity\n\n**%.2f req/s**, measured with %s on seed %d. ", c.Rate, c.Setup, r.Seeds[0])
 	if len(c.Probes) > 0 {
 		fmt.Fprintf(w, "A rate (req/s of GPU time) is sustainable when an open-loop run of %d requests at that rate keeps the median TTFT of its measured requests ≤ %.0f ms with under 1%% errors; the capacity is the highest sustainable rate found (search from 85%% of the fleet estimate, 15%% steps, then bisection to 5%%).\n\n", c.Requests, c.BoundMs)

@@ -14,11 +14,11 @@ import (
 // means the same thing for each seed's requests. Seeds draw different
 // windows of the trace, and one window's requests can need much more GPU
 // time than another's (longer prompts, longer outputs): at one fixed rate
-// one seed would be idle and another overloaded. The capacity is measured
-// through real runs for the first seed only (probes are costly); each other
-// seed's is that measurement times the ratio of the seeds' fleet estimates
-// (the sum of every GPU's saturation rate alone on the seed's requests,
-// found by gpusim in virtual time).
+// one seed would be idle and another overloaded. A seed's fleet estimate is
+// the sum of every GPU's saturation rate alone on the seed's requests,
+// found by gpusim in virtual time: with measured 0 it is the seed's
+// capacity; otherwise measured is the first seed's capacity from real
+// runs, and each other seed's is it times the ratio of the estimates.
 func seedCapacities(w *Workload, gpus []GPU, o CompareOptions, measured float64) (map[uint64]float64, error) {
 	out := map[uint64]float64{}
 	var first float64
@@ -30,9 +30,13 @@ func seedCapacities(w *Workload, gpus []GPU, o CompareOptions, measured float64)
 		if i == 0 {
 			first = est
 		}
-		out[seed] = measured
-		if first > 0 {
+		switch {
+		case measured <= 0:
+			out[seed] = est
+		case first > 0:
 			out[seed] = measured * est / first
+		default:
+			out[seed] = measured
 		}
 		logf(o.Log, "seed %d: fleet estimate %.2f req/s (virtual time), capacity %.2f req/s", seed, est, out[seed])
 	}
