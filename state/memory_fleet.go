@@ -96,6 +96,9 @@ func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) stri
 	}
 	if next != cur {
 		w.Health, w.since = next, now
+		if next == Unhealthy {
+			w.index = nil // it may restart with an empty cache
+		}
 		if next != Unhealthy {
 			w.afail, w.pfail = 0, 0
 			m.pumpWorker(w.Spec.ID, now)
