@@ -63,7 +63,7 @@ local inflight = hmget(K_INFLIGHT)
 local ok = hmget(K_OK)
 local tokp, tokd
 if aff then
-  tokp, tokd = redis.call('HMGET', K_TOKP, unpack(ids)), redis.call('HMGET', K_TOKD, unpack(ids))
+  tokp, tokd = hmget(K_TOKP), hmget(K_TOKD)
 end
 -- match: the leading blocks worker i's index holds; the index keeps a
 -- leading run of every chain it holds part of, so a binary search finds it.
