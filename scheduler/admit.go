@@ -75,11 +75,7 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	workers := v.candidates(r.Model, start)
 	// Random order: ties in the plan go to the lower index.
 	rand.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
-	blocks := r.Blocks
-	if n := s.opts.MaxAffinityBlocks; n > 0 && len(blocks) > n {
-		blocks = blocks[:n] // a leading run: the match of a chain is a prefix
-	}
-	job := scoring.Job{Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: blocks}
+	job := scoring.Job{Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks}
 	plan := scoring.Build(s.strategy, scoring.Input{Job: job, Workers: workers, Cursor: s.cursor.Add(1) - 1, Now: start})
 
 	d := &Decision{
@@ -104,6 +100,11 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
 		req := state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Queue: s.queueSpec(r)}
 		if plan.UsesAffinity() {
+			if n := s.opts.MaxAffinityBlocks; n > 0 && len(job.Blocks) > n {
+				// A leading run: the match of a chain is a prefix. Only the
+				// store's lookup is bounded; the emulations planned on all.
+				job.Blocks = job.Blocks[:n]
+			}
 			req.Affinity = state.Affinity{Blocks: job.Blocks, PromptTokens: job.PromptTokens, DecodeTokens: job.DecodeTokens()}
 		}
 		res, err = s.store.Claim(ctx, req)
