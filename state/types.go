@@ -88,15 +88,15 @@ type Stats struct {
 
 // Worker is one worker's full state as a snapshot shows it.
 type Worker struct {
-	Spec      WorkerSpec `json:"spec"`
-	Health    string     `json:"health"`
-	Draining  bool       `json:"draining"`
-	InFlight  int        `json:"in_flight"`
+	Spec     WorkerSpec `json:"spec"`
+	Health   string     `json:"health"`
+	Draining bool       `json:"draining"`
+	InFlight int        `json:"in_flight"`
 	// In-flight tokens held by claims with an Affinity (all replicas).
-	PrefillTokens int `json:"prefill_tokens"`
-	DecodeTokens  int `json:"decode_tokens"`
-	Stats     Stats      `json:"stats"`
-	Telemetry Telemetry  `json:"telemetry"`
+	PrefillTokens int       `json:"prefill_tokens"`
+	DecodeTokens  int       `json:"decode_tokens"`
+	Stats         Stats     `json:"stats"`
+	Telemetry     Telemetry `json:"telemetry"`
 	// Registered workers joined through the admin API and must heartbeat
 	// before LeaseExpires; the others come from the config.
 	Registered   bool      `json:"registered,omitempty"`
