@@ -19,7 +19,7 @@
 // # The scored formula
 //
 //	score = 100·active + 10·queue + 5·norm_latency + 2·norm_job_cost
-//	        − 3·norm_throughput + 1·node_distance + 15·kv_pressure + 15·gpu_util
+//         − 3·norm_throughput + 1·node_distance + 15·kv_pressure + 15·gpu_util
 //
 // lowest wins, weights configurable. Definitions, over the eligible workers E
 // (serve the model, healthy or recovering, not draining; the cap is checked
@@ -56,23 +56,23 @@
 // claim on any replica: the store evaluates them inside the atomic claim
 // (see Affinity) and adds them to the curve's value:
 //
-//		score += prefix·prefix_miss + token_load·token_load
+//	score += prefix·prefix_miss + token_load·token_load
 //
-//	  - prefix_miss = 1 − match/blocks, in [0,1]: match is how many leading
-//	    16-token blocks of the prompt (chained hashes, internal/prefix) the
-//	    worker's prefix index holds, blocks how many the claim looked up
-//	    (bounded by scoring.max_prefix_blocks). The index is routing history
-//	    shared by every replica: the blocks of the prompts claimed on the
-//	    worker, least recently used evicted beyond its kv_blocks. No blocks
-//	    (a prompt under one block) → the term is absent for every worker.
-//	    Load guard ("sticky until saturated"): when the worker's in-flight
-//	    prefill plus this request's uncached tokens exceed ttft_slo × its
-//	    prefill rate, its match counts as 0 (prefill_guard = 1 in the record).
-//	  - token_load = (prefill + decode + uncached) / (kv_blocks·16), where
-//	    prefill and decode are the worker's in-flight tokens (all replicas:
-//	    each claim holds its uncached prompt tokens and max_tokens, or
-//	    DefaultOutputTokens, until it ends) and uncached = prompt_tokens −
-//	    16·match (the request's own prefill there). Not bounded by 1.
+//   - prefix_miss = 1 − match/blocks, in [0,1]: match is how many leading
+//     16-token blocks of the prompt (chained hashes, internal/prefix) the
+//     worker's prefix index holds, blocks how many the claim looked up
+//     (bounded by scoring.max_prefix_blocks). The index is routing history
+//     shared by every replica: the blocks of the prompts claimed on the
+//     worker, least recently used evicted beyond its kv_blocks. No blocks
+//     (a prompt under one block) → the term is absent for every worker.
+//     Load guard ("sticky until saturated"): when the worker's in-flight
+//     prefill plus this request's uncached tokens exceed ttft_slo × its
+//     prefill rate, its match counts as 0 (prefill_guard = 1 in the record).
+//   - token_load = (prefill + decode + uncached) / (kv_blocks·16), where
+//     prefill and decode are the worker's in-flight tokens (all replicas:
+//     each claim holds its uncached prompt tokens and max_tokens, or
+//     DefaultOutputTokens, until it ends) and uncached = prompt_tokens −
+//     16·match (the request's own prefill there). Not bounded by 1.
 //
 // prefix_match (the raw matched fraction, weight 0) is recorded beside
 // them. Both weights default to 0, which keeps the formula above and skips
