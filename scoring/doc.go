@@ -19,7 +19,7 @@
 // # The scored formula
 //
 //	score = 100·active + 10·queue + 5·norm_latency + 2·norm_job_cost
-//         − 3·norm_throughput + 1·node_distance + 15·kv_pressure + 15·gpu_util
+//	        − 3·norm_throughput + 1·node_distance + 15·kv_pressure + 15·gpu_util
 //
 // lowest wins, weights configurable. Definitions, over the eligible workers E
 // (serve the model, healthy or recovering, not draining; the cap is checked
@@ -54,9 +54,8 @@
 //
 // Two more terms are read live, like active, because they change with every
 // claim on any replica: the store evaluates them inside the atomic claim
-// (see Affinity) and adds them to the curve's value:
-//
-//	score += prefix·prefix_miss + token_load·token_load
+// (see Affinity) and adds them to the curve's value, score +=
+// prefix·prefix_miss + token_load·token_load, where:
 //
 //   - prefix_miss = 1 − match/blocks, in [0,1]: match is how many leading
 //     16-token blocks of the prompt (chained hashes, internal/prefix) the
