@@ -21,7 +21,9 @@
 -- has room for its priority; a non-batch request finding no room sheds the
 -- newest batch waiter.
 -- Returns {outcome (1 claimed, 2 queued, 3 queue full, 0 none available),
--- index (1-based, -1: none), {live counts}, {1 if available}, queue position}.
+-- index (1-based, -1: none), {live counts}, {1 if available}, queue position,
+-- and with an affinity {matches}, {in-flight prefill}, {in-flight decode}
+-- per candidate (0 for those not evaluated; empty without)}.
 local id = ARG[1]
 local c = cmsgpack.unpack(ARG[2])
 local model, queue, rank, allow, replica, wlease =
