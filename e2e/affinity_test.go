@@ -109,3 +109,15 @@ func TestConversationStaysOnItsWorkerUntilSaturated(t *testing.T) {
 		t.Fatalf("a short turn went to %s; the warm worker %s has room for it", w, warm)
 	}
 }
+
+// TestCommandsPerRequestWithAffinity: with the prefix and token-load terms
+// on, the index lookup, the record and the token counts ride in the claim
+// and the release: still two round trips per request.
+func TestCommandsPerRequestWithAffinity(t *testing.T) {
+	commandsPerRequest(t, func(c *config.Config) {
+		c.Scoring.Weights.Prefix, c.Scoring.Weights.TokenLoad = 3, 2
+	}, func(i int) string {
+		conv := &conversation{messages: []map[string]string{{"role": "system", "content": filler(fmt.Sprintf("sys%d", i%8), 2048)}}}
+		return conv.body("m", filler(fmt.Sprintf("q%d", i), 512))
+	})
+}
