@@ -43,6 +43,7 @@ func (m *Memory) Heartbeat(_ context.Context, id string, lease time.Duration) (t
 	}
 	if lease < 0 {
 		lease = -lease
+		w.index = nil // a worker registers as it starts: its cache is empty
 	}
 	w.Registered, w.LeaseExpires = true, m.now().Add(lease)
 	return w.LeaseExpires, nil

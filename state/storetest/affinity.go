@@ -136,6 +136,21 @@ func prefixForgotten(t *testing.T, s Store) {
 	if m := matchOn(t, s, "w0", 0, b); m != 0 {
 		t.Fatalf("after the worker left and came back: match %d", m)
 	}
+	dyn := state.WorkerSpec{ID: "dyn", Address: "10.9.9.8:8000", Models: []string{"m"}, MaxConcurrency: 2}
+	for range 2 {
+		if _, err := s.RegisterLeased(ctx, dyn, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if m := matchOn(t, s, "dyn", 0, b); m != 0 {
+			t.Fatalf("a worker registering (as it starts) kept its index: match %d", m)
+		}
+	}
+	if _, err := s.Heartbeat(ctx, "dyn", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if m := matchOn(t, s, "dyn", 0, b); m != 4 {
+		t.Fatalf("a heartbeat dropped the index: match %d, want 4", m)
+	}
 }
 
 func tokensReleased(t *testing.T, s Store) {
