@@ -82,31 +82,26 @@ func TestConversationStaysOnItsWorkerUntilSaturated(t *testing.T) {
 		conv.add(text, filler(fmt.Sprintf("reply%d", i), 100))
 	}
 
-	// Turns with a long new part (about 1,200 uncached tokens each: 1,000
+	// Turns with a long new part (about 1,150 uncached tokens each: 1,000
 	// of text, the rest the messages' JSON, which the estimate counts),
-	// held in flight: the first two fit under 3,000 prefill tokens on the
-	// warm worker, the third would not and moves.
+	// held in flight: two fit under 3,000 prefill tokens on the warm
+	// worker, and so does a short turn after them (about 200); a third
+	// long one would not, and moves.
 	var held []*epRequest
 	defer func() {
 		for _, r := range held {
 			_ = r.respond(200)
 		}
 	}()
-	for i := range 3 {
-		r, w := send(i, filler(fmt.Sprintf("long%d", i), 4000))
+	for i, size := range []int{4000, 4000, 200, 4000} {
+		r, w := send(i, filler(fmt.Sprintf("new%d", i), size))
 		held = append(held, r)
 		switch {
-		case i < 2 && w != warm:
-			t.Fatalf("long turn %d went to %s with the warm worker %s not saturated", i, w, warm)
-		case i == 2 && w == warm:
-			t.Fatalf("long turn %d stayed on %s past its prefill limit", i, w)
+		case i < 3 && w != warm:
+			t.Fatalf("turn %d (%d bytes new) went to %s with the warm worker %s not saturated", i, size, w, warm)
+		case i == 3 && w == warm:
+			t.Fatalf("turn %d stayed on %s past its prefill limit", i, w)
 		}
-	}
-	// A short turn still fits on the warm worker.
-	r, w := send(3, filler("short", 200))
-	held = append(held, r)
-	if w != warm {
-		t.Fatalf("a short turn went to %s; the warm worker %s has room for it", w, warm)
 	}
 }
 
