@@ -37,6 +37,10 @@ import (
 //	{P}:model:<m>      set   ids of the workers serving model m
 //	{P}:stats:<id>     hash  lat_v/_n/_t, ttft_v/_n/_t, tps_v/_n/_t (moving
 //	                         average value, samples, last update ms), req, err
+//	{P}:px:<id>        zset  the worker's prefix index: 8-byte block hashes
+//	                         scored by recency ({P}:pseq), at most kv_blocks
+//	{P}:tokp, :tokd    hash  worker id → in-flight prefill / decode tokens
+//	{P}:ctok, :wtok    hash  claim / waiter id → "prefill decode" it holds
 type Redis struct {
 	client redis.UniversalClient
 	limits Limits
