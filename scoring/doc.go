@@ -73,6 +73,11 @@
 //     DefaultOutputTokens, until it ends) and uncached = prompt_tokens −
 //     16·match (the request's own prefill there). Not bounded by 1.
 //
+// A claim's prefill tokens count until the claim ends, not until its first
+// token: dropping them then would cost a third store round trip per
+// request. So "in-flight prefill" also counts requests already decoding,
+// and the guard errs towards leaving a busy warm worker early.
+//
 // prefix_match (the raw matched fraction, weight 0) is recorded beside
 // them. Both weights default to 0, which keeps the formula above and skips
 // the index and the token counts altogether.
