@@ -124,8 +124,12 @@ func (m *Memory) Snapshot(_ context.Context) (Snapshot, error) {
 	m.purge(now, false)
 	out := Snapshot{At: now, Workers: make([]Worker, 0, len(m.order))}
 	for _, id := range m.order {
-		w := m.workers[id].Worker
+		mw := m.workers[id]
+		w := mw.Worker
 		w.Spec.Models = slices.Clone(w.Spec.Models)
+		if mw.index != nil {
+			w.PrefixBlocks = mw.index.len()
+		}
 		out.Workers = append(out.Workers, w)
 	}
 	for model, q := range m.queues {

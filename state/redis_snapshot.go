@@ -43,7 +43,7 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 11 {
+	if len(res) != 12 {
 		return Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
 	leases := pairs(res[8])
@@ -52,6 +52,7 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 	workers := pairs(res[1])
 	inflight, health, drain := pairs(res[2]), pairs(res[3]), pairs(res[4])
 	tokp, tokd := pairs(res[9]), pairs(res[10])
+	pblocks, _ := res[11].([]any)
 	statsLists, _ := res[5].([]any)
 	snap := Snapshot{At: time.UnixMilli(now)}
 	for i, kv := range workers {
@@ -65,6 +66,10 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 		w.DecodeTokens, _ = strconv.Atoi(lookup(tokd, kv[0]))
 		if i < len(statsLists) {
 			w.Stats = parseStats(pairs(statsLists[i]))
+		}
+		if i < len(pblocks) {
+			n, _ := pblocks[i].(int64)
+			w.PrefixBlocks = int(n)
 		}
 		if i < len(teleLists) {
 			w.Telemetry = parseTelemetry(pairs(teleLists[i]))

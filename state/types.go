@@ -93,10 +93,13 @@ type Worker struct {
 	Draining bool       `json:"draining"`
 	InFlight int        `json:"in_flight"`
 	// In-flight tokens held by claims with an Affinity (all replicas).
-	PrefillTokens int       `json:"prefill_tokens"`
-	DecodeTokens  int       `json:"decode_tokens"`
-	Stats         Stats     `json:"stats"`
-	Telemetry     Telemetry `json:"telemetry"`
+	PrefillTokens int `json:"prefill_tokens"`
+	DecodeTokens  int `json:"decode_tokens"`
+	// PrefixBlocks is the size of the worker's prefix index (at most its
+	// kv_blocks).
+	PrefixBlocks int       `json:"prefix_blocks"`
+	Stats        Stats     `json:"stats"`
+	Telemetry    Telemetry `json:"telemetry"`
 	// Registered workers joined through the admin API and must heartbeat
 	// before LeaseExpires; the others come from the config.
 	Registered   bool      `json:"registered,omitempty"`

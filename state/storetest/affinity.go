@@ -106,6 +106,10 @@ func prefixLRU(t *testing.T, s Store) {
 	if m := matchOn(t, s, "w0", 6, recent); m != 4 {
 		t.Fatalf("recent prompt: match %d, want 4", m)
 	}
+	snap, err := s.Snapshot(context.Background())
+	if err != nil || len(snap.Workers) != 1 || snap.Workers[0].PrefixBlocks != 6 {
+		t.Fatalf("index size: %+v %v; want 6 blocks", snap.Workers, err)
+	}
 	if m := matchOn(t, s, "w0", 6, old); m != 2 {
 		t.Fatalf("older prompt: match %d, want its first 2 blocks", m)
 	}
