@@ -262,8 +262,10 @@ func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 	}
 	sh := r.shardOfClaim(ctx, req)
 	aff := req.wantsAffinity()
-	args := []any{req.ID, packCandidates(req.Candidates, aff),
-		q.Model, queue, q.Rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds()}
+	args := []any{
+		req.ID, packCandidates(req.Candidates, aff),
+		q.Model, queue, q.Rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
+	}
 	if aff {
 		a := req.Affinity
 		args = append(args, "1", packBlocks(a.Blocks), max(0, a.PromptTokens), max(0, a.DecodeTokens))

@@ -54,8 +54,10 @@ func TestAffinityClaimCost(t *testing.T) {
 		for k := range 4 {
 			n++
 			one := []state.Candidate{cands[i]}
-			res, err := s.Claim(ctx, state.ClaimRequest{ID: fmt.Sprintf("fill-%d", n), Candidates: one,
-				Affinity: state.Affinity{Blocks: prompt(uint64(i*10+k+1), 0), PromptTokens: blocks * 16}})
+			res, err := s.Claim(ctx, state.ClaimRequest{
+				ID: fmt.Sprintf("fill-%d", n), Candidates: one,
+				Affinity: state.Affinity{Blocks: prompt(uint64(i*10+k+1), 0), PromptTokens: blocks * 16},
+			})
 			if err != nil || res.Index != 0 {
 				t.Fatalf("fill: %v %+v", err, res)
 			}
