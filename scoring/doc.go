@@ -62,8 +62,10 @@
 //     worker's prefix index holds, blocks how many the claim looked up
 //     (bounded by scoring.max_prefix_blocks). The index is routing history
 //     shared by every replica: the blocks of the prompts claimed on the
-//     worker, least recently used evicted beyond its kv_blocks. No blocks
-//     (a prompt under one block) → the term is absent for every worker.
+//     worker, least recently used evicted beyond its kv_blocks, found to
+//     within 4 blocks (the index keeps every 4th block's chained hash). No
+//     blocks (a prompt under one block) → the term is absent for every
+//     worker.
 //     Load guard ("sticky until saturated"): when the worker's in-flight
 //     prefill plus this request's uncached tokens exceed ttft_slo × its
 //     prefill rate, its match counts as 0 (prefill_guard = 1 in the record).

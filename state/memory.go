@@ -128,7 +128,7 @@ func (m *Memory) Snapshot(_ context.Context) (Snapshot, error) {
 		w := mw.Worker
 		w.Spec.Models = slices.Clone(w.Spec.Models)
 		if mw.index != nil {
-			w.PrefixBlocks = mw.index.len()
+			w.PrefixBlocks = IndexStride * mw.index.len()
 		}
 		out.Workers = append(out.Workers, w)
 	}
@@ -236,20 +236,21 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 func (w *memWorker) live(blocks []uint64) Live {
 	l := Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens}
 	if w.index != nil {
-		l.Match = matchLen(len(blocks), func(i int) bool { return w.index.has(blocks[i]) })
+		groups := len(blocks) / IndexStride
+		l.Match = IndexStride * matchLen(groups, func(j int) bool { return w.index.has(blocks[IndexStride*j+IndexStride-1]) })
 	}
 	return l
 }
 
 // recordBlocks makes blocks the most recent of the worker's index.
 func (w *memWorker) recordBlocks(blocks []uint64, bound int) {
-	if len(blocks) == 0 {
+	if len(blocks) < IndexStride {
 		return
 	}
 	if w.index == nil {
 		w.index = newLRUIndex()
 	}
-	w.index.record(blocks, bound)
+	w.index.record(strided(blocks), max(1, bound/IndexStride))
 }
 
 // available: healthy or recovering (half-open), and not draining.

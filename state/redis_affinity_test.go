@@ -13,20 +13,31 @@ import (
 )
 
 // TestAffinityClaimCost measures what the prefix index costs Redis per
-// claim (server CPU, from INFO commandstats): 16 candidates, each index
-// full of 1,024-block prompts, a 1,024-block prompt matching 512 blocks
-// of one worker, against the same claims without affinity. It reports the
-// figures (go test -run AffinityClaimCost -v ./state) and bounds them
-// loosely, so a regression to a linear scan per candidate shows.
+// request (server CPU of the claim and release scripts, from INFO
+// commandstats): 16 candidates, each index full (4,096 blocks) of prompts
+// of the measured length, a prompt matching half its blocks on one worker,
+// against the same claims without affinity. It reports the figures
+// (go test -run AffinityClaimCost -v ./state) and bounds them loosely, so
+// a regression to a linear scan per candidate shows.
 func TestAffinityClaimCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs redis-server")
 	}
+	for _, blocks := range []int{64, 256, 1024} {
+		off, on := affinityClaimCost(t, blocks)
+		t.Logf("%4d-block prompts, 16 candidates: %.0f µs of Redis CPU per request without affinity, %.0f µs with", blocks, 2*off, 2*on)
+		if on > 5000 {
+			t.Errorf("%.0f µs per call with affinity: the lookup or the record is no longer bounded", on)
+		}
+	}
+}
+
+func affinityClaimCost(t *testing.T, blocks int) (off, on float64) {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
 	s := state.NewRedis(client, fmt.Sprintf("cost%d", prefixSeq.Add(1)), state.Limits{})
-	const workers, blocks = 16, 1024
+	const workers = 16
 	var specs []state.WorkerSpec
 	var cands []state.Candidate
 	for i := range workers {
@@ -48,10 +59,10 @@ func TestAffinityClaimCost(t *testing.T) {
 		}
 		return out
 	}
-	// Fill every index to its bound: 4 prompts of 1,024 blocks each.
+	// Fill every index to its bound.
 	n := 0
 	for i := range workers {
-		for k := range 4 {
+		for k := range 4096 / blocks {
 			n++
 			one := []state.Candidate{cands[i]}
 			res, err := s.Claim(ctx, state.ClaimRequest{
@@ -72,7 +83,7 @@ func TestAffinityClaimCost(t *testing.T) {
 			n++
 			req := state.ClaimRequest{ID: fmt.Sprintf("c-%d", n), Candidates: cands}
 			if aff {
-				req.Affinity = state.Affinity{Blocks: prompt(uint64(1000+c), 512), PromptTokens: blocks * 16, DecodeTokens: 256}
+				req.Affinity = state.Affinity{Blocks: prompt(uint64(1000+c), blocks/2), PromptTokens: blocks * 16, DecodeTokens: 256}
 			}
 			if _, err := s.Claim(ctx, req); err != nil {
 				t.Fatal(err)
@@ -83,12 +94,7 @@ func TestAffinityClaimCost(t *testing.T) {
 		}
 		return usecPerCall(t, client, "evalsha")
 	}
-	off := run(false, 200)
-	on := run(true, 200)
-	t.Logf("claim+release script CPU per call, %d candidates, %d-block prompts: %.1f µs without affinity, %.1f µs with", workers, blocks, off, on)
-	if on > 5000 {
-		t.Errorf("%.0f µs per call with affinity: the lookup or the record is no longer bounded", on)
-	}
+	return run(false, 200), run(true, 200)
 }
 
 // usecPerCall reads usec_per_call of cmd from INFO commandstats.

@@ -33,7 +33,11 @@ local aff = ARG[9] == '1'
 local pw, tw, plim, kvb = c[6], c[7], c[8], c[9]
 local blocks, ptok, dtok = ARG[10] or '', tonumber(ARG[11]) or 0, tonumber(ARG[12]) or 0
 local nb = math.floor(#blocks / 8)
+-- The index keeps the last block of each group of STRIDE (state.IndexStride).
+local STRIDE = 4
+local ng = math.floor(nb / STRIDE)
 local function block(i) return string.sub(blocks, 8 * i - 7, 8 * i) end -- 1-based
+local function group(j) return block(STRIDE * j) end -- 1-based
 local function uncached(m) return math.max(0, ptok - 16 * m) end
 local now = now_ms()
 purge(now)
@@ -71,31 +75,31 @@ end
 -- leading run of every chain it holds part of, so a binary search finds it.
 local function match(w)
   local key = pkey(w)
-  if nb == 0 or not redis.call('ZSCORE', key, block(1)) then return 0 end
-  local lo, hi = 1, nb
+  if ng == 0 or not redis.call('ZSCORE', key, group(1)) then return 0 end
+  local lo, hi = 1, ng
   while lo < hi do
     local mid = math.floor((lo + hi + 1) / 2)
-    if redis.call('ZSCORE', key, block(mid)) then lo = mid else hi = mid - 1 end
+    if redis.call('ZSCORE', key, group(mid)) then lo = mid else hi = mid - 1 end
   end
-  return lo
+  return STRIDE * lo
 end
 -- record makes the prompt's blocks the most recent of worker w's index,
 -- block 1 the most recent of all (so eviction takes a prompt's tail
 -- first), then evicts the least recent beyond bound entries.
 local function record(w, bound)
-  if nb == 0 then return end
+  if ng == 0 then return end
   local key = pkey(w)
-  local top = redis.call('INCRBY', K_PSEQ, nb)
+  local top = redis.call('INCRBY', K_PSEQ, ng)
   local args = {}
-  for i = 1, nb do
-    args[#args + 1] = top - i
-    args[#args + 1] = block(i)
-    if #args >= 1000 or i == nb then
+  for j = 1, ng do
+    args[#args + 1] = top - j
+    args[#args + 1] = group(j)
+    if #args >= 1000 or j == ng then
       redis.call('ZADD', key, unpack(args))
       args = {}
     end
   end
-  local extra = redis.call('ZCARD', key) - bound
+  local extra = redis.call('ZCARD', key) - math.max(1, math.floor(bound / STRIDE))
   if extra > 0 then redis.call('ZREMRANGEBYRANK', key, 0, extra - 1) end
 end
 local best, bestScore = -1, 0

@@ -12,7 +12,7 @@ local stats, tele, pblocks = {}, {}, {}
 for i = 1, #workers, 2 do
   stats[#stats + 1] = redis.call('HGETALL', PREFIX .. 'stats:' .. workers[i])
   tele[#tele + 1] = redis.call('HGETALL', PREFIX .. 'tm:' .. workers[i])
-  pblocks[#pblocks + 1] = redis.call('ZCARD', PREFIX .. 'px:' .. workers[i])
+  pblocks[#pblocks + 1] = 4 * redis.call('ZCARD', PREFIX .. 'px:' .. workers[i]) -- state.IndexStride
 end
 local queues = {}
 for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do

@@ -99,23 +99,25 @@ func prefixShared(t *testing.T, s, peer Store) {
 
 func prefixLRU(t *testing.T, s Store) {
 	register(t, s, workers(1, 8))
-	old, recent := seqBlocks(1, 4), seqBlocks(10, 4)
-	matchOn(t, s, "w0", 6, old)
-	// 8 blocks into 6: the two least recent go, the older prompt's tail.
-	matchOn(t, s, "w0", 6, recent)
-	if m := matchOn(t, s, "w0", 6, recent); m != 4 {
-		t.Fatalf("recent prompt: match %d, want 4", m)
+	// 16-block prompts: 4 index entries each (state.IndexStride); a bound
+	// of 24 blocks keeps 6 entries.
+	old, recent := seqBlocks(1, 16), seqBlocks(100, 16)
+	matchOn(t, s, "w0", 24, old)
+	// 8 entries into 6: the two least recent go, the older prompt's tail.
+	matchOn(t, s, "w0", 24, recent)
+	if m := matchOn(t, s, "w0", 24, recent); m != 16 {
+		t.Fatalf("recent prompt: match %d, want 16", m)
 	}
 	snap, err := s.Snapshot(context.Background())
-	if err != nil || len(snap.Workers) != 1 || snap.Workers[0].PrefixBlocks != 6 {
-		t.Fatalf("index size: %+v %v; want 6 blocks", snap.Workers, err)
+	if err != nil || len(snap.Workers) != 1 || snap.Workers[0].PrefixBlocks != 24 {
+		t.Fatalf("index size: %+v %v; want 24 blocks", snap.Workers, err)
 	}
-	if m := matchOn(t, s, "w0", 6, old); m != 2 {
-		t.Fatalf("older prompt: match %d, want its first 2 blocks", m)
+	if m := matchOn(t, s, "w0", 24, old); m != 8 {
+		t.Fatalf("older prompt: match %d, want its first 8 blocks", m)
 	}
 	// Reading old again made it most recent: now recent lost its tail.
-	if m := matchOn(t, s, "w0", 6, recent); m != 2 {
-		t.Fatalf("after the older was touched: match %d, want 2", m)
+	if m := matchOn(t, s, "w0", 24, recent); m != 8 {
+		t.Fatalf("after the older was touched: match %d, want 8", m)
 	}
 }
 
@@ -160,22 +162,22 @@ func prefixForgotten(t *testing.T, s Store) {
 func tokensReleased(t *testing.T, s Store) {
 	ctx := context.Background()
 	register(t, s, workers(2, 8))
-	b := seqBlocks(1, 2)
+	b := seqBlocks(1, 4)
 	one := []state.Candidate{{Worker: "w0", Cap: 8}}
 	a := state.Affinity{Blocks: b, PromptTokens: 100, DecodeTokens: 50}
 	id1, _ := claimAff(t, s, one, a)
 	id2, res := claimAff(t, s, one, a)
-	if l := res.Live[0]; l.Match != 2 || l.Prefill != 100 || l.Decode != 50 {
-		t.Fatalf("second claim read %+v; want match 2, 100 prefill, 50 decode", l)
+	if l := res.Live[0]; l.Match != 4 || l.Prefill != 100 || l.Decode != 50 {
+		t.Fatalf("second claim read %+v; want match 4, 100 prefill, 50 decode", l)
 	}
-	// The second is 2 blocks (32 tokens) cached: 68 uncached.
-	if got := tokens(t, s)["w0"]; got != [2]int{168, 100} {
-		t.Fatalf("in flight %v; want [168 100]", got)
+	// The second is 4 blocks (64 tokens) cached: 36 uncached.
+	if got := tokens(t, s)["w0"]; got != [2]int{136, 100} {
+		t.Fatalf("in flight %v; want [136 100]", got)
 	}
 	if err := s.Move(ctx, id2, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := tokens(t, s); got["w0"] != [2]int{100, 50} || got["w1"] != [2]int{68, 50} {
+	if got := tokens(t, s); got["w0"] != [2]int{100, 50} || got["w1"] != [2]int{36, 50} {
 		t.Fatalf("after a move: %v", got)
 	}
 	release(t, s, id1)
@@ -206,7 +208,7 @@ func tokensQueued(t *testing.T, s Store) {
 	id1, _ := claimAff(t, s, cands, state.Affinity{PromptTokens: 10, DecodeTokens: 5})
 	id2 := claimID()
 	res, err := s.Claim(context.Background(), state.ClaimRequest{
-		ID: id2, Candidates: cands, Affinity: state.Affinity{Blocks: seqBlocks(1, 2), PromptTokens: 100, DecodeTokens: 20},
+		ID: id2, Candidates: cands, Affinity: state.Affinity{Blocks: seqBlocks(1, 4), PromptTokens: 100, DecodeTokens: 20},
 		Queue: &state.QueueSpec{Model: "m", Rank: state.RankStandard, Allow: 4, Replica: "r"},
 	})
 	if err != nil || !res.Queued {
@@ -226,17 +228,17 @@ func tokensQueued(t *testing.T, s Store) {
 }
 
 // prefillGuard: w0 holds the prefix but already prefills 100 tokens; with
-// a limit of 150 the request's 68 uncached tokens would pass it, so the
+// a limit of 120 the request's 36 uncached tokens would pass it, so the
 // match no longer counts and w1 wins.
 func prefillGuard(t *testing.T, s Store) {
 	register(t, s, workers(2, 8))
-	b := seqBlocks(1, 2)
+	b := seqBlocks(1, 4)
 	busy, _ := claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}}, state.Affinity{Blocks: b, PromptTokens: 100})
 	a := state.Affinity{Blocks: b, PromptTokens: 100}
 	for _, tc := range []struct {
 		limit float64
 		want  int
-	}{{0, 0}, {1000, 0}, {150, 1}} {
+	}{{0, 0}, {1000, 0}, {120, 1}} {
 		cands := []state.Candidate{
 			{Worker: "w0", Cap: 8, Base: 1, Prefix: 10, PrefillLimit: tc.limit},
 			{Worker: "w1", Cap: 8, Prefix: 10, PrefillLimit: tc.limit},
