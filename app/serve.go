@@ -146,18 +146,21 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		return nil, fmt.Errorf("register workers: %w", err)
 	}
 	sched, err := scheduler.New(store, scheduler.Options{
-		Strategy:        cfg.Strategy,
-		Params:          Params(cfg),
-		Zone:            cfg.Locality.Zone,
-		Region:          cfg.Locality.Region,
-		ReplicaID:       cfg.ReplicaID,
-		RefreshInterval: cfg.RefreshInterval.D(),
-		Lease:           cfg.ClaimLease.D(),
-		NonAtomicClaim:  !cfg.AtomicClaim,
-		LogCandidates:   cfg.DecisionLogCandidates,
-		Recorder:        recorder,
-		TelemetryStale:  cfg.Telemetry.StaleAfter.D(),
-		JoinDelay:       joinDelay(cfg),
+		Strategy:               cfg.Strategy,
+		Params:                 Params(cfg),
+		Zone:                   cfg.Locality.Zone,
+		Region:                 cfg.Locality.Region,
+		ReplicaID:              cfg.ReplicaID,
+		RefreshInterval:        cfg.RefreshInterval.D(),
+		Lease:                  cfg.ClaimLease.D(),
+		NonAtomicClaim:         !cfg.AtomicClaim,
+		LogCandidates:          cfg.DecisionLogCandidates,
+		Recorder:               recorder,
+		TelemetryStale:         cfg.Telemetry.StaleAfter.D(),
+		JoinDelay:              joinDelay(cfg),
+		KVBlocks:               cfg.Scoring.KVBlocks,
+		MaxAffinityBlocks:      cfg.Scoring.MaxPrefixBlocks,
+		PrefillTokensPerSecond: cfg.Scoring.PrefillTokensPerSecond,
 		Queue: scheduler.QueueOptions{
 			MaxSize:            cfg.Queue.MaxQueueSize,
 			CriticalMultiplier: cfg.Queue.CriticalMultiplier,
@@ -286,8 +289,10 @@ func Params(cfg config.Config) scoring.Params {
 		Weights: scoring.Weights{
 			Active: w.Active, Queue: w.Queue, Latency: w.Latency, JobCost: w.JobCost,
 			Throughput: w.Throughput, Distance: w.Distance, KVPressure: w.KVPressure, GPUUtil: w.GPUUtil,
+			Prefix: w.Prefix, TokenLoad: w.TokenLoad,
 		},
 		JobCostScale: cfg.Scoring.JobCostScale.D(),
+		TTFTSLO:      cfg.Scoring.TTFTSLO.D(),
 		MinSamples:   int64(cfg.InferenceAware.MinSamples),
 		Staleness:    cfg.InferenceAware.Staleness.D(),
 		LoadPenalty:  cfg.InferenceAware.LoadPenalty,
@@ -300,6 +305,7 @@ func specs(ws []config.Worker) []state.WorkerSpec {
 		out[i] = state.WorkerSpec{
 			ID: w.ID, Address: w.Address, Models: w.Models, Zone: w.Zone, Region: w.Region, MaxConcurrency: w.MaxConcurrency,
 			MetricsFormat: w.MetricsFormat, MetricsURL: w.MetricsURL, HealthURL: w.HealthURL, DCGMURL: w.DCGMURL, DCGMGPU: w.DCGMGPU,
+			KVBlocks: w.KVBlocks, PrefillTokensPerSecond: w.PrefillTokensPerSecond,
 		}
 	}
 	return out

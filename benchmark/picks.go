@@ -29,6 +29,25 @@ type PicksOptions struct {
 	Concurrency int // goroutines per replica
 	Out         io.Writer
 	ResultsDir  string
+	// Prefix turns on the prefix and token-load terms (weights 3 and 2)
+	// and gives every request a 64-block prompt (1,024 tokens) whose first
+	// 48 blocks are one of 32 shared prefixes: the claim script then looks
+	// up and records blocks on every pick.
+	Prefix bool
+}
+
+// picksPrompt is pick k's prompt blocks with Prefix: a shared prefix of
+// 48 blocks (one of 32) and 16 blocks of its own.
+func picksPrompt(k int, r int) []uint64 {
+	out := make([]uint64, 64)
+	for i := range out {
+		if i < 48 {
+			out[i] = uint64(k%32)<<32 | uint64(i)
+		} else {
+			out[i] = uint64(r)<<56 | uint64(k)<<16 | uint64(i)
+		}
+	}
+	return out
 }
 
 // PicksResult is one replica count's throughput.
@@ -129,10 +148,14 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 		if err := store.Register(ctx, specs); err != nil {
 			return PicksResult{}, err
 		}
+		weights := scoring.Weights{Active: 100, Queue: 10, Latency: 5, JobCost: 2, Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15}
+		if o.Prefix {
+			weights.Prefix, weights.TokenLoad = 3, 2
+		}
 		s, err := scheduler.New(store, scheduler.Options{
 			Strategy: scoring.Scored,
 			Params: scoring.Params{
-				Weights:      scoring.Weights{Active: 100, Queue: 10, Latency: 5, JobCost: 2, Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15},
+				Weights:      weights,
 				JobCostScale: 10 * time.Second, MinSamples: 3, Staleness: time.Minute, LoadPenalty: 0.1,
 			},
 			ReplicaID:     fmt.Sprintf("r%d", r),
@@ -166,17 +189,21 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 	var lat []time.Duration
 	var wg sync.WaitGroup
 	start := time.Now()
-	for _, s := range scheds {
+	for ri, s := range scheds {
 		for g := 0; g < o.Concurrency; g++ {
 			wg.Add(1)
-			go func(s *scheduler.Scheduler, k int) {
+			go func(s *scheduler.Scheduler, k, r int) {
 				defer wg.Done()
 				local := make([]time.Duration, 0, 4096)
 				for runCtx.Err() == nil {
 					t0 := time.Now()
 					k++
 					model := tgt.models[k%len(tgt.models)]
-					tk, err := s.Admit(ctx, scheduler.Request{ID: "bench", Model: model, MaxTokens: 128, PromptTokens: 256})
+					req := scheduler.Request{ID: "bench", Model: model, MaxTokens: 128, PromptTokens: 256}
+					if o.Prefix {
+						req.PromptTokens, req.Blocks = 1024, picksPrompt(k, r)
+					}
+					tk, err := s.Admit(ctx, req)
 					if err != nil {
 						errs.Add(1)
 						continue
@@ -188,7 +215,7 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 				mu.Lock()
 				lat = append(lat, local...)
 				mu.Unlock()
-			}(s, g)
+			}(s, g*1_000_003, ri*o.Concurrency+g)
 		}
 	}
 	wg.Wait()

@@ -195,6 +195,19 @@ type Scoring struct {
 	// JobCostScale is the expected service time at which norm_job_cost
 	// reaches 0.5 (norm = cost / (cost + scale)).
 	JobCostScale Duration `yaml:"job_cost_scale"`
+	// TTFTSLO is the time to first token the prefix load guard protects: a
+	// warm worker's match stops counting once its in-flight prefill plus
+	// the request's uncached prompt would take longer at its prefill rate.
+	// 0 turns the guard off.
+	TTFTSLO Duration `yaml:"ttft_slo"`
+	// PrefillTokensPerSecond and KVBlocks are the defaults of the workers'
+	// own keys of the same names.
+	PrefillTokensPerSecond float64 `yaml:"prefill_tokens_per_second"`
+	KVBlocks               int     `yaml:"kv_blocks"`
+	// MaxPrefixBlocks bounds the leading prompt blocks a claim matches and
+	// records (Redis CPU and memory per claim); 0: every block the body
+	// parser kept.
+	MaxPrefixBlocks int `yaml:"max_prefix_blocks"`
 }
 
 // Weights are the coefficients of the scored formula; lower totals win.
@@ -207,6 +220,11 @@ type Weights struct {
 	Distance   float64 `yaml:"distance"`
 	KVPressure float64 `yaml:"kv_pressure"`
 	GPUUtil    float64 `yaml:"gpu_util"`
+	// Prefix weighs the share of the prompt's blocks the worker was not
+	// sent before; TokenLoad its in-flight tokens relative to its KV
+	// capacity. Both are read live in the atomic claim.
+	Prefix    float64 `yaml:"prefix"`
+	TokenLoad float64 `yaml:"token_load"`
 }
 
 // InferenceAware configures the inference_aware strategy, named as in the
@@ -231,6 +249,11 @@ type Worker struct {
 	HealthURL     string `yaml:"health_url"`
 	DCGMURL       string `yaml:"dcgm_url"`
 	DCGMGPU       string `yaml:"dcgm_gpu"`
+	// KVBlocks is the worker's KV cache in 16-token blocks (vLLM logs it
+	// as "# GPU blocks"); PrefillTokensPerSecond its prefill rate. 0: the
+	// scoring defaults.
+	KVBlocks               int     `yaml:"kv_blocks"`
+	PrefillTokensPerSecond float64 `yaml:"prefill_tokens_per_second"`
 }
 
 // Strategies lists the accepted values of strategy.
@@ -296,7 +319,11 @@ func Default() Config {
 				Active: 100, Queue: 10, Latency: 5, JobCost: 2,
 				Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15,
 			},
-			JobCostScale: Duration(10 * time.Second),
+			JobCostScale:           Duration(10 * time.Second),
+			TTFTSLO:                Duration(2 * time.Second),
+			PrefillTokensPerSecond: 10000,
+			KVBlocks:               4096,
+			MaxPrefixBlocks:        1024,
 		},
 		InferenceAware: InferenceAware{
 			MinSamples:  3,

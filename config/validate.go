@@ -156,6 +156,15 @@ func (c *Config) Validate() error {
 	if c.Scoring.JobCostScale.D() <= 0 {
 		bad("scoring.job_cost_scale", "must be positive")
 	}
+	if c.Scoring.Weights.Prefix < 0 || c.Scoring.Weights.TokenLoad < 0 {
+		bad("scoring.weights", "prefix and token_load must not be negative")
+	}
+	if c.Scoring.TTFTSLO.D() < 0 || c.Scoring.PrefillTokensPerSecond < 0 || c.Scoring.MaxPrefixBlocks < 0 {
+		bad("scoring", "ttft_slo, prefill_tokens_per_second and max_prefix_blocks must not be negative")
+	}
+	if c.Scoring.KVBlocks < 1 {
+		bad("scoring.kv_blocks", "must be at least 1, got %d", c.Scoring.KVBlocks)
+	}
 	c.validateWorkers(bad, checkAddr)
 	return errors.Join(errs...)
 }
@@ -188,6 +197,9 @@ func (c *Config) validateWorkers(bad func(string, string, ...any), checkAddr fun
 			if strings.TrimSpace(m) == "" || len(m) > 200 {
 				bad(fmt.Sprintf("%s.models[%d]", key, j), "model names must be 1-200 characters")
 			}
+		}
+		if w.KVBlocks < 0 || w.PrefillTokensPerSecond < 0 {
+			bad(key, "kv_blocks and prefill_tokens_per_second must not be negative")
 		}
 		if w.MaxConcurrency < 1 {
 			bad(key+".max_concurrency", "must be at least 1, got %d", w.MaxConcurrency)

@@ -102,7 +102,15 @@ type Options struct {
 	// through the admin API) this long, so that Envoy has its cluster
 	// (pushed over xDS) before the first request is sent there.
 	JoinDelay time.Duration
-	Now       func() time.Time
+	// KVBlocks and PrefillTokensPerSecond stand in for a worker's spec
+	// values when it gives none (the index bound and token-load capacity;
+	// the prefix load guard's rate). 0 KVBlocks: state.DefaultKVBlocks.
+	KVBlocks               int
+	PrefillTokensPerSecond float64
+	// MaxAffinityBlocks bounds the prompt blocks a claim looks up and
+	// records (the Redis CPU per claim); 0: all the body parser kept.
+	MaxAffinityBlocks int
+	Now               func() time.Time
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.
@@ -267,7 +275,8 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 		s.m.StoreErrors.WithLabelValues("snapshot").Inc()
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap)))
+	def := fleetDefaults{kvBlocks: s.opts.KVBlocks, prefillRate: s.opts.PrefillTokensPerSecond}
+	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap), def))
 	healthy := map[string]int{}
 	for _, w := range snap.Workers {
 		for _, m := range w.Spec.Models {

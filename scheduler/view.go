@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -25,7 +26,13 @@ type updatedAt struct {
 	latency, ttft, tps time.Time
 }
 
-func newView(snap state.Snapshot, zone, region string, stale time.Duration, joining map[string]bool) *view {
+// fleetDefaults fill what a worker's spec leaves out.
+type fleetDefaults struct {
+	kvBlocks    int
+	prefillRate float64
+}
+
+func newView(snap state.Snapshot, zone, region string, stale time.Duration, joining map[string]bool, def fleetDefaults) *view {
 	v := &view{
 		snap:    snap,
 		stale:   stale,
@@ -54,6 +61,10 @@ func newView(snap state.Snapshot, zone, region string, stale time.Duration, join
 			Latency:        scoring.Average{Value: w.Stats.Latency.Value, Samples: w.Stats.Latency.Samples},
 			TTFT:           scoring.Average{Value: w.Stats.TTFT.Value, Samples: w.Stats.TTFT.Samples},
 			TokensPerSec:   scoring.Average{Value: w.Stats.TokensPerSec.Value, Samples: w.Stats.TokensPerSec.Samples},
+			KVBlocks:       cmp.Or(w.Spec.KVBlocks, def.kvBlocks, state.DefaultKVBlocks),
+			PrefillRate:    cmp.Or(w.Spec.PrefillTokensPerSecond, def.prefillRate),
+			PrefillTokens:  w.PrefillTokens,
+			DecodeTokens:   w.DecodeTokens,
 		})
 		v.updated = append(v.updated, updatedAt{w.Stats.Latency.Updated, w.Stats.TTFT.Updated, w.Stats.TokensPerSec.Updated})
 		v.tele = append(v.tele, w.Telemetry)

@@ -52,6 +52,38 @@
 //   - gpu_util: GPU utilisation fraction in [0,1] from a DCGM exporter
 //     (DCGM_FI_DEV_GPU_UTIL / 100), when the worker names one. Unknown → 0.
 //
+// Two more terms are read live, like active, because they change with every
+// claim on any replica: the store evaluates them inside the atomic claim
+// (see Affinity) and adds them to the curve's value, score +=
+// prefix·prefix_miss + token_load·token_load, where:
+//
+//   - prefix_miss = 1 − match/blocks, in [0,1]: match is how many leading
+//     16-token blocks of the prompt (chained hashes, internal/prefix) the
+//     worker's prefix index holds, blocks how many the claim looked up
+//     (bounded by scoring.max_prefix_blocks). The index is routing history
+//     shared by every replica: the blocks of the prompts claimed on the
+//     worker, least recently used evicted beyond its kv_blocks, found to
+//     within 4 blocks (the index keeps every 4th block's chained hash). No
+//     blocks (a prompt under one block) → the term is absent for every
+//     worker.
+//     Load guard ("sticky until saturated"): when the worker's in-flight
+//     prefill plus this request's uncached tokens exceed ttft_slo × its
+//     prefill rate, its match counts as 0 (prefill_guard = 1 in the record).
+//   - token_load = (prefill + decode + uncached) / (kv_blocks·16), where
+//     prefill and decode are the worker's in-flight tokens (all replicas:
+//     each claim holds its uncached prompt tokens and max_tokens, or
+//     DefaultOutputTokens, until it ends) and uncached = prompt_tokens −
+//     16·match (the request's own prefill there). Not bounded by 1.
+//
+// A claim's prefill tokens count until the claim ends, not until its first
+// token: dropping them then would cost a third store round trip per
+// request. So "in-flight prefill" also counts requests already decoding,
+// and the guard errs towards leaving a busy warm worker early.
+//
+// prefix_match (the raw matched fraction, weight 0) is recorded beside
+// them. Both weights default to 0, which keeps the formula above and skips
+// the index and the token counts altogether.
+//
 // Moving averages (latency, TTFT, tokens/s) older than Params.Staleness
 // count as unknown, like scraped values older than their bound (the
 // scheduler applies that one).

@@ -35,9 +35,37 @@ type Line struct {
 	Total        float64 `json:"total"`
 }
 
+// PickLive is Pick with each candidate's Affinity scored on the live
+// figures the claim read (live may be nil: no affinity); the stores
+// implement exactly this.
+func PickLive(cands []Candidate, job Job, active []int, live []Live, available []bool) int {
+	best := -1
+	bestScore := 0.0
+	for i, c := range cands {
+		if active[i] >= c.Cap || (available != nil && !available[i]) {
+			continue
+		}
+		s := c.Curve.At(active[i])
+		if live != nil {
+			s += AffinityScore(c, job, live[i])
+		}
+		if best < 0 || s < bestScore {
+			best, bestScore = i, s
+		}
+	}
+	return best
+}
+
 // Breakdown evaluates every candidate at the live counts the claim saw, so
 // the decision log shows the numbers the choice was actually made on.
 func Breakdown(cands []Candidate, active []int) []Line {
+	return BreakdownLive(cands, Job{}, active, nil)
+}
+
+// BreakdownLive is Breakdown with the live affinity terms (prefix_match,
+// prefix_miss, prefill_guard, token_load) appended to the candidates'
+// terms and added to their totals; live may be nil.
+func BreakdownLive(cands []Candidate, job Job, active []int, live []Live) []Line {
 	out := make([]Line, len(cands))
 	for i, c := range cands {
 		a := 0
@@ -45,6 +73,14 @@ func Breakdown(cands []Candidate, active []int) []Line {
 			a = active[i]
 		}
 		l := Line{Worker: c.Worker, Active: a, Cap: c.Cap, Full: a >= c.Cap, ActiveWeight: c.Curve.Slope, Terms: c.Terms, Total: c.Curve.At(a)}
+		if i < len(live) && c.Affinity.On() {
+			extra := affinityTerms(c.Affinity, job, live[i])
+			// A new slice: the plan's terms are shared, never modified.
+			l.Terms = append(append(make([]Term, 0, len(c.Terms)+len(extra)), c.Terms...), extra...)
+			for _, t := range extra {
+				l.Total += t.Contribution()
+			}
+		}
 		if c.Curve.Mult != 0 {
 			l.LoadFactor = 1 + c.Curve.Mult*float64(a)
 		}

@@ -10,12 +10,21 @@ import (
 // Weights are the scored formula's coefficients.
 type Weights struct {
 	Active, Queue, Latency, JobCost, Throughput, Distance, KVPressure, GPUUtil float64
+	// Prefix weighs the unmatched fraction of the prompt's blocks on the
+	// worker, TokenLoad its in-flight tokens relative to its KV capacity;
+	// both are scored by the store on live figures (see Affinity).
+	Prefix, TokenLoad float64
 }
 
 // Params configures every strategy.
 type Params struct {
 	Weights      Weights
 	JobCostScale time.Duration
+	// TTFTSLO is the time to first token the prefix load guard protects:
+	// a warm worker's match stops counting once its in-flight prefill plus
+	// the request's uncached tokens would take longer than this at its
+	// prefill rate. 0: no guard.
+	TTFTSLO time.Duration
 
 	// inference_aware, as the distributed-router brief specifies it.
 	MinSamples  int64
@@ -241,9 +250,29 @@ func (s scored) Plan(in Input, eligible []Worker) []Candidate {
 		for _, t := range terms {
 			base += t.Contribution()
 		}
-		out = append(out, candidate(w, Curve{Base: base, Slope: wt.Active}, terms...))
+		c := candidate(w, Curve{Base: base, Slope: wt.Active}, terms...)
+		c.Affinity = s.affinity(w)
+		out = append(out, c)
 	}
 	return out
+}
+
+// affinity is the candidate's live part: prefix and token-load weights,
+// its capacity and, with an SLO and a known prefill rate, the prefill
+// load at which its match yields.
+func (s scored) affinity(w Worker) Affinity {
+	wt := s.p.Weights
+	if wt.Prefix == 0 && wt.TokenLoad == 0 {
+		return Affinity{}
+	}
+	a := Affinity{Prefix: wt.Prefix, KVBlocks: w.KVBlocks}
+	if wt.TokenLoad != 0 && w.KVBlocks > 0 {
+		a.TokenWeight, a.CapacityTokens = wt.TokenLoad, float64(w.KVBlocks*BlockTokens)
+	}
+	if wt.Prefix != 0 && s.p.TTFTSLO > 0 && w.PrefillRate > 0 {
+		a.PrefillLimit = s.p.TTFTSLO.Seconds() * w.PrefillRate
+	}
+	return a
 }
 
 // jobCostTerm is cost/(cost+scale) with cost = ttft + out_est/tps seconds.

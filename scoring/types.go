@@ -15,7 +15,8 @@ type Job struct {
 	MaxTokens    int // 0 when the client sent none
 	// Blocks are the prompt's chained 16-token block hashes (see
 	// internal/prefix), bounded; nil when unknown or shorter than a block.
-	// Only the prefix-aware emulations read them; the slice is shared, never
+	// The prefix-aware emulations read them, and the store matches them when
+	// a plan's candidates carry an Affinity; the slice is shared, never
 	// modified.
 	Blocks []uint64
 }
@@ -81,6 +82,15 @@ type Worker struct {
 	Latency      Average // end-to-end seconds
 	TTFT         Average // seconds
 	TokensPerSec Average
+
+	// KVBlocks is the worker's KV capacity in 16-token blocks and
+	// PrefillRate its prefill tokens per second, from its spec or the
+	// configured defaults (0: unknown).
+	KVBlocks    int
+	PrefillRate float64
+	// PrefillTokens and DecodeTokens are in flight in the snapshot, for
+	// explanation only: the store scores the live figures.
+	PrefillTokens, DecodeTokens int
 }
 
 // Serves reports whether w serves model.
@@ -138,6 +148,8 @@ type Candidate struct {
 	Cap    int
 	Curve  Curve
 	Terms  []Term
+	// Affinity is added to the curve by the store from live figures.
+	Affinity Affinity
 }
 
 // Excluded is a worker that serves the model but was filtered out.
@@ -153,4 +165,15 @@ type Plan struct {
 	Fallback   string // set when the strategy fell back (inference_aware → least_loaded)
 	Candidates []Candidate
 	Excluded   []Excluded
+}
+
+// UsesAffinity reports whether any candidate needs the live prefix match
+// and token figures (the claim must carry the job's affinity).
+func (p Plan) UsesAffinity() bool {
+	for _, c := range p.Candidates {
+		if c.Affinity.On() {
+			return true
+		}
+	}
+	return false
 }

@@ -37,11 +37,13 @@ type memWorker struct {
 	Worker
 	afail, pfail, asucc int
 	since               time.Time
+	index               *lruIndex // prefix index; nil until a claim records one
 }
 
 type memClaim struct {
 	worker string
 	expiry time.Time
+	tok    claimTokens
 }
 
 type outgoing struct {
@@ -122,8 +124,12 @@ func (m *Memory) Snapshot(_ context.Context) (Snapshot, error) {
 	m.purge(now, false)
 	out := Snapshot{At: now, Workers: make([]Worker, 0, len(m.order))}
 	for _, id := range m.order {
-		w := m.workers[id].Worker
+		mw := m.workers[id]
+		w := mw.Worker
 		w.Spec.Models = slices.Clone(w.Spec.Models)
+		if mw.index != nil {
+			w.PrefixBlocks = IndexStride * mw.index.len()
+		}
 		out.Workers = append(out.Workers, w)
 	}
 	for model, q := range m.queues {
@@ -167,6 +173,10 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		}
 	}
 	res := ClaimResult{Index: -1, Active: make([]int, len(req.Candidates)), Available: make([]bool, len(req.Candidates))}
+	aff := req.wantsAffinity()
+	if aff {
+		res.Live = make([]Live, len(req.Candidates))
+	}
 	best, bestScore := -1, 0.0
 	for i, c := range req.Candidates {
 		w, ok := m.workers[c.Worker]
@@ -178,13 +188,24 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		if !res.Available[i] || w.InFlight >= w.capFor(c.Cap) {
 			continue
 		}
-		if s := c.Score(w.InFlight); best < 0 || s < bestScore {
+		s := c.Score(w.InFlight)
+		if aff {
+			res.Live[i] = w.live(req.Affinity.Blocks)
+			s += c.AffinityScore(req.Affinity, res.Live[i])
+		}
+		if best < 0 || s < bestScore {
 			best, bestScore = i, s
 		}
 	}
 	if best >= 0 && !ahead && m.globalRoom() {
 		res.Index = best
-		m.hold(req.ID, req.Candidates[best].Worker, now)
+		c := req.Candidates[best]
+		var tok claimTokens
+		if aff {
+			tok = claimTokens{prefill: req.Affinity.Uncached(res.Live[best].Match), decode: req.Affinity.DecodeTokens}
+			m.workers[c.Worker].recordBlocks(req.Affinity.Blocks, c.kvBlocks())
+		}
+		m.hold(req.ID, c.Worker, now, tok)
 		return res, nil
 	}
 	q := req.Queue
@@ -199,13 +220,37 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		return res, nil
 	}
 	m.seq++
-	w := &memWaiter{id: req.ID, model: q.Model, replica: q.Replica, rank: q.Rank, seq: m.seq, expiry: now.Add(m.limits.Lease)}
+	w := &memWaiter{
+		id: req.ID, model: q.Model, replica: q.Replica, rank: q.Rank, seq: m.seq, expiry: now.Add(m.limits.Lease),
+		tok: claimTokens{prefill: req.Affinity.PromptTokens, decode: req.Affinity.DecodeTokens},
+	}
 	m.waiters[req.ID] = w
 	queue := m.queues[q.Model]
 	at, _ := slices.BinarySearchFunc(queue, w, waiterOrder)
 	m.queues[q.Model] = slices.Insert(queue, at, w)
 	res.Queued, res.Position = true, at+1
 	return res, nil
+}
+
+// live reads the worker's prefix match for blocks and its token load.
+func (w *memWorker) live(blocks []uint64) Live {
+	l := Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens}
+	if w.index != nil {
+		groups := len(blocks) / IndexStride
+		l.Match = IndexStride * matchLen(groups, func(j int) bool { return w.index.has(blocks[IndexStride*j+IndexStride-1]) })
+	}
+	return l
+}
+
+// recordBlocks makes blocks the most recent of the worker's index.
+func (w *memWorker) recordBlocks(blocks []uint64, bound int) {
+	if len(blocks) < IndexStride {
+		return
+	}
+	if w.index == nil {
+		w.index = newLRUIndex()
+	}
+	w.index.record(strided(blocks), max(1, bound/IndexStride))
 }
 
 // available: healthy or recovering (half-open), and not draining.
@@ -288,11 +333,15 @@ func (m *Memory) Move(_ context.Context, id, to string) error {
 	now := m.now()
 	if src, ok := m.workers[from]; ok {
 		src.InFlight = max(0, src.InFlight-1)
+		src.PrefillTokens = max(0, src.PrefillTokens-c.tok.prefill)
+		src.DecodeTokens = max(0, src.DecodeTokens-c.tok.decode)
 		// Envoy moved the request because it failed there.
 		src.Stats.Errors++
 		m.healthEvent(src, false, true, now)
 	}
 	dst.InFlight++
+	dst.PrefillTokens += c.tok.prefill
+	dst.DecodeTokens += c.tok.decode
 	c.worker = to
 	m.pumpWorker(from, now)
 	return nil
@@ -338,6 +387,9 @@ func (m *Memory) update(worker string, f func(*memWorker)) error {
 	f(w)
 	if w.Health != before {
 		w.since, w.afail, w.pfail, w.asucc = m.now(), 0, 0, 0
+		if w.Health == Unhealthy {
+			w.index = nil // it may restart with an empty cache
+		}
 	}
 	m.pumpWorker(worker, m.now())
 	return nil
@@ -383,6 +435,9 @@ func (m *Memory) seed(snap Snapshot, claims map[string]string, oursAtSnap map[st
 	for _, w := range snap.Workers {
 		w.Spec.Models = slices.Clone(w.Spec.Models)
 		w.InFlight = max(0, w.InFlight-oursAtSnap[w.Spec.ID])
+		// Seeded claims carry no tokens, so the snapshot's token counts
+		// could never be given back here: start from none.
+		w.PrefillTokens, w.DecodeTokens = 0, 0
 		m.total += w.InFlight
 		m.workers[w.Spec.ID] = &memWorker{Worker: w}
 		m.order = append(m.order, w.Spec.ID)

@@ -43,6 +43,7 @@ func (m *Memory) Heartbeat(_ context.Context, id string, lease time.Duration) (t
 	}
 	if lease < 0 {
 		lease = -lease
+		w.index = nil // a worker registers as it starts: its cache is empty
 	}
 	w.Registered, w.LeaseExpires = true, m.now().Add(lease)
 	return w.LeaseExpires, nil
@@ -96,6 +97,9 @@ func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) stri
 	}
 	if next != cur {
 		w.Health, w.since = next, now
+		if next == Unhealthy {
+			w.index = nil // it may restart with an empty cache
+		}
 		if next != Unhealthy {
 			w.afail, w.pfail = 0, 0
 			m.pumpWorker(w.Spec.ID, now)

@@ -17,6 +17,7 @@ type memWaiter struct {
 	rank               int
 	seq                int64
 	expiry             time.Time
+	tok                claimTokens // held on the worker it is granted
 }
 
 func waiterOrder(a, b *memWaiter) int {
@@ -34,10 +35,13 @@ func waiterOrder(a, b *memWaiter) int {
 
 func (m *Memory) globalRoom() bool { return m.limits.GlobalCap <= 0 || m.total < m.limits.GlobalCap }
 
-func (m *Memory) hold(id, worker string, now time.Time) {
-	m.workers[worker].InFlight++
+func (m *Memory) hold(id, worker string, now time.Time, tok claimTokens) {
+	w := m.workers[worker]
+	w.InFlight++
+	w.PrefillTokens += tok.prefill
+	w.DecodeTokens += tok.decode
 	m.total++
-	m.claims[id] = &memClaim{worker: worker, expiry: now.Add(m.limits.Lease)}
+	m.claims[id] = &memClaim{worker: worker, expiry: now.Add(m.limits.Lease), tok: tok}
 }
 
 func (m *Memory) unhold(id string) (string, bool) {
@@ -50,6 +54,8 @@ func (m *Memory) unhold(id string) (string, bool) {
 	m.total = max(0, m.total-1)
 	if w, ok := m.workers[c.worker]; ok {
 		w.InFlight = max(0, w.InFlight-1)
+		w.PrefillTokens = max(0, w.PrefillTokens-c.tok.prefill)
+		w.DecodeTokens = max(0, w.DecodeTokens-c.tok.decode)
 	}
 	return c.worker, true
 }
@@ -69,7 +75,11 @@ func (m *Memory) dropWaiter(id string) *memWaiter {
 
 func (m *Memory) grant(id, worker string, now time.Time) {
 	w := m.dropWaiter(id)
-	m.hold(id, worker, now)
+	var tok claimTokens
+	if w != nil {
+		tok = w.tok
+	}
+	m.hold(id, worker, now, tok)
 	m.grants[id] = worker
 	if w != nil {
 		m.outbox = append(m.outbox, outgoing{w.replica, Notice{Waiter: id, Worker: worker}})

@@ -6,24 +6,35 @@ import (
 )
 
 // packCandidates encodes candidates for claim.lua as one MessagePack array
-// of five arrays {ids, caps, bases, slopes, mults}: Redis's Lua decodes it
+// of five arrays {ids, caps, bases, slopes, mults}, and with affinity four
+// more {prefix weights, token-load weights, prefill limits, index bounds}
+// (read only by claims that carry an Affinity): Redis's Lua decodes it
 // in C, far cheaper than five script arguments per candidate. Numbers are
 // float64 (Lua numbers are doubles), so the script computes with exactly
 // the values Go has.
-func packCandidates(cs []Candidate) string {
+func packCandidates(cs []Candidate, affinity bool) string {
 	n := len(cs)
-	b := make([]byte, 0, 16+n*(24+4*9))
-	b = append(b, 0x95) // fixarray of 5
-	b = arrayHeader(b, n)
-	for _, c := range cs {
-		b = packString(b, c.Worker)
-	}
-	for _, field := range []func(Candidate) float64{
+	fields := []func(Candidate) float64{
 		func(c Candidate) float64 { return float64(c.Cap) },
 		func(c Candidate) float64 { return c.Base },
 		func(c Candidate) float64 { return c.Slope },
 		func(c Candidate) float64 { return c.Mult },
-	} {
+	}
+	if affinity {
+		fields = append(fields,
+			func(c Candidate) float64 { return c.Prefix },
+			func(c Candidate) float64 { return c.TokenLoad },
+			func(c Candidate) float64 { return c.PrefillLimit },
+			func(c Candidate) float64 { return float64(c.kvBlocks()) },
+		)
+	}
+	b := make([]byte, 0, 16+n*(24+len(fields)*9))
+	b = append(b, 0x90|byte(1+len(fields))) // fixarray
+	b = arrayHeader(b, n)
+	for _, c := range cs {
+		b = packString(b, c.Worker)
+	}
+	for _, field := range fields {
 		b = arrayHeader(b, n)
 		for _, c := range cs {
 			b = append(b, 0xcb)
@@ -56,4 +67,14 @@ func packString(b []byte, s string) []byte {
 		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
 	}
 	return append(b, s...)
+}
+
+// packBlocks concatenates block hashes as 8 big-endian bytes each: the
+// members of the prefix index's sorted sets (claim.lua cuts them apart).
+func packBlocks(blocks []uint64) string {
+	b := make([]byte, 0, 8*len(blocks))
+	for _, h := range blocks {
+		b = binary.BigEndian.AppendUint64(b, h)
+	}
+	return string(b)
 }

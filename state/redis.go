@@ -37,6 +37,10 @@ import (
 //	{P}:model:<m>      set   ids of the workers serving model m
 //	{P}:stats:<id>     hash  lat_v/_n/_t, ttft_v/_n/_t, tps_v/_n/_t (moving
 //	                         average value, samples, last update ms), req, err
+//	{P}:px:<id>        zset  the worker's prefix index: 8-byte block hashes
+//	                         scored by recency ({P}:pseq), at most kv_blocks
+//	{P}:tokp, :tokd    hash  worker id → in-flight prefill / decode tokens
+//	{P}:ctok, :wtok    hash  claim / waiter id → "prefill decode" it holds
 type Redis struct {
 	client redis.UniversalClient
 	limits Limits
@@ -257,12 +261,20 @@ func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 		q, queue = *req.Queue, "1"
 	}
 	sh := r.shardOfClaim(ctx, req)
-	res, err := r.run(ctx, sh, scriptClaim, req.ID, packCandidates(req.Candidates),
-		q.Model, queue, q.Rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds()).Slice()
+	aff := req.wantsAffinity()
+	args := []any{
+		req.ID, packCandidates(req.Candidates, aff),
+		q.Model, queue, q.Rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
+	}
+	if aff {
+		a := req.Affinity
+		args = append(args, "1", packBlocks(a.Blocks), max(0, a.PromptTokens), max(0, a.DecodeTokens))
+	}
+	res, err := r.run(ctx, sh, scriptClaim, args...).Slice()
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("redis claim: %w", err)
 	}
-	if len(res) != 5 {
+	if len(res) != 8 {
 		return ClaimResult{}, fmt.Errorf("redis claim: unexpected reply of %d parts", len(res))
 	}
 	outcome, _ := res[0].(int64)
@@ -291,7 +303,24 @@ func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 			out.Available[i] = v == 1
 		}
 	}
+	if aff {
+		out.Live = make([]Live, len(req.Candidates))
+		m, _ := res[5].([]any)
+		p, _ := res[6].([]any)
+		d, _ := res[7].([]any)
+		for i := range out.Live {
+			out.Live[i] = Live{Match: intAt(m, i), Prefill: intAt(p, i), Decode: intAt(d, i)}
+		}
+	}
 	return out, nil
+}
+
+func intAt(xs []any, i int) int {
+	if i >= len(xs) {
+		return 0
+	}
+	v, _ := xs[i].(int64)
+	return int(v)
 }
 
 func fnum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -43,7 +43,7 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 9 {
+	if len(res) != 12 {
 		return Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
 	leases := pairs(res[8])
@@ -51,6 +51,8 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 	now, _ := res[0].(int64)
 	workers := pairs(res[1])
 	inflight, health, drain := pairs(res[2]), pairs(res[3]), pairs(res[4])
+	tokp, tokd := pairs(res[9]), pairs(res[10])
+	pblocks, _ := res[11].([]any)
 	statsLists, _ := res[5].([]any)
 	snap := Snapshot{At: time.UnixMilli(now)}
 	for i, kv := range workers {
@@ -60,8 +62,14 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 		}
 		w := Worker{Spec: spec, Health: lookup(health, kv[0]), Draining: lookup(drain, kv[0]) == "1"}
 		w.InFlight, _ = strconv.Atoi(lookup(inflight, kv[0]))
+		w.PrefillTokens, _ = strconv.Atoi(lookup(tokp, kv[0]))
+		w.DecodeTokens, _ = strconv.Atoi(lookup(tokd, kv[0]))
 		if i < len(statsLists) {
 			w.Stats = parseStats(pairs(statsLists[i]))
+		}
+		if i < len(pblocks) {
+			n, _ := pblocks[i].(int64)
+			w.PrefixBlocks = int(n)
 		}
 		if i < len(teleLists) {
 			w.Telemetry = parseTelemetry(pairs(teleLists[i]))

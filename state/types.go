@@ -40,6 +40,13 @@ type WorkerSpec struct {
 	HealthURL     string `json:"health_url,omitempty"`
 	DCGMURL       string `json:"dcgm_url,omitempty"`
 	DCGMGPU       string `json:"dcgm_gpu,omitempty"`
+	// KVBlocks is the worker's KV cache in 16-token blocks: the bound of
+	// its prefix index and the capacity its token load is measured against
+	// (0: DefaultKVBlocks).
+	KVBlocks int `json:"kv_blocks,omitempty"`
+	// PrefillTokensPerSecond is the worker's prefill rate, for the load
+	// guard of prefix affinity (0: the scheduler's default).
+	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second,omitempty"`
 }
 
 // Health values stored per worker.
@@ -81,12 +88,18 @@ type Stats struct {
 
 // Worker is one worker's full state as a snapshot shows it.
 type Worker struct {
-	Spec      WorkerSpec `json:"spec"`
-	Health    string     `json:"health"`
-	Draining  bool       `json:"draining"`
-	InFlight  int        `json:"in_flight"`
-	Stats     Stats      `json:"stats"`
-	Telemetry Telemetry  `json:"telemetry"`
+	Spec     WorkerSpec `json:"spec"`
+	Health   string     `json:"health"`
+	Draining bool       `json:"draining"`
+	InFlight int        `json:"in_flight"`
+	// In-flight tokens held by claims with an Affinity (all replicas).
+	PrefillTokens int `json:"prefill_tokens"`
+	DecodeTokens  int `json:"decode_tokens"`
+	// PrefixBlocks is the size of the worker's prefix index (at most its
+	// kv_blocks).
+	PrefixBlocks int       `json:"prefix_blocks"`
+	Stats        Stats     `json:"stats"`
+	Telemetry    Telemetry `json:"telemetry"`
 	// Registered workers joined through the admin API and must heartbeat
 	// before LeaseExpires; the others come from the config.
 	Registered   bool      `json:"registered,omitempty"`
@@ -123,14 +136,23 @@ type Snapshot struct {
 }
 
 // Candidate is one worker offered to Claim with its score curve
-// (Base + Slope·a)·(1 + Mult·a) at a live in-flight requests. Lower wins;
-// ties go to the earlier candidate.
+// (Base + Slope·a)·(1 + Mult·a) at a live in-flight requests, plus
+// AffinityScore when the claim carries an Affinity. Lower wins; ties go to
+// the earlier candidate.
 type Candidate struct {
 	Worker string
 	Cap    int
 	Base   float64
 	Slope  float64
 	Mult   float64
+	// Prefix weighs the unmatched fraction of the prompt's blocks,
+	// TokenLoad each in-flight token; PrefillLimit (> 0) is the in-flight
+	// prefill above which a match no longer counts (see AffinityScore).
+	Prefix       float64
+	TokenLoad    float64
+	PrefillLimit float64
+	// KVBlocks bounds the worker's prefix index (0: DefaultKVBlocks).
+	KVBlocks int
 }
 
 // Score evaluates the candidate's curve at a in-flight requests.
@@ -196,6 +218,17 @@ type ClaimRequest struct {
 	ID         string // unique per request; also the lease's and waiter's name
 	Candidates []Candidate
 	Queue      *QueueSpec // nil: never queue
+	// Affinity (zero: none) has the store read each candidate's prefix
+	// match and token load, score them, record the prompt's blocks in the
+	// winner's index and hold the request's tokens on it until the claim
+	// ends (release, lapsed lease). A queued waiter's tokens are held
+	// from its grant, all of its prompt counted as uncached.
+	Affinity Affinity
+}
+
+// wantsAffinity reports whether the claim asks for the affinity reads.
+func (r ClaimRequest) wantsAffinity() bool {
+	return len(r.Affinity.Blocks) > 0 || r.Affinity.PromptTokens > 0 || r.Affinity.DecodeTokens > 0
 }
 
 // ClaimResult says which candidate was claimed (Index -1: none) and the
@@ -207,6 +240,9 @@ type ClaimResult struct {
 	Queued    bool   // waiting in the model's queue under the request's ID
 	QueueFull bool   // nothing available and no room in the queue
 	Position  int    // 1-based place in the queue when Queued
+	// Live holds each candidate's prefix match and token load as the claim
+	// read them, before the claim; nil when the claim had no Affinity.
+	Live []Live
 }
 
 // Notice tells a replica about one of its waiters: it was granted Worker

@@ -15,7 +15,7 @@ for i = 1, #ARG, 2 do
       redis.call('HSET', K_CLAIMS, id, w)
       added = added + 1
     elseif cur ~= w then
-      dec(cur)
+      dec(cur, id) -- its tokens go: they counted on the wrong worker
       inc(w)
       redis.call('HSET', K_CLAIMS, id, w)
     end

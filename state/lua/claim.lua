@@ -1,7 +1,16 @@
 -- Atomic pick-and-claim, or a place in the model's queue. ARGV (after the
 -- common header): claim id, candidates as one MessagePack array {ids, caps,
--- bases, slopes, mults}, model, queue (0/1), priority rank, queue allowance
--- for that rank, replica, waiter lease ms.
+-- bases, slopes, mults} (with an affinity, four more: prefix weights,
+-- token-load weights, prefill limits, index bounds), model, queue (0/1),
+-- priority rank, queue allowance for that rank, replica, waiter lease ms,
+-- affinity ('' none, else '1'), prompt block hashes (8 bytes each,
+-- concatenated), prompt tokens, decode tokens.
+--
+-- With an affinity each evaluated candidate also gets AffinityScore (see
+-- state/affinity.go): its match (leading blocks its prefix index holds,
+-- by binary search: log2(n) lookups) and its in-flight tokens are read
+-- and scored; the winner's index records the blocks and the request's
+-- tokens are held on it until the claim ends.
 --
 -- Waiters already queued at this priority or better are served first (a
 -- freed slot goes to them before a newcomer). Otherwise every candidate's
@@ -12,12 +21,24 @@
 -- has room for its priority; a non-batch request finding no room sheds the
 -- newest batch waiter.
 -- Returns {outcome (1 claimed, 2 queued, 3 queue full, 0 none available),
--- index (1-based, -1: none), {live counts}, {1 if available}, queue position}.
+-- index (1-based, -1: none), {live counts}, {1 if available}, queue position,
+-- and with an affinity {matches}, {in-flight prefill}, {in-flight decode}
+-- per candidate (0 for those not evaluated; empty without)}.
 local id = ARG[1]
 local c = cmsgpack.unpack(ARG[2])
 local model, queue, rank, allow, replica, wlease =
   ARG[3], ARG[4] == '1', tonumber(ARG[5]), tonumber(ARG[6]), ARG[7], tonumber(ARG[8])
 local ids, caps, bases, slopes, mults = c[1], c[2], c[3], c[4], c[5]
+local aff = ARG[9] == '1'
+local pw, tw, plim, kvb = c[6], c[7], c[8], c[9]
+local blocks, ptok, dtok = ARG[10] or '', tonumber(ARG[11]) or 0, tonumber(ARG[12]) or 0
+local nb = math.floor(#blocks / 8)
+-- The index keeps the last block of each group of STRIDE (state.IndexStride).
+local STRIDE = 4
+local ng = math.floor(nb / STRIDE)
+local function block(i) return string.sub(blocks, 8 * i - 7, 8 * i) end -- 1-based
+local function group(j) return block(STRIDE * j) end -- 1-based
+local function uncached(m) return math.max(0, ptok - 16 * m) end
 local now = now_ms()
 purge(now)
 if redis.call('HEXISTS', K_CLAIMS, id) == 1 or redis.call('HEXISTS', K_WAITERS, id) == 1 then
@@ -46,15 +67,59 @@ local function hmget(key)
 end
 local inflight = hmget(K_INFLIGHT)
 local ok = hmget(K_OK)
+local tokp, tokd
+if aff then
+  tokp, tokd = hmget(K_TOKP), hmget(K_TOKD)
+end
+-- match: the leading blocks worker i's index holds; the index keeps a
+-- leading run of every chain it holds part of, so a binary search finds it.
+local function match(w)
+  local key = pkey(w)
+  if ng == 0 or not redis.call('ZSCORE', key, group(1)) then return 0 end
+  local lo, hi = 1, ng
+  while lo < hi do
+    local mid = math.floor((lo + hi + 1) / 2)
+    if redis.call('ZSCORE', key, group(mid)) then lo = mid else hi = mid - 1 end
+  end
+  return STRIDE * lo
+end
+-- record makes the prompt's blocks the most recent of worker w's index,
+-- block 1 the most recent of all (so eviction takes a prompt's tail
+-- first), then evicts the least recent beyond bound entries.
+local function record(w, bound)
+  if ng == 0 then return end
+  local key = pkey(w)
+  local top = redis.call('INCRBY', K_PSEQ, ng)
+  local args = {}
+  for j = 1, ng do
+    args[#args + 1] = top - j
+    args[#args + 1] = group(j)
+    if #args >= 1000 or j == ng then
+      redis.call('ZADD', key, unpack(args))
+      args = {}
+    end
+  end
+  local extra = redis.call('ZCARD', key) - math.max(1, math.floor(bound / STRIDE))
+  if extra > 0 then redis.call('ZREMRANGEBYRANK', key, 0, extra - 1) end
+end
 local best, bestScore = -1, 0
-local active, avail = {}, {}
+local active, avail, matched, pre, dec_ = {}, {}, {}, {}, {}
 for i = 1, #ids do
   local a = tonumber(inflight[i]) or 0
   active[i] = a
+  matched[i], pre[i], dec_[i] = 0, 0, 0
   if ok[i] then
     avail[i] = 1
     if a < effective_cap(ok[i], caps[i]) then
       local s = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
+      if aff then
+        local m, p, d = match(ids[i]), tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
+        matched[i], pre[i], dec_[i] = m, p, d
+        -- AffinityScore: a warm worker past its prefill limit scores as cold.
+        if plim[i] > 0 and p + uncached(m) > plim[i] then m = 0 end
+        s = s + tw[i] * (p + d + uncached(m))
+        if nb > 0 then s = s + pw[i] * (1 - m / nb) end
+      end
       if best < 0 or s < bestScore then
         best, bestScore = i, s
       end
@@ -63,14 +128,20 @@ for i = 1, #ids do
     avail[i] = 0
   end
 end
+if not aff then matched, pre, dec_ = {}, {}, {} end
 if best > 0 and not ahead and global_room() then
-  inc(ids[best])
-  redis.call('HSET', K_CLAIMS, id, ids[best])
+  local w = ids[best]
+  inc(w)
+  redis.call('HSET', K_CLAIMS, id, w)
   redis.call('ZADD', K_LEASES, now + LEASE, id)
-  return {1, best, active, avail, 0}
+  if aff then
+    tok_hold(id, w, uncached(matched[best]), dtok)
+    record(w, kvb[best])
+  end
+  return {1, best, active, avail, 0, matched, pre, dec_}
 end
 if not queue then
-  return {0, -1, active, avail, 0}
+  return {0, -1, active, avail, 0, matched, pre, dec_}
 end
 
 if redis.call('ZCARD', q) >= allow and rank < 2 then
@@ -83,10 +154,14 @@ if redis.call('ZCARD', q) >= allow and rank < 2 then
   end
 end
 if redis.call('ZCARD', q) >= allow then
-  return {3, -1, active, avail, 0}
+  return {3, -1, active, avail, 0, matched, pre, dec_}
 end
 local seq = redis.call('INCR', K_QSEQ)
 redis.call('ZADD', q, rank * RANK_SPAN + seq, id)
 redis.call('HSET', K_WAITERS, id, model .. '\t' .. rank .. '\t' .. replica)
 redis.call('ZADD', K_WLEASES, now + wlease, id)
-return {2, -1, active, avail, redis.call('ZRANK', q, id) + 1}
+if aff and (ptok > 0 or dtok > 0) then
+  -- Held from the grant, on whichever worker: all of the prompt uncached.
+  redis.call('HSET', K_WTOK, id, math.max(0, ptok) .. ' ' .. math.max(0, dtok))
+end
+return {2, -1, active, avail, redis.call('ZRANK', q, id) + 1, matched, pre, dec_}

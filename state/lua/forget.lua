@@ -14,7 +14,7 @@ for i = 1, #ARG do
     redis.call('HDEL', K_CLAIMS, id)
     redis.call('ZREM', K_LEASES, id)
     redis.call('HDEL', K_GRANTS, id)
-    dec(w)
+    dec(w, id)
     freed[w] = true
     dropped = dropped + 1
   end

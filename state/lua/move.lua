@@ -6,6 +6,7 @@ if not w then return redis.error_reply('unknown claim') end
 if redis.call('HEXISTS', K_WORKERS, to) == 0 then return redis.error_reply('unknown worker') end
 if w ~= to then
   local now = now_ms()
+  tok_move(id, w, to)
   dec(w)
   inc(to)
   redis.call('HSET', K_CLAIMS, id, to)

@@ -27,14 +27,68 @@ end
 
 local function qkey(model) return PREFIX .. 'q:' .. model end
 
+-- Token load (see state/affinity.go): per worker in-flight prefill and
+-- decode tokens, and per held claim ("p d") or queued waiter the tokens it
+-- counts, so that whatever ends the claim gives exactly those back.
+local K_TOKP, K_TOKD, K_CTOK, K_WTOK = PREFIX .. 'tokp', PREFIX .. 'tokd', PREFIX .. 'ctok', PREFIX .. 'wtok'
+-- A worker's prefix index: a zset of 8-byte block hashes scored by a
+-- recency sequence (K_PSEQ), earlier blocks of a prompt more recent.
+local K_PSEQ = PREFIX .. 'pseq'
+local function pkey(worker) return PREFIX .. 'px:' .. worker end
+
+local function tok_add(w, p, d)
+  if p ~= 0 and redis.call('HINCRBY', K_TOKP, w, p) < 0 then redis.call('HSET', K_TOKP, w, 0) end
+  if d ~= 0 and redis.call('HINCRBY', K_TOKD, w, d) < 0 then redis.call('HSET', K_TOKD, w, 0) end
+end
+
+-- tok_hold counts p prefill and d decode tokens of claim id on worker w.
+local function tok_hold(id, w, p, d)
+  if p <= 0 and d <= 0 then return end
+  redis.call('HSET', K_CTOK, id, p .. ' ' .. d)
+  tok_add(w, p, d)
+end
+
+local function tok_parse(rec)
+  local p, d = string.match(rec, '^(%d+) (%d+)$')
+  return tonumber(p) or 0, tonumber(d) or 0
+end
+
+-- tok_end gives claim id's tokens back from worker w (nil: none held). A
+-- deregistered worker has no counts left to give back to.
+local function tok_end(id, w)
+  local rec = redis.call('HGET', K_CTOK, id)
+  if not rec then return end
+  redis.call('HDEL', K_CTOK, id)
+  if redis.call('HEXISTS', K_WORKERS, w) == 1 then
+    local p, d = tok_parse(rec)
+    tok_add(w, -p, -d)
+  end
+end
+
+-- tok_move re-attributes claim id's tokens from worker a to worker b.
+local function tok_move(id, a, b)
+  local rec = redis.call('HGET', K_CTOK, id)
+  if not rec then return end
+  local p, d = tok_parse(rec)
+  if redis.call('HEXISTS', K_WORKERS, a) == 1 then tok_add(a, -p, -d) end
+  tok_add(b, p, d)
+end
+
+-- forget_prefixes drops worker w's prefix index: it went away or may have
+-- restarted with an empty cache.
+local function forget_prefixes(w)
+  redis.call('DEL', pkey(w))
+end
+
 local function inc(worker)
   redis.call('HINCRBY', K_INFLIGHT, worker, 1)
   redis.call('INCR', K_TOTAL)
 end
 
-local function dec(worker)
+local function dec(worker, id)
   -- A deregistered worker's claims still end; they only give back the
   -- global count.
+  if id then tok_end(id, worker) end
   if redis.call('HEXISTS', K_WORKERS, worker) == 1 and redis.call('HINCRBY', K_INFLIGHT, worker, -1) < 0 then
     redis.call('HSET', K_INFLIGHT, worker, 0)
   end
@@ -90,6 +144,7 @@ local function drop_waiter(id)
   local model = waiter(id)
   if model then redis.call('ZREM', qkey(model), id) end
   redis.call('HDEL', K_WAITERS, id)
+  redis.call('HDEL', K_WTOK, id)
   redis.call('ZREM', K_WLEASES, id)
 end
 
@@ -100,8 +155,13 @@ end
 -- grant hands worker w to waiter id, claiming it under the waiter's id.
 local function grant(id, w, now)
   local _, _, replica = waiter(id)
+  local rec = redis.call('HGET', K_WTOK, id)
   drop_waiter(id)
   inc(w)
+  if rec then
+    local p, d = tok_parse(rec)
+    tok_hold(id, w, p, d)
+  end
   redis.call('HSET', K_CLAIMS, id, w)
   redis.call('ZADD', K_LEASES, now + LEASE, id)
   redis.call('HSET', K_GRANTS, id, w)
@@ -154,11 +214,11 @@ local function deregister(id)
   for m in string.gmatch(models, '[^\n]+') do
     redis.call('SREM', PREFIX .. 'model:' .. m, id)
   end
-  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE}) do
+  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE, K_TOKP, K_TOKD}) do
     redis.call('HDEL', k, id)
   end
   redis.call('ZREM', K_WKLEASES, id)
-  redis.call('DEL', PREFIX .. 'stats:' .. id, PREFIX .. 'tm:' .. id, PREFIX .. 'hstate:' .. id, PREFIX .. 'mon:' .. id)
+  redis.call('DEL', PREFIX .. 'stats:' .. id, PREFIX .. 'tm:' .. id, PREFIX .. 'hstate:' .. id, PREFIX .. 'mon:' .. id, pkey(id))
   return true
 end
 
@@ -171,7 +231,7 @@ local function purge(now)
   for _, id in ipairs(lapsed) do
     local w = redis.call('HGET', K_CLAIMS, id)
     if w then
-      dec(w)
+      dec(w, id)
       redis.call('HDEL', K_CLAIMS, id)
       freed[w] = true
     end
@@ -221,6 +281,7 @@ local function health_event(w, ok, passive, now)
     if nxt ~= 'unhealthy' then afail, pfail = 0, 0 end
     redis.call('HSET', K_HEALTH, w, nxt)
     refresh_ok(w)
+    if nxt == 'unhealthy' then forget_prefixes(w) end
   end
   redis.call('HSET', key, 'afail', afail, 'pfail', pfail, 'since', since, 'asucc', asucc)
   if nxt ~= cur and nxt ~= 'unhealthy' then pump_worker(w, now) end

@@ -11,7 +11,7 @@ if w then
   redis.call('HDEL', K_CLAIMS, id)
   redis.call('ZREM', K_LEASES, id)
   redis.call('HDEL', K_GRANTS, id)
-  dec(w)
+  dec(w, id)
   released = 1
 else
   w = ARG[2]

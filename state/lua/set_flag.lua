@@ -6,6 +6,7 @@ if redis.call('HEXISTS', K_WORKERS, id) == 0 then return redis.error_reply('unkn
 if what == 'health' then
   redis.call('HSET', K_HEALTH, id, v)
   redis.call('HSET', PREFIX .. 'hstate:' .. id, 'afail', 0, 'pfail', 0, 'asucc', 0, 'since', now_ms())
+  if v == 'unhealthy' then forget_prefixes(id) end
 elseif v == '1' then
   redis.call('HSET', K_DRAIN, id, '1')
 else

@@ -2,14 +2,17 @@
 -- {server time ms, workers (id, spec)..., in-flight..., health..., drain...,
 -- one stats list per worker in the order of the workers list, queue depths
 -- (model, critical, standard, batch)..., one telemetry list per worker,
--- registered workers' leases (id, expiry ms)...}.
+-- registered workers' leases (id, expiry ms)..., in-flight prefill tokens
+-- (id, n)..., in-flight decode tokens (id, n)..., prefix index sizes in
+-- the order of the workers list}.
 local now = now_ms()
 purge(now)
 local workers = redis.call('HGETALL', K_WORKERS)
-local stats, tele = {}, {}
+local stats, tele, pblocks = {}, {}, {}
 for i = 1, #workers, 2 do
   stats[#stats + 1] = redis.call('HGETALL', PREFIX .. 'stats:' .. workers[i])
   tele[#tele + 1] = redis.call('HGETALL', PREFIX .. 'tm:' .. workers[i])
+  pblocks[#pblocks + 1] = 4 * redis.call('ZCARD', PREFIX .. 'px:' .. workers[i]) -- state.IndexStride
 end
 local queues = {}
 for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do
@@ -23,4 +26,5 @@ for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do
 end
 local leases = redis.call('ZRANGE', K_WKLEASES, 0, -1, 'WITHSCORES')
 return {now, workers, redis.call('HGETALL', K_INFLIGHT), redis.call('HGETALL', K_HEALTH),
-  redis.call('HGETALL', K_DRAIN), stats, queues, tele, leases}
+  redis.call('HGETALL', K_DRAIN), stats, queues, tele, leases,
+  redis.call('HGETALL', PREFIX .. 'tokp'), redis.call('HGETALL', PREFIX .. 'tokd'), pblocks}

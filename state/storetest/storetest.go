@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s Store) Sto
 		capsHold(t, s, peers(t, s, newPeer, 3))
 	})
 	runQueue(t, newStore, newPeer)
+	runAffinity(t, newStore, newPeer)
 	runHealth(t, newStore, newPeer)
 	t.Run("RegisteredWorkersLeaveWhenHeartbeatsStop", func(t *testing.T) { registeredWorkers(t, newStore(t, def)) })
 }

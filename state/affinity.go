@@ -1,0 +1,168 @@
+package state
+
+import "container/list"
+
+// Prefix affinity and token load: what a claim reads besides the in-flight
+// count.
+//
+// The prefix index is kept per worker: the chained block hashes of the
+// prompts claimed on it (routing history, not engine truth), bounded by the
+// worker's KV capacity in blocks and evicting the least recently used. The
+// index "block hash → workers that were sent it" is the union of these
+// per-worker sets; keeping one set per worker makes the bound, the eviction
+// and the removal of a restarted worker's entries one operation each.
+//
+// Blocks of one prompt are chained: block i's hash covers every byte before
+// it. A claim records a prompt's blocks so that earlier blocks are always at
+// least as recent as later ones, so the evicting order removes a prompt's
+// tail first and a worker's set always holds a leading run of any chain it
+// holds part of. The match length (leading blocks held) is therefore found
+// by a binary search, log₂(n) lookups per candidate: Redis CPU per claim
+// stays bounded for long prompts.
+//
+// The index keeps one entry per IndexStride blocks, the hash of each
+// group's last block, which by chaining stands for every block before it.
+// Matches are found to within a group (64 tokens); the record, which
+// dominates the claim's cost, touches a quarter of the entries.
+
+// BlockTokens is the tokens of one prompt block (internal/prefix.BlockTokens;
+// a test keeps them equal). It turns a match in blocks into cached tokens.
+const BlockTokens = 16
+
+// IndexStride is the blocks per prefix-index entry.
+const IndexStride = 4
+
+// DefaultKVBlocks bounds the prefix index of a worker whose spec gives no
+// kv_blocks: 4096 blocks of 16 tokens, the 65,536-token KV cache of gpusim's
+// default profile. An index larger than the engine's cache claims hits the
+// engine evicted long ago; a smaller one forgets hits it still has.
+const DefaultKVBlocks = 4096
+
+// Affinity is what a claim tells the store about the request for prefix
+// affinity and token load. The zero value asks for neither.
+type Affinity struct {
+	// Blocks are the prompt's chained block hashes (internal/prefix); the
+	// store matches them against each candidate's index and records them
+	// for the winner. Nil: no prefix lookup and nothing recorded.
+	Blocks []uint64
+	// PromptTokens is the prompt's token estimate; the uncached part
+	// (PromptTokens − BlockTokens·match, at least 0) counts as in-flight
+	// prefill on the winner until the claim ends.
+	PromptTokens int
+	// DecodeTokens is the expected output (max_tokens, or a default),
+	// counted as in-flight decode on the winner until the claim ends.
+	DecodeTokens int
+}
+
+// Uncached is the prompt tokens not covered by match leading blocks.
+func (a Affinity) Uncached(match int) int {
+	return max(0, a.PromptTokens-BlockTokens*match)
+}
+
+// Live are the figures a claim read for one candidate besides its
+// in-flight count: how many leading blocks of the prompt its index holds,
+// and its in-flight prefill and decode tokens (all replicas).
+type Live struct {
+	Match   int
+	Prefill int
+	Decode  int
+}
+
+// AffinityScore is the part of a candidate's score that depends on the
+// live prefix match and token load, added to its curve:
+//
+//	Prefix·(1 − match/len(blocks)) + TokenLoad·(prefill + decode + uncached)
+//
+// where a worker whose in-flight prefill plus this request's uncached
+// tokens exceed PrefillLimit (> 0) is scored as if it held no match
+// ("sticky until saturated": affinity yields to load). With no blocks the
+// prefix part is 0 for every candidate.
+func (c Candidate) AffinityScore(a Affinity, l Live) float64 {
+	match := l.Match
+	if c.PrefillLimit > 0 && float64(l.Prefill+a.Uncached(match)) > c.PrefillLimit {
+		match = 0
+	}
+	s := c.TokenLoad * float64(l.Prefill+l.Decode+a.Uncached(match))
+	if n := len(a.Blocks); n > 0 {
+		s += c.Prefix * (1 - float64(match)/float64(n))
+	}
+	return s
+}
+
+// kvBlocks is a candidate's index bound in blocks.
+func (c Candidate) kvBlocks() int {
+	if c.KVBlocks > 0 {
+		return c.KVBlocks
+	}
+	return DefaultKVBlocks
+}
+
+// strided returns the blocks the index keeps of a prompt: the last of
+// each full group of IndexStride.
+func strided(blocks []uint64) []uint64 {
+	out := make([]uint64, len(blocks)/IndexStride)
+	for j := range out {
+		out[j] = blocks[IndexStride*j+IndexStride-1]
+	}
+	return out
+}
+
+// matchLen is the leading run of n chained blocks for which has is true,
+// by binary search: has is monotone (true then false) on a chain, as the
+// recording order guarantees. Block 0 is tried first: a cold worker costs
+// one lookup.
+func matchLen(n int, has func(i int) bool) int {
+	if n == 0 || !has(0) {
+		return 0
+	}
+	lo, hi := 1, n // has(lo-1) is true; the answer is in [lo, hi]
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if has(mid - 1) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// lruIndex is one worker's prefix index in memory: block hashes, most
+// recently recorded at the front.
+type lruIndex struct {
+	order *list.List // of uint64, front: most recent
+	at    map[uint64]*list.Element
+}
+
+func newLRUIndex() *lruIndex {
+	return &lruIndex{order: list.New(), at: map[uint64]*list.Element{}}
+}
+
+func (x *lruIndex) has(h uint64) bool { _, ok := x.at[h]; return ok }
+
+// record makes blocks the most recent entries, earlier blocks more recent
+// than later ones (see the ordering argument above), then evicts the least
+// recent beyond bound.
+func (x *lruIndex) record(blocks []uint64, bound int) {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		h := blocks[i]
+		if e, ok := x.at[h]; ok {
+			x.order.MoveToFront(e)
+			continue
+		}
+		x.at[h] = x.order.PushFront(h)
+	}
+	for x.order.Len() > bound {
+		e := x.order.Back()
+		delete(x.at, e.Value.(uint64))
+		x.order.Remove(e)
+	}
+}
+
+func (x *lruIndex) len() int { return x.order.Len() }
+
+// claimTokens are the tokens a held claim (or a queued waiter, whose tokens
+// apply when it is granted) counts on its worker.
+type claimTokens struct {
+	prefill, decode int
+}
