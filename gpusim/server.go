@@ -179,12 +179,8 @@ func (s *Server) inference(kind apiKind) http.HandlerFunc {
 
 // stream writes one SSE event per token, flushed as soon as it exists.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, rs responder, st *Stream) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if rc.Flush() != nil {
+	rc, ok := startSSE(w)
+	if !ok {
 		return
 	}
 	first, next := rs.tokenEvent(true), rs.tokenEvent(false)
@@ -231,12 +227,8 @@ func writeEnd(w http.ResponseWriter, rc *http.ResponseController, events [][]byt
 // its CPU on per-token events otherwise; TTFT and the inter-token latency
 // stay measurable.
 func (s *Server) streamSummary(w http.ResponseWriter, r *http.Request, rs responder, st *Stream) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if rc.Flush() != nil {
+	rc, ok := startSSE(w)
+	if !ok {
 		return
 	}
 	n := 0
@@ -370,4 +362,15 @@ func (s *Server) props(w http.ResponseWriter, _ *http.Request) {
 		"model_path":                  s.cfg.Models[0],
 		"default_generation_settings": map[string]any{"n_ctx": s.cfg.CtxSize},
 	})
+}
+
+// startSSE sends a stream's headers and flushes them; false when the client
+// is gone.
+func startSSE(w http.ResponseWriter) (*http.ResponseController, bool) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	return rc, rc.Flush() == nil
 }

@@ -96,16 +96,22 @@ func StartRouter(ctx context.Context, bin, configPath, adminAddr, extprocAddr st
 // RedisBinary finds redis-server: $REDIS_SERVER, then PATH, then
 // /usr/bin/redis-server (Debian's package).
 func RedisBinary() (string, error) {
-	if p := os.Getenv("REDIS_SERVER"); p != "" {
+	return findBinary("redis-server", "REDIS_SERVER")
+}
+
+// findBinary finds name: $env, then PATH, then /usr/bin/name (where
+// Debian's packages put it).
+func findBinary(name, env string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
-	if p, err := exec.LookPath("redis-server"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	if _, err := os.Stat("/usr/bin/redis-server"); err == nil {
-		return "/usr/bin/redis-server", nil
+	if _, err := os.Stat("/usr/bin/" + name); err == nil {
+		return "/usr/bin/" + name, nil
 	}
-	return "", fmt.Errorf("no redis-server: run `make redis` (apt-get install -y redis-server) or set REDIS_SERVER")
+	return "", fmt.Errorf("no %s: run `make redis` (apt-get install -y %s) or set %s", name, name, env)
 }
 
 // Redis is a running redis-server.

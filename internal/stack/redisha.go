@@ -21,16 +21,7 @@ import (
 // SentinelBinary finds redis-sentinel: $REDIS_SENTINEL, then PATH, then
 // /usr/bin/redis-sentinel (Debian packages it apart from redis-server).
 func SentinelBinary() (string, error) {
-	if p := os.Getenv("REDIS_SENTINEL"); p != "" {
-		return p, nil
-	}
-	if p, err := exec.LookPath("redis-sentinel"); err == nil {
-		return p, nil
-	}
-	if _, err := os.Stat("/usr/bin/redis-sentinel"); err == nil {
-		return "/usr/bin/redis-sentinel", nil
-	}
-	return "", errors.New("no redis-sentinel: run `make redis` (apt-get install -y redis-sentinel) or set REDIS_SENTINEL")
+	return findBinary("redis-sentinel", "REDIS_SENTINEL")
 }
 
 // CLIBinary finds redis-cli ($REDIS_CLI, then PATH), which creates Clusters.
