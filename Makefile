@@ -12,7 +12,7 @@ GO            ?= go
 ENVOY_VERSION := $(shell cat envoy/VERSION)
 VENV          := .venv
 BIN           := bin
-GOTOOL        := $(GO) tool -modfile=tools/go.mod
+GOTOOL        := $(GO) tool -modfile=internal/tools/go.mod
 TEST_FLAGS    ?=
 # apt-get directly as root (CI), through sudo otherwise.
 APT           := $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get
@@ -70,16 +70,16 @@ test: deps ## run every test, with -race
 test-short: ## unit tests only (no Envoy, Redis or processes)
 	$(GO) test -race -short -count=1 ./...
 
-lint: proto-check ## golangci-lint v2 (pinned in tools/go.mod) with .golangci.yml, and the proto checks
+lint: proto-check ## golangci-lint v2 (pinned in internal/tools/go.mod) with .golangci.yml, and the proto checks
 	$(GOTOOL) golangci-lint run ./...
 
-proto: ## regenerate the native API's Go code (buf, protoc-gen-go, protoc-gen-go-grpc pinned in tools/go.mod)
-	cd proto && $(GO) tool -modfile=../tools/go.mod buf lint && $(GO) tool -modfile=../tools/go.mod buf generate
+proto: ## regenerate the native API's Go code (buf, protoc-gen-go, protoc-gen-go-grpc pinned in internal/tools/go.mod)
+	cd proto && $(GO) tool -modfile=../internal/tools/go.mod buf lint && $(GO) tool -modfile=../internal/tools/go.mod buf generate
 
 proto-check: ## fail when proto/ does not lint or its generated Go code is stale
-	@cd proto && $(GO) tool -modfile=../tools/go.mod buf lint
+	@cd proto && $(GO) tool -modfile=../internal/tools/go.mod buf lint
 	@tmp=$$(mktemp -d) && trap 'rm -rf '$$tmp EXIT && \
-		(cd proto && $(GO) tool -modfile=../tools/go.mod buf generate --output $$tmp) && \
+		(cd proto && $(GO) tool -modfile=../internal/tools/go.mod buf generate --output $$tmp) && \
 		for f in $$(cd $$tmp && find . -name '*.go'); do \
 			cmp -s "$$tmp/$$f" "proto/$$f" || { echo "proto/$$f is stale: run make proto"; exit 1; }; \
 		done && echo "proto: generated code is up to date"

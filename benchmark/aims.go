@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/scoring/emulate"
 )

@@ -10,9 +10,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/llm-router/llm-router/config"
-	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring/emulate"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // CompareOptions configure Compare.

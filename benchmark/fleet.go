@@ -12,9 +12,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/llm-router/llm-router/config"
-	"github.com/llm-router/llm-router/gpusim"
-	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/benchmark/gpusim"
+	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // Model is the one model name every GPU of the benchmark fleet serves.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 func TestParseFleet(t *testing.T) {

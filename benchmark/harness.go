@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 // HarnessOptions configure the distributed-router brief's two harnesses:

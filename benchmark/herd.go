@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-router/llm-router/config"
-	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // HerdOptions configure Herd.

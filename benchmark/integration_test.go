@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // TestHarnessIntegration runs a miniature herd and comparison through the

@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/llm-router/llm-router/config"
 	"github.com/llm-router/llm-router/envoy"
-	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // OverheadOptions configure the overhead comparison.

@@ -14,11 +14,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/llm-router/llm-router/internal/stack"
-	"github.com/llm-router/llm-router/metrics"
+	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // PicksOptions configure the pick-throughput benchmark.

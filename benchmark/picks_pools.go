@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llm-router/llm-router/internal/stack"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // PoolsResult is one key layout's decision rate in the pools comparison.

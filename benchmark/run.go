@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 // Run is one setup under one load: the summary, the raw results and what

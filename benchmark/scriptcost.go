@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llm-router/llm-router/internal/stack"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // ScriptCost is the Redis server time of the store's scripts for one fleet

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/llm-router/llm-router/gpusim"
+	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/internal/prefix"
 )
 

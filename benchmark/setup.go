@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llm-router/llm-router/config"
 	"github.com/llm-router/llm-router/envoy"
-	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/scoring/emulate"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // Setup is one configuration under test: Envoy alone with a load-balancing

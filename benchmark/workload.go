@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llm-router/llm-router/gpusim"
+	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/internal/prefix"
 )
 

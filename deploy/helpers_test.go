@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"gopkg.in/yaml.v3"
 
-	"github.com/llm-router/llm-router/metrics"
+	"github.com/llm-router/llm-router/internal/metrics"
 )
 
 // The artefacts under test, relative to this package's directory (where go

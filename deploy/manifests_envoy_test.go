@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/llm-router/llm-router/config"
 	"github.com/llm-router/llm-router/envoy"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 // TestEnvoyDeployment checks Envoy's Deployment against the router config

@@ -20,8 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/llm-router/llm-router/auth"
-	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/auth"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 var update = flag.Bool("update", false, "rewrite kubernetes/envoy.yaml from kubernetes/router.yaml")

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/prometheus/model/relabel"
 	"gopkg.in/yaml.v3"
 
-	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 var unsafeLabelChars = regexp.MustCompile(`[^a-zA-Z0-9_]`)

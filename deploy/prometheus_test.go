@@ -20,10 +20,10 @@ import (
 	"go.uber.org/zap"
 	"gopkg.in/yaml.v3"
 
-	"github.com/llm-router/llm-router/app"
-	"github.com/llm-router/llm-router/config"
-	"github.com/llm-router/llm-router/internal/stack"
-	"github.com/llm-router/llm-router/metrics"
+	"github.com/llm-router/llm-router/internal/app"
+	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/internal/metrics"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // TestPrometheusScrapesRouter starts a router in this process and a real

@@ -29,7 +29,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 // Version is the Envoy release the rendered config and the tests target;

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 var update = flag.Bool("update", false, "rewrite envoy.yaml from router.yaml")

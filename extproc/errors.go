@@ -11,7 +11,7 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
-	"github.com/llm-router/llm-router/auth"
+	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/scheduler"
 )
 

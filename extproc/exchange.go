@@ -18,7 +18,7 @@ import (
 
 	"github.com/tidwall/sjson"
 
-	"github.com/llm-router/llm-router/auth"
+	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/scheduler"
 )
 

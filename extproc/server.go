@@ -23,8 +23,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/llm-router/llm-router/auth"
-	"github.com/llm-router/llm-router/metrics"
+	"github.com/llm-router/llm-router/internal/auth"
+	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/scheduler"
 )
 

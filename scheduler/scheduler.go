@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/llm-router/llm-router/metrics"
+	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )

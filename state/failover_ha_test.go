@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llm-router/llm-router/internal/stack"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // haCase is a topology whose master can be killed: the master holding the

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llm-router/llm-router/internal/stack"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // TestFailoverReconciles: claims made and released while Redis is down are

@@ -14,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llm-router/llm-router/internal/stack"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/storetest"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // The three topologies a deployment can give the router (redis.url or one

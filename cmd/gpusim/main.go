@@ -23,7 +23,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/llm-router/llm-router/gpusim"
+	"github.com/llm-router/llm-router/benchmark/gpusim"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark"
-	"github.com/llm-router/llm-router/config"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 func parseHerdFlags(args []string, stderr io.Writer) (benchmark.HerdOptions, error) {

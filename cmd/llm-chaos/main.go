@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llm-router/llm-router/chaos"
+	"github.com/llm-router/llm-router/test/chaos"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llm-router/llm-router/cli"
+	"github.com/llm-router/llm-router/internal/cli"
 	pb "github.com/llm-router/llm-router/proto/llmrouter/v1"
 )
 

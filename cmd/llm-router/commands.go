@@ -9,10 +9,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/llm-router/llm-router/app"
-	"github.com/llm-router/llm-router/cli"
-	"github.com/llm-router/llm-router/config"
 	"github.com/llm-router/llm-router/envoy"
+	"github.com/llm-router/llm-router/internal/app"
+	"github.com/llm-router/llm-router/internal/cli"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 const usage = `usage: llm-router <command> [flags]

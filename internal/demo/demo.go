@@ -19,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-router/llm-router/internal/stack"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // Options configure the demo.

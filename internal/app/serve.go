@@ -1,0 +1,430 @@
+// Package app wires one router process together: config, store, scheduler,
+// the ext_proc gRPC server and the admin HTTP server, with a graceful
+// shutdown.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/llm-router/llm-router/envoy"
+	"github.com/llm-router/llm-router/envoy/xds"
+	"github.com/llm-router/llm-router/extproc"
+	"github.com/llm-router/llm-router/internal/admin"
+	"github.com/llm-router/llm-router/internal/adminapi"
+	"github.com/llm-router/llm-router/internal/auth"
+	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/internal/decisions"
+	"github.com/llm-router/llm-router/internal/metrics"
+	"github.com/llm-router/llm-router/internal/telemetry"
+	pb "github.com/llm-router/llm-router/proto/llmrouter/v1"
+	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
+)
+
+// Router is a running router process.
+type Router struct {
+	cfg       config.Config
+	log       *zap.Logger
+	metrics   *metrics.Metrics
+	store     routerStore
+	storeRun  func(context.Context)
+	degraded  func() bool
+	sched     *scheduler.Scheduler
+	extproc   *extproc.Server
+	grpc      *grpc.Server
+	health    *health.Server
+	admin     *http.Server
+	draining  atomic.Bool
+	ready     chan struct{}
+	authState string
+	api       *adminapi.Service
+	adminGRPC *grpc.Server
+	xds       *xds.Server // nil with static discovery
+	decisions *decisions.Ring
+	stream    *decisions.Stream // nil without Redis
+	monitor   *telemetry.Monitor
+}
+
+// Metrics exposes the router's metrics.
+func (r *Router) Metrics() *metrics.Metrics { return r.metrics }
+
+// Monitor exposes the telemetry monitor (tests count its scrapes).
+func (r *Router) Monitor() *telemetry.Monitor { return r.monitor }
+
+// Decision returns the decision this replica recorded for a request id.
+func (r *Router) Decision(requestID string) (*scheduler.Decision, bool) {
+	return r.decisions.Get(requestID)
+}
+
+// Explain finds the decision for a request id: this replica's memory
+// first, then the shared decision stream (another replica decided).
+func (r *Router) Explain(ctx context.Context, requestID string) (*scheduler.Decision, error) {
+	if d, ok := r.decisions.Get(requestID); ok {
+		return d, nil
+	}
+	if r.stream == nil {
+		return nil, decisions.ErrNotFound
+	}
+	return r.stream.Get(ctx, requestID)
+}
+
+// NewLogger builds the JSON logger for level.
+func NewLogger(level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	zc.Sampling = nil // every decision line matters
+	zc.EncoderConfig.TimeKey = "ts"
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zc.Build()
+}
+
+// Option adjusts how New builds a router.
+type Option func(*options)
+
+type options struct {
+	store Store
+}
+
+// WithStore makes the router use store instead of building one from the
+// config: several routers in one process sharing one in-memory store behave
+// as replicas sharing Redis do (tests of the herd race use it).
+func WithStore(s Store) Option { return func(o *options) { o.store = s } }
+
+// New builds a router from cfg; Serve starts it.
+func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option) (*Router, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
+	}
+	m := metrics.New()
+	ring := decisions.NewRing(cfg.DecisionLogSize)
+	var recorder scheduler.Recorder = ring
+	var stream *decisions.Stream
+	store, storeRun, degraded := o.store, func(context.Context) {}, func() bool { return false }
+	if store == nil {
+		var err error
+		if store, storeRun, degraded, err = newStore(cfg, log.Named("store"), m); err != nil {
+			return nil, err
+		}
+		if f, ok := store.(*state.Failover); ok {
+			// Any replica can explain any decision: they share a bounded
+			// stream, written in batches off the request path.
+			stream = decisions.NewStream(f.Primary().Client(), f.Primary().Prefix(), cfg.DecisionLogSize, log.Named("decisions"))
+			stream.OnFlush = func(err error) {
+				m.StoreRoundTrips.WithLabelValues("decisions").Inc()
+				if err != nil {
+					m.StoreErrors.WithLabelValues("decisions").Inc()
+				}
+			}
+			recorder = decisions.Fanout{ring, stream}
+		}
+	}
+	// Merged into the shared registry without clobbering live state; with
+	// Redis down this registers locally and restores into Redis later.
+	if err := store.Register(ctx, specs(cfg.Workers)); err != nil {
+		return nil, fmt.Errorf("register workers: %w", err)
+	}
+	sched, err := scheduler.New(store, scheduler.Options{
+		Strategy:               cfg.Strategy,
+		Params:                 Params(cfg),
+		Zone:                   cfg.Locality.Zone,
+		Region:                 cfg.Locality.Region,
+		ReplicaID:              cfg.ReplicaID,
+		RefreshInterval:        cfg.RefreshInterval.D(),
+		Lease:                  cfg.ClaimLease.D(),
+		NonAtomicClaim:         !cfg.AtomicClaim,
+		LogCandidates:          cfg.DecisionLogCandidates,
+		Recorder:               recorder,
+		TelemetryStale:         cfg.Telemetry.StaleAfter.D(),
+		JoinDelay:              joinDelay(cfg),
+		KVBlocks:               cfg.Scoring.KVBlocks,
+		MaxAffinityBlocks:      cfg.Scoring.MaxPrefixBlocks,
+		PrefillTokensPerSecond: cfg.Scoring.PrefillTokensPerSecond,
+		Queue: scheduler.QueueOptions{
+			MaxSize:            cfg.Queue.MaxQueueSize,
+			CriticalMultiplier: cfg.Queue.CriticalMultiplier,
+			BatchShare:         cfg.Queue.BatchShare,
+			Timeouts:           [3]time.Duration{cfg.Queue.Timeout.Critical.D(), cfg.Queue.Timeout.Standard.D(), cfg.Queue.Timeout.Batch.D()},
+		},
+		EMAAlpha: cfg.EMAAlpha,
+		Logger:   log.Named("scheduler"),
+		Metrics:  m,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := sched.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	r := &Router{cfg: cfg, log: log, metrics: m, store: store, storeRun: storeRun, degraded: degraded, sched: sched, ready: make(chan struct{}), decisions: ring, stream: stream}
+	r.monitor = telemetry.NewMonitor(store, sched, telemetry.Options{
+		Replica:        cfg.ReplicaID,
+		ScrapeInterval: cfg.Telemetry.ScrapeInterval.D(),
+		ScrapeTimeout:  cfg.Telemetry.ScrapeTimeout.D(),
+		HealthInterval: cfg.Health.CheckInterval.D(),
+		Logger:         log.Named("telemetry"),
+		Metrics:        m,
+	})
+	keys, err := auth.New(cfg.Auth)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case keys.Enabled():
+		r.authState = fmt.Sprintf("enabled (%d keys)", keys.Count())
+	case keys.Count() > 0:
+		r.authState = "disabled (auth.enabled: false)"
+		log.Warn("API key auth is switched off by auth.enabled: false; any client may use the router")
+	default:
+		r.authState = "disabled (no API keys configured)"
+		log.Warn("API key auth is off: no keys configured (auth.keys, auth.keys_file or AUTH_TOKEN); any client may use the router, at standard priority at most")
+	}
+	r.extproc = extproc.New(extproc.FromScheduler(sched), extproc.Options{
+		MaxBodyBytes:         cfg.MaxBodyBytes,
+		Auth:                 keys,
+		ForwardAuthorization: cfg.Auth.ForwardAuthorization,
+		RequestUsage:         cfg.Telemetry.RequestUsage,
+		ClusterFor:           envoy.ClusterFor,
+		Logger:               log.Named("extproc"),
+		Metrics:              m,
+	})
+	r.grpc = grpc.NewServer(
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+	extprocv3.RegisterExternalProcessorServer(r.grpc, r.extproc)
+	r.health = health.NewServer()
+	healthpb.RegisterHealthServer(r.grpc, r.health)
+	var configIDs []string
+	for _, w := range cfg.Workers {
+		configIDs = append(configIDs, w.ID)
+	}
+	r.api = adminapi.New(store, sched, r, adminapi.Options{
+		Replica: cfg.ReplicaID, Token: cfg.Admin.Token, Dynamic: cfg.Envoy.Discovery == "xds",
+		ConfigWorkers: configIDs, Status: r.Status,
+	})
+	if cfg.Envoy.Discovery == "xds" {
+		r.xds = xds.New(ctx, log.Named("xds"))
+		r.xds.Register(r.grpc)
+	}
+	r.adminGRPC = grpc.NewServer()
+	pb.RegisterAdminServiceServer(r.adminGRPC, r.api)
+	mux := admin.Handler(sched, r, r, cfg.ReplicaID, m.Registry)
+	r.api.Routes(mux)
+	if cfg.Admin.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	// One port for the admin API: gRPC (HTTP/2 without TLS, prior
+	// knowledge) and HTTP/JSON, told apart by content type.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	r.admin = &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
+				r.adminGRPC.ServeHTTP(w, req)
+				return
+			}
+			mux.ServeHTTP(w, req)
+		}),
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	return r, nil
+}
+
+// syncXDS keeps the clusters served over ADS in step with the registry.
+func (r *Router) syncXDS(ctx context.Context) {
+	t := time.NewTicker(r.cfg.RefreshInterval.D())
+	defer t.Stop()
+	for {
+		cfg := r.cfg
+		cfg.Workers = nil
+		for _, w := range r.sched.Snapshot().Workers {
+			cfg.Workers = append(cfg.Workers, config.Worker{
+				ID: w.Spec.ID, Address: w.Spec.Address, Models: w.Spec.Models, Zone: w.Spec.Zone,
+				Region: w.Spec.Region, MaxConcurrency: w.Spec.MaxConcurrency,
+			})
+		}
+		if err := r.xds.Update(ctx, cfg); err != nil && ctx.Err() == nil {
+			r.log.Warn("update xds clusters", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Params converts the config into scoring parameters.
+func Params(cfg config.Config) scoring.Params {
+	w := cfg.Scoring.Weights
+	return scoring.Params{
+		Weights: scoring.Weights{
+			Active: w.Active, Queue: w.Queue, Latency: w.Latency, JobCost: w.JobCost,
+			Throughput: w.Throughput, Distance: w.Distance, KVPressure: w.KVPressure, GPUUtil: w.GPUUtil,
+			Prefix: w.Prefix, TokenLoad: w.TokenLoad,
+		},
+		JobCostScale: cfg.Scoring.JobCostScale.D(),
+		TTFTSLO:      cfg.Scoring.TTFTSLO.D(),
+		MinSamples:   int64(cfg.InferenceAware.MinSamples),
+		Staleness:    cfg.InferenceAware.Staleness.D(),
+		LoadPenalty:  cfg.InferenceAware.LoadPenalty,
+	}
+}
+
+func specs(ws []config.Worker) []state.WorkerSpec {
+	out := make([]state.WorkerSpec, len(ws))
+	for i, w := range ws {
+		out[i] = state.WorkerSpec{
+			ID: w.ID, Address: w.Address, Models: w.Models, Zone: w.Zone, Region: w.Region, MaxConcurrency: w.MaxConcurrency,
+			MetricsFormat: w.MetricsFormat, MetricsURL: w.MetricsURL, HealthURL: w.HealthURL, DCGMURL: w.DCGMURL, DCGMGPU: w.DCGMGPU,
+			KVBlocks: w.KVBlocks, PrefillTokensPerSecond: w.PrefillTokensPerSecond,
+		}
+	}
+	return out
+}
+
+// Status implements admin.Status.
+func (r *Router) Status() string {
+	switch {
+	case r.draining.Load():
+		return "draining"
+	case r.degraded():
+		return "degraded"
+	}
+	return "ok"
+}
+
+// Auth describes the API-key auth state, for /health.
+func (r *Router) Auth() string { return r.authState }
+
+// Ready is closed once both listeners accept connections.
+func (r *Router) Ready() <-chan struct{} { return r.ready }
+
+// Store exposes the store (tests read and change worker state through it).
+func (r *Router) Store() Store { return r.store }
+
+// Scheduler exposes the scheduler (tests and the demo read decisions).
+func (r *Router) Scheduler() *scheduler.Scheduler { return r.sched }
+
+// Serve runs until ctx is cancelled, then shuts down gracefully: the gRPC
+// health service and /health turn NOT_SERVING, new requests are refused,
+// open ext_proc streams get up to shutdown_grace to finish, then it exits.
+func (r *Router) Serve(ctx context.Context) error {
+	grpcLn, err := net.Listen("tcp", r.cfg.ExtProcListen)
+	if err != nil {
+		return fmt.Errorf("extproc_listen: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", r.cfg.AdminListen)
+	if err != nil {
+		_ = grpcLn.Close()
+		return fmt.Errorf("admin_listen: %w", err)
+	}
+	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	r.health.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	defer stopBg()
+	go r.sched.Run(bgCtx)
+	go r.storeRun(bgCtx)
+	if r.stream != nil {
+		go r.stream.Run(bgCtx, 200*time.Millisecond)
+	}
+	go r.monitor.Run(bgCtx)
+	if r.xds != nil {
+		go r.syncXDS(bgCtx)
+	}
+
+	errc := make(chan error, 2)
+	go func() { errc <- r.grpc.Serve(grpcLn) }()
+	go func() {
+		if err := r.admin.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	r.log.Info("llm-router serving",
+		zap.String("extproc", grpcLn.Addr().String()), zap.String("admin", adminLn.Addr().String()),
+		zap.String("strategy", r.sched.Strategy()), zap.String("replica", r.cfg.ReplicaID),
+		zap.Int("workers", len(r.cfg.Workers)))
+	close(r.ready)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	return r.shutdown()
+}
+
+func (r *Router) shutdown() error {
+	grace := r.cfg.ShutdownGrace.D()
+	r.log.Info("shutting down", zap.Duration("grace", grace), zap.Int("open_claims", r.sched.LiveClaims()))
+	r.draining.Store(true)
+	r.health.Shutdown() // NOT_SERVING: Envoy's health checks move traffic away
+	if d := r.cfg.ShutdownDelay.D(); d > 0 {
+		// Keep serving while Envoy notices the failing health check, so no
+		// request meets a closed listener.
+		time.Sleep(d)
+	}
+	r.extproc.Drain()
+
+	done := make(chan struct{})
+	go func() { r.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		r.log.Warn("shutdown grace expired; closing open streams", zap.Int("open_claims", r.sched.LiveClaims()))
+		r.grpc.Stop()
+		<-done
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	r.adminGRPC.Stop()
+	_ = r.admin.Shutdown(ctx)
+	r.log.Info("stopped")
+	return nil
+}
+
+// SetHealth records a worker's health in the store and refreshes the
+// snapshot, so the change applies to the next decision.
+func (r *Router) SetHealth(ctx context.Context, worker, health string) error {
+	if err := r.store.SetHealth(ctx, worker, health); err != nil {
+		return err
+	}
+	return r.sched.Refresh(ctx)
+}
+
+// joinDelay applies only when Envoy learns of workers over xDS.
+func joinDelay(cfg config.Config) time.Duration {
+	if cfg.Envoy.Discovery != "xds" {
+		return 0
+	}
+	return cfg.Envoy.XDSJoinDelay.D()
+}

@@ -1,0 +1,108 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+
+	"github.com/llm-router/llm-router/internal/adminapi"
+	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/internal/metrics"
+	"github.com/llm-router/llm-router/internal/telemetry"
+	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/state"
+)
+
+// Store is what the process needs from its store beyond scheduling.
+type Store = routerStore
+
+// routerStore is what the process needs from its store beyond scheduling.
+type routerStore interface {
+	scheduler.Store
+	Register(ctx context.Context, specs []state.WorkerSpec) error
+	SetHealth(ctx context.Context, worker, health string) error
+	SetDraining(ctx context.Context, worker string, draining bool) error
+	telemetry.Store
+	adminapi.Store
+}
+
+var (
+	_ routerStore = (*state.Memory)(nil)
+	_ routerStore = (*state.Failover)(nil)
+)
+
+// RedisClient builds a UniversalClient from the config: one node from url
+// or a single addr, Sentinel with master_name, Cluster with several addrs
+// (or cluster: true). Retries are off: a failing command should fall back
+// to local state at once rather than stall the request.
+func RedisClient(c config.Redis) (redis.UniversalClient, error) {
+	opts := &redis.UniversalOptions{
+		Addrs:         c.Addrs,
+		MasterName:    c.MasterName,
+		Username:      c.Username,
+		Password:      c.Password,
+		DB:            c.DB,
+		IsClusterMode: c.Cluster,
+		DialTimeout:   c.Timeout.D(),
+		ReadTimeout:   c.Timeout.D(),
+		WriteTimeout:  c.Timeout.D(),
+		PoolTimeout:   c.Timeout.D(),
+		PoolSize:      c.PoolSize,
+		MaxRetries:    -1,
+	}
+	if c.URL != "" {
+		o, err := redis.ParseURL(c.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redis.url: %w", err)
+		}
+		opts.Addrs = []string{o.Addr}
+		opts.Username, opts.Password, opts.DB, opts.TLSConfig = o.Username, o.Password, o.DB, o.TLSConfig
+	}
+	return redis.NewUniversalClient(opts), nil
+}
+
+// newStore returns the in-memory store, or Redis wrapped for outages, and
+// a background loop to run (nil for memory).
+func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerStore, func(context.Context), func() bool, error) {
+	limits := state.Limits{
+		Lease:     cfg.ClaimLease.D(),
+		GlobalCap: cfg.Queue.MaxConcurrentRequests,
+		Health: state.HealthPolicy{
+			ActiveFailures:  cfg.Health.FailureThreshold,
+			PassiveFailures: cfg.Health.PassiveFailureThreshold,
+			HoldDown:        cfg.Health.HoldDown.D(),
+		},
+	}
+	if !cfg.Redis.Enabled() {
+		return state.NewMemory(nil, limits), func(context.Context) {}, func() bool { return false }, nil
+	}
+	client, err := RedisClient(cfg.Redis)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	primary, err := state.NewPooledRedis(client, cfg.Redis.KeyPrefix, limits, cfg.Redis.Pools)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f := state.NewFailover(primary, func(degraded bool, err error) {
+		if degraded {
+			m.StoreDegraded.Set(1)
+			log.Error("redis unreachable: routing on local state (degraded)", zap.Error(err))
+			return
+		}
+		m.StoreDegraded.Set(0)
+		log.Warn("redis reachable again: state reconciled")
+	})
+	f.OnRepair(func(r state.Repair) {
+		log.Warn("redis state repaired after "+r.Reason,
+			zap.Int("claims_readded", r.Added), zap.Int("lost_releases_dropped", r.Dropped))
+	})
+	run := func(ctx context.Context) {
+		f.Run(ctx, 250*time.Millisecond)
+		_ = client.Close()
+	}
+	return f, run, f.Degraded, nil
+}

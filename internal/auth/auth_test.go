@@ -1,0 +1,106 @@
+package auth
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llm-router/llm-router/internal/config"
+)
+
+func TestAuthenticate(t *testing.T) {
+	k, err := New(config.Auth{Keys: []config.APIKey{
+		{Key: "sk-team-a-123456", Tenant: "team-a", MaxPriority: "critical"},
+		{Key: "sk-team-b-123456", Tenant: "team-b"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !k.Enabled() {
+		t.Fatal("keys configured: auth must be on")
+	}
+	tests := []struct {
+		header string
+		tenant string
+		err    error
+	}{
+		{"Bearer sk-team-a-123456", "team-a", nil},
+		{"bearer sk-team-b-123456", "team-b", nil},
+		{"Bearer sk-team-a-12345", "", ErrUnauthenticated},
+		{"sk-team-a-123456", "", ErrUnauthenticated},
+		{"Basic sk-team-a-123456", "", ErrUnauthenticated},
+		{"", "", ErrUnauthenticated},
+	}
+	for _, tc := range tests {
+		id, err := k.Authenticate(tc.header)
+		if !errors.Is(err, tc.err) || id.Tenant != tc.tenant {
+			t.Errorf("Authenticate(%q) = %+v, %v; want tenant %q, %v", tc.header, id, err, tc.tenant, tc.err)
+		}
+	}
+}
+
+func TestPriorityNeverAboveTheKey(t *testing.T) {
+	std := Identity{Tenant: "t", MaxPriority: Standard}
+	crit := Identity{Tenant: "t", MaxPriority: Critical}
+	batch := Identity{Tenant: "t", MaxPriority: Batch}
+	tests := []struct {
+		header string
+		id     Identity
+		want   string
+	}{
+		{"", std, Standard},
+		{"critical", std, Standard}, // asks more than the key allows
+		{"critical", crit, Critical},
+		{"batch", crit, Batch}, // lowering is always allowed
+		{"", batch, Batch},
+		{"STANDARD", batch, Batch},
+		{"critical", Anonymous, Standard}, // no key: a header buys nothing
+	}
+	for _, tc := range tests {
+		got, err := Priority(tc.header, tc.id)
+		if err != nil || got != tc.want {
+			t.Errorf("Priority(%q, %s) = %q, %v; want %q", tc.header, tc.id.MaxPriority, got, err, tc.want)
+		}
+	}
+	if _, err := Priority("urgent", crit); !errors.Is(err, ErrBadPriority) {
+		t.Fatalf("bad priority accepted: %v", err)
+	}
+}
+
+func TestDisabledIsExplicitOrLoud(t *testing.T) {
+	off := false
+	k, _ := New(config.Auth{Enabled: &off, Keys: []config.APIKey{{Key: "sk-12345678", Tenant: "x"}}})
+	if k.Enabled() {
+		t.Fatal("enabled: false must switch auth off")
+	}
+	none, _ := New(config.Auth{})
+	if none.Enabled() || none.Count() != 0 {
+		t.Fatal("no keys: auth off (reported by the caller)")
+	}
+	if id, err := none.Authenticate(""); err != nil || id != Anonymous {
+		t.Fatalf("auth off: %+v %v", id, err)
+	}
+	tok, _ := New(config.Auth{Token: "single-token"})
+	if id, err := tok.Authenticate("Bearer single-token"); err != nil || id.MaxPriority != Critical {
+		t.Fatalf("AUTH_TOKEN: %+v %v", id, err)
+	}
+}
+
+func TestKeysFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "keys.yaml")
+	_ = os.WriteFile(good, []byte("- {key: sk-file-1234, tenant: f, max_priority: batch}\n"), 0o600)
+	k, err := New(config.Auth{KeysFile: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := k.Authenticate("Bearer sk-file-1234"); err != nil || id.MaxPriority != Batch {
+		t.Fatalf("%+v %v", id, err)
+	}
+	empty := filepath.Join(dir, "empty.yaml")
+	_ = os.WriteFile(empty, []byte("[]\n"), 0o600)
+	if _, err := New(config.Auth{KeysFile: empty}); err == nil {
+		t.Fatal("an empty keys file must be an error, not auth silently off")
+	}
+}
