@@ -21,7 +21,7 @@ func TestBlockLengthFollowsTheCorrelation(t *testing.T) {
 	if iid > 5 {
 		t.Errorf("independent series: block %d, want at most 5", iid)
 	}
-	if !(iid <= mild && mild < strong) {
+	if iid > mild || mild >= strong {
 		t.Errorf("blocks iid %d, phi 0.5 %d, phi 0.95 %d: want increasing", iid, mild, strong)
 	}
 	// For an AR(1) the optimal circular block is (2·G²/D)^(1/3)·n^(1/3)
