@@ -86,6 +86,15 @@ func TestParseSetups(t *testing.T) {
 	if _, err := ParseSetups("scored x99"); err == nil {
 		t.Error("99 replicas accepted")
 	}
+	ss, err = ParseSetups("scored scoring.weights.prefix=100 x3")
+	if err != nil || len(ss) != 1 || ss[0].Replicas != 3 || ss[0].Name != "router scored scoring.weights.prefix=100 x3" || !slices.Equal(ss[0].Settings, []string{"scoring.weights.prefix=100"}) {
+		t.Errorf("settings: %+v %v", ss, err)
+	}
+	for _, bad := range []string{"scored scoring.weights.prefix=x", "scored no.such.key=1", "scored 3"} {
+		if _, err := ParseSetups(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
 	for _, s := range DefaultSetups() {
 		emulation := slices.Contains([]string{
 			"queue_kv_max_score", "prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",

@@ -101,6 +101,21 @@ var Keys = []Key{
 	{Path: "workers[].{id,address,models,zone,region,max_concurrency,metrics_format,metrics_url,health_url,dcgm_url,dcgm_gpu,kv_blocks,prefill_tokens_per_second}", Env: "VLLM_NODES, MODEL_NAME", Default: "", Doc: "the GPU workers; id is also the Envoy cluster name; kv_blocks and prefill_tokens_per_second default to the scoring keys of the same names; metrics_format vllm (default), sglang, llamacpp, trtllm or none; metrics_url/health_url default to the address's /metrics and /health; dcgm_url with dcgm_gpu (gpu index or UUID) feeds gpu_util. VLLM_NODES (comma-separated URLs) with MODEL_NAME replaces the list, with ids node-0.. and max_concurrency from MAX_CONCURRENCY_PER_NODE (default 4)", apply: nil},
 }
 
+// Set applies one key by its path (scoring.weights.prefix=...), as the
+// environment would: for tools that vary one setting, such as the
+// benchmark's configurations.
+func Set(c *Config, path, value string) error {
+	for _, k := range Keys {
+		if k.Path == path && k.apply != nil {
+			if err := k.apply(c, strings.TrimSpace(value)); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: no such settable key", path)
+}
+
 func applyEnv(c *Config, getenv func(string) string) error {
 	for _, k := range Keys {
 		if k.Env == "" || k.apply == nil {
