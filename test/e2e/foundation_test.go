@@ -344,6 +344,16 @@ func TestRouterDownFailsOpenByModel(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("x-llm-fail-open") != "" {
 		t.Fatalf("with the router up: %d, fail-open %q", resp.StatusCode, resp.Header.Get("x-llm-fail-open"))
 	}
+	// The router's own error replies did not bypass it either.
+	for _, bad := range []struct {
+		body   string
+		status int
+	}{{body("nope", false), 404}, {`{"model":`, 400}} {
+		resp, b := e.post("/v1/chat/completions", bad.body, nil)
+		if resp.StatusCode != bad.status || resp.Header.Get("x-llm-fail-open") != "" {
+			t.Fatalf("router's %d reply: %d, fail-open %q: %s", bad.status, resp.StatusCode, resp.Header.Get("x-llm-fail-open"), b)
+		}
+	}
 	e.shutdownRouter()
 	for i := 0; i < 20; i++ {
 		model, prefix := "model-a", "a-"
