@@ -277,6 +277,15 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 	}
 	def := fleetDefaults{kvBlocks: s.opts.KVBlocks, prefillRate: s.opts.PrefillTokensPerSecond}
 	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap), def))
+	s.publish(snap)
+	return nil
+}
+
+// publish sets the snapshot's gauges. Every model a worker serves gets a
+// series for every priority, and every worker for every health state, 0
+// when nothing is there, so dashboards show 0 rather than "no data".
+func (s *Scheduler) publish(snap state.Snapshot) {
+	priorities := []string{PriorityCritical, PriorityStandard, PriorityBatch}
 	healthy := map[string]int{}
 	for _, w := range snap.Workers {
 		for _, m := range w.Spec.Models {
@@ -287,19 +296,23 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 			}
 		}
 	}
-	for m, n := range healthy {
-		s.m.ModelHealthyWorkers.WithLabelValues(m).Set(float64(n))
-		if spec := s.queueSpec(Request{Model: m, Priority: PriorityStandard}); spec != nil {
-			for _, p := range []string{PriorityCritical, PriorityStandard, PriorityBatch} {
-				s.m.QueueCapacity.WithLabelValues(m, p).Set(float64(s.queueSpec(Request{Model: m, Priority: p}).Allow))
-			}
-		}
+	queues := map[string][3]int{}
+	for _, q := range snap.Queues {
+		queues[q.Model] = [3]int{q.Critical, q.Standard, q.Batch}
+		healthy[q.Model] += 0 // waiters for a model no worker serves any more
 	}
 	s.m.QueueDepth.Reset()
-	for _, q := range snap.Queues {
-		s.m.QueueDepth.WithLabelValues(q.Model, "critical").Set(float64(q.Critical))
-		s.m.QueueDepth.WithLabelValues(q.Model, "standard").Set(float64(q.Standard))
-		s.m.QueueDepth.WithLabelValues(q.Model, "batch").Set(float64(q.Batch))
+	for m, n := range healthy {
+		s.m.ModelHealthyWorkers.WithLabelValues(m).Set(float64(n))
+		depth := queues[m]
+		for i, p := range priorities {
+			allow := 0 // queueing off
+			if spec := s.queueSpec(Request{Model: m, Priority: p}); spec != nil {
+				allow = spec.Allow
+			}
+			s.m.QueueCapacity.WithLabelValues(m, p).Set(float64(allow))
+			s.m.QueueDepth.WithLabelValues(m, p).Set(float64(depth[i]))
+		}
 	}
 	for _, w := range snap.Workers {
 		s.m.NodeActiveRequests.WithLabelValues(w.Spec.ID).Set(float64(w.InFlight))
@@ -311,7 +324,6 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 			s.m.NodeHealth.WithLabelValues(w.Spec.ID, h).Set(v)
 		}
 	}
-	return nil
 }
 
 // Snapshot returns the last snapshot read (for /health and /stats).
