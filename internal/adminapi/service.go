@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/llm-router/llm-router/internal/decisions"
 	pb "github.com/llm-router/llm-router/proto/llmrouter/v1"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
@@ -265,7 +266,7 @@ func storeError(err error, id string) error {
 func (s *Service) ExplainDecision(ctx context.Context, req *pb.ExplainDecisionRequest) (*pb.Decision, error) {
 	d, err := s.explain.Explain(ctx, req.GetRequestId())
 	if err != nil {
-		if strings.Contains(err.Error(), "no decision recorded") {
+		if errors.Is(err, decisions.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "no decision recorded for request %q", req.GetRequestId())
 		}
 		return nil, status.Errorf(codes.Unavailable, "explain %s: %v", req.GetRequestId(), err)
