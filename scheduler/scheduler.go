@@ -66,7 +66,8 @@ type QueueOptions struct {
 	// while the queue is under half full), and batch waiters are shed when
 	// a higher priority finds the queue full: batch goes first.
 	BatchShare float64
-	// Timeouts by priority rank (state.RankCritical...).
+	// Timeouts by priority rank (state.RankCritical...), each required
+	// when MaxSize > 0; the defaults are the config's.
 	Timeouts [3]time.Duration
 	// PollEvery is how often a waiter checks its place in case a
 	// notification was lost.
@@ -163,9 +164,12 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	if opts.EMAAlpha <= 0 {
 		opts.EMAAlpha = 0.2
 	}
-	for i, d := range opts.Queue.Timeouts {
-		if d <= 0 {
-			opts.Queue.Timeouts[i] = 30 * time.Second
+	if opts.Queue.MaxSize > 0 {
+		// No fallback here: the defaults live in the config (one place).
+		for rank, d := range opts.Queue.Timeouts {
+			if d <= 0 {
+				return nil, fmt.Errorf("queue timeout of rank %d is %v: every priority needs one when queueing is on", rank, d)
+			}
 		}
 	}
 	if opts.Queue.PollEvery <= 0 {

@@ -285,3 +285,28 @@ func TestStaleTelemetryIsUnknown(t *testing.T) {
 		t.Fatalf("picked %s", tk.Worker())
 	}
 }
+
+// TestQueueTimeoutsHaveNoHiddenDefault: the queue timeouts' defaults live
+// in one place, the config (60/30/15 s); a scheduler asked to queue without
+// them refuses rather than fall back to a second, different default.
+func TestQueueTimeoutsHaveNoHiddenDefault(t *testing.T) {
+	store := state.NewMemory(nil, state.Limits{})
+	tests := []struct {
+		name     string
+		queue    QueueOptions
+		wantFail bool
+	}{
+		{"queueing off needs none", QueueOptions{}, false},
+		{"queueing on, none set", QueueOptions{MaxSize: 4}, true},
+		{"queueing on, one missing", QueueOptions{MaxSize: 4, Timeouts: [3]time.Duration{time.Second, time.Second, 0}}, true},
+		{"queueing on, all set", QueueOptions{MaxSize: 4, Timeouts: [3]time.Duration{3 * time.Second, 2 * time.Second, time.Second}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(store, Options{Strategy: scoring.Scored, Queue: tc.queue})
+			if (err != nil) != tc.wantFail {
+				t.Fatalf("err %v, want failure %v", err, tc.wantFail)
+			}
+		})
+	}
+}
