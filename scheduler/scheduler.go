@@ -66,7 +66,7 @@ type QueueOptions struct {
 	// while the queue is under half full), and batch waiters are shed when
 	// a higher priority finds the queue full: batch goes first.
 	BatchShare float64
-	// Timeouts by priority rank (state.RankCritical...), each required
+	// Timeouts by priority rank (state.Priority.Rank), each required
 	// when MaxSize > 0; the defaults are the config's.
 	Timeouts [3]time.Duration
 	// PollEvery is how often a waiter checks its place in case a
@@ -289,7 +289,6 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 // series for every priority, and every worker for every health state, 0
 // when nothing is there, so dashboards show 0 rather than "no data".
 func (s *Scheduler) publish(snap state.Snapshot) {
-	priorities := []string{PriorityCritical, PriorityStandard, PriorityBatch}
 	healthy := map[string]int{}
 	for _, w := range snap.Workers {
 		for _, m := range w.Spec.Models {
@@ -309,13 +308,13 @@ func (s *Scheduler) publish(snap state.Snapshot) {
 	for m, n := range healthy {
 		s.m.ModelHealthyWorkers.WithLabelValues(m).Set(float64(n))
 		depth := queues[m]
-		for i, p := range priorities {
+		for i, p := range state.Priorities() {
 			allow := 0 // queueing off
 			if spec := s.queueSpec(Request{Model: m, Priority: p}); spec != nil {
 				allow = spec.Allow
 			}
-			s.m.QueueCapacity.WithLabelValues(m, p).Set(float64(allow))
-			s.m.QueueDepth.WithLabelValues(m, p).Set(float64(depth[i]))
+			s.m.QueueCapacity.WithLabelValues(m, string(p)).Set(float64(allow))
+			s.m.QueueDepth.WithLabelValues(m, string(p)).Set(float64(depth[i]))
 		}
 	}
 	for _, w := range snap.Workers {

@@ -138,10 +138,10 @@ func (m *Memory) Snapshot(_ context.Context) (Snapshot, error) {
 		}
 		d := QueueDepth{Model: model}
 		for _, w := range q {
-			switch w.rank {
-			case RankCritical:
+			switch w.priority {
+			case PriorityCritical:
 				d.Critical++
-			case RankStandard:
+			case PriorityStandard:
 				d.Standard++
 			default:
 				d.Batch++
@@ -168,7 +168,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	ahead := false
 	if q := req.Queue; q != nil {
 		m.pumpModel(q.Model, now)
-		if wq := m.queues[q.Model]; len(wq) > 0 && wq[0].rank <= q.Rank {
+		if wq := m.queues[q.Model]; len(wq) > 0 && wq[0].priority.Rank() <= q.Priority.Rank() {
 			ahead = true
 		}
 	}
@@ -212,7 +212,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	if q == nil {
 		return res, nil
 	}
-	if len(m.queues[q.Model]) >= q.Allow && q.Rank < RankBatch {
+	if len(m.queues[q.Model]) >= q.Allow && q.Priority != PriorityBatch {
 		m.shedNewestBatch(q.Model)
 	}
 	if len(m.queues[q.Model]) >= q.Allow {
@@ -221,7 +221,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	}
 	m.seq++
 	w := &memWaiter{
-		id: req.ID, model: q.Model, replica: q.Replica, rank: q.Rank, seq: m.seq, expiry: now.Add(m.limits.Lease),
+		id: req.ID, model: q.Model, replica: q.Replica, priority: q.Priority.OrStandard(), seq: m.seq, expiry: now.Add(m.limits.Lease),
 		tok: claimTokens{prefill: req.Affinity.PromptTokens, decode: req.Affinity.DecodeTokens},
 	}
 	m.waiters[req.ID] = w

@@ -256,15 +256,15 @@ func statsFields(s Stats) []any {
 
 // Claim picks and claims atomically, or queues (see claim.lua).
 func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
-	q, queue := QueueSpec{}, "0"
+	q, queue, rank := QueueSpec{}, "0", 0
 	if req.Queue != nil {
-		q, queue = *req.Queue, "1"
+		q, queue, rank = *req.Queue, "1", req.Queue.Priority.Rank()
 	}
 	sh := r.shardOfClaim(ctx, req)
 	aff := req.wantsAffinity()
 	args := []any{
 		req.ID, packCandidates(req.Candidates, aff),
-		q.Model, queue, q.Rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
+		q.Model, queue, rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
 	}
 	if aff {
 		a := req.Affinity

@@ -198,19 +198,12 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Priority ranks of queued requests: lower is served first.
-const (
-	RankCritical = 0
-	RankStandard = 1
-	RankBatch    = 2
-)
-
 // QueueSpec asks Claim to queue the request when nothing is available.
 type QueueSpec struct {
-	Model   string
-	Rank    int    // RankCritical, RankStandard or RankBatch
-	Allow   int    // the request may join while the queue is shorter than this
-	Replica string // whose notifications channel hears about the grant
+	Model    string
+	Priority Priority // its Rank orders the queue
+	Allow    int      // the request may join while the queue is shorter than this
+	Replica  string   // whose notifications channel hears about the grant
 }
 
 // ClaimRequest asks for the best available candidate.

@@ -51,7 +51,7 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 
 func decision(d *scheduler.Decision) *pb.Decision {
 	out := &pb.Decision{
-		RequestId: d.RequestID, Time: ts(d.Time), Replica: d.Replica, Model: d.Model, Priority: d.Priority,
+		RequestId: d.RequestID, Time: ts(d.Time), Replica: d.Replica, Model: d.Model, Priority: string(d.Priority),
 		Tenant: d.Tenant, Strategy: d.Strategy, Fallback: d.Fallback, Outcome: d.Outcome, Worker: d.Worker,
 		WaitSeconds: d.WaitSeconds, QueuePosition: int32(d.QueuePosition), DecideMicros: d.DecideMicros,
 		UnknownTerms: d.Unknown, MaxTokens: int32(d.MaxTokens), PromptTokensEstimate: int32(d.PromptTokens), Stream: d.Stream,

@@ -165,7 +165,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 			MaxSize:            cfg.Queue.MaxQueueSize,
 			CriticalMultiplier: cfg.Queue.CriticalMultiplier,
 			BatchShare:         cfg.Queue.BatchShare,
-			Timeouts:           [3]time.Duration{cfg.Queue.Timeout.Critical.D(), cfg.Queue.Timeout.Standard.D(), cfg.Queue.Timeout.Batch.D()},
+			Timeouts:           cfg.Queue.Timeout.ByRank(),
 		},
 		EMAAlpha: cfg.EMAAlpha,
 		Logger:   log.Named("scheduler"),

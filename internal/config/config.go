@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 // Config is the whole router configuration.
@@ -98,6 +100,26 @@ type Timeouts struct {
 	Batch    Duration `yaml:"batch"`
 }
 
+// For is the timeout of priority p ("" and unknown: standard's).
+func (t Timeouts) For(p state.Priority) time.Duration {
+	switch p {
+	case state.PriorityCritical:
+		return t.Critical.D()
+	case state.PriorityBatch:
+		return t.Batch.D()
+	}
+	return t.Standard.D()
+}
+
+// ByRank lists the timeouts by priority rank (state.Priority.Rank).
+func (t Timeouts) ByRank() [3]time.Duration {
+	var out [3]time.Duration
+	for _, p := range state.Priorities() {
+		out[p.Rank()] = t.For(p)
+	}
+	return out
+}
+
 // Max is the longest of the three.
 func (t Timeouts) Max() time.Duration {
 	return max(t.Critical.D(), t.Standard.D(), t.Batch.D())
@@ -130,9 +152,9 @@ type Auth struct {
 
 // APIKey is one client credential.
 type APIKey struct {
-	Key         string `yaml:"key"`
-	Tenant      string `yaml:"tenant"`
-	MaxPriority string `yaml:"max_priority"` // critical, standard (default) or batch
+	Key         string         `yaml:"key"`
+	Tenant      string         `yaml:"tenant"`
+	MaxPriority state.Priority `yaml:"max_priority"` // critical, standard (default) or batch
 }
 
 // Redis configures the shared store. Empty (no url, no addrs): the

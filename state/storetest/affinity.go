@@ -209,7 +209,7 @@ func tokensQueued(t *testing.T, s Store) {
 	id2 := claimID()
 	res, err := s.Claim(context.Background(), state.ClaimRequest{
 		ID: id2, Candidates: cands, Affinity: state.Affinity{Blocks: seqBlocks(1, 4), PromptTokens: 100, DecodeTokens: 20},
-		Queue: &state.QueueSpec{Model: "m", Rank: state.RankStandard, Allow: 4, Replica: "r"},
+		Queue: &state.QueueSpec{Model: "m", Priority: state.PriorityStandard, Allow: 4, Replica: "r"},
 	})
 	if err != nil || !res.Queued {
 		t.Fatalf("queue: %+v %v", res, err)
