@@ -292,7 +292,7 @@ func (s *Scheduler) publish(snap state.Snapshot) {
 	healthy := map[string]int{}
 	for _, w := range snap.Workers {
 		for _, m := range w.Spec.Models {
-			if w.Health == state.Healthy && !w.Draining {
+			if w.Health == scoring.Healthy && !w.Draining {
 				healthy[m]++
 			} else {
 				healthy[m] += 0
@@ -319,12 +319,12 @@ func (s *Scheduler) publish(snap state.Snapshot) {
 	}
 	for _, w := range snap.Workers {
 		s.m.NodeActiveRequests.WithLabelValues(w.Spec.ID).Set(float64(w.InFlight))
-		for _, h := range []string{state.Healthy, state.Unhealthy, state.Recovering} {
+		for _, h := range scoring.HealthStates() {
 			v := 0.0
 			if w.Health == h {
 				v = 1
 			}
-			s.m.NodeHealth.WithLabelValues(w.Spec.ID, h).Set(v)
+			s.m.NodeHealth.WithLabelValues(w.Spec.ID, string(h)).Set(v)
 		}
 	}
 }

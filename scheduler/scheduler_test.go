@@ -73,7 +73,7 @@ func TestAdmitErrors(t *testing.T) {
 	t1.Finish(Outcome{Status: 200})
 	t1.Finish(Outcome{Status: 200}) // harmless
 
-	if err := store.SetHealth(ctx, "b", state.Unhealthy); err != nil {
+	if err := store.SetHealth(ctx, "b", scoring.Unhealthy); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Refresh(ctx); err != nil {
@@ -85,7 +85,7 @@ func TestAdmitErrors(t *testing.T) {
 	}
 	// The snapshot can lag the store: a worker unhealthy only in the live
 	// state is still refused at claim time.
-	if err := store.SetHealth(ctx, "a", state.Unhealthy); err != nil {
+	if err := store.SetHealth(ctx, "a", scoring.Unhealthy); err != nil {
 		t.Fatal(err)
 	}
 	if _, err = s.Admit(ctx, Request{ID: "r5", Model: "m"}); !errors.Is(err, ErrNoHealthyWorker) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/llm-router/llm-router/internal/decisions"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -54,10 +55,10 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		snap := src.Snapshot()
 		type worker struct {
-			ID       string `json:"id"`
-			Health   string `json:"health"`
-			Draining bool   `json:"draining"`
-			InFlight int    `json:"in_flight"`
+			ID       string         `json:"id"`
+			Health   scoring.Health `json:"health"`
+			Draining bool           `json:"draining"`
+			InFlight int            `json:"in_flight"`
 		}
 		type queue struct {
 			Model    string `json:"model"`
@@ -88,15 +89,15 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		snap := src.Snapshot()
 		type worker struct {
-			ID       string      `json:"id"`
-			Address  string      `json:"address"`
-			Models   []string    `json:"models"`
-			Zone     string      `json:"zone,omitempty"`
-			Health   string      `json:"health"`
-			Draining bool        `json:"draining"`
-			InFlight int         `json:"in_flight"`
-			MaxConc  int         `json:"max_concurrency"`
-			Stats    state.Stats `json:"moving_averages"`
+			ID       string         `json:"id"`
+			Address  string         `json:"address"`
+			Models   []string       `json:"models"`
+			Zone     string         `json:"zone,omitempty"`
+			Health   scoring.Health `json:"health"`
+			Draining bool           `json:"draining"`
+			InFlight int            `json:"in_flight"`
+			MaxConc  int            `json:"max_concurrency"`
+			Stats    state.Stats    `json:"moving_averages"`
 		}
 		out := struct {
 			Replica    string    `json:"replica"`

@@ -35,7 +35,7 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 			MaxConcurrency: int32(w.Spec.MaxConcurrency), MetricsFormat: w.Spec.MetricsFormat, MetricsUrl: w.Spec.MetricsURL,
 			HealthUrl: w.Spec.HealthURL, DcgmUrl: w.Spec.DCGMURL, DcgmGpu: w.Spec.DCGMGPU,
 		},
-		Health: w.Health, Draining: w.Draining, InFlight: int32(w.InFlight), Source: src,
+		Health: string(w.Health), Draining: w.Draining, InFlight: int32(w.InFlight), Source: src,
 		LeaseExpires:    ts(w.LeaseExpires),
 		LatencySeconds:  avg(w.Stats.Latency),
 		TtftSeconds:     avg(w.Stats.TTFT),

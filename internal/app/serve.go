@@ -414,7 +414,7 @@ func (r *Router) shutdown() error {
 
 // SetHealth records a worker's health in the store and refreshes the
 // snapshot, so the change applies to the next decision.
-func (r *Router) SetHealth(ctx context.Context, worker, health string) error {
+func (r *Router) SetHealth(ctx context.Context, worker string, health scoring.Health) error {
 	if err := r.store.SetHealth(ctx, worker, health); err != nil {
 		return err
 	}

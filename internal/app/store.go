@@ -13,6 +13,7 @@ import (
 	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/internal/telemetry"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -23,7 +24,7 @@ type Store = routerStore
 type routerStore interface {
 	scheduler.Store
 	Register(ctx context.Context, specs []state.WorkerSpec) error
-	SetHealth(ctx context.Context, worker, health string) error
+	SetHealth(ctx context.Context, worker string, health scoring.Health) error
 	SetDraining(ctx context.Context, worker string, draining bool) error
 	telemetry.Store
 	adminapi.Store

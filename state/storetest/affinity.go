@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -126,10 +127,10 @@ func prefixForgotten(t *testing.T, s Store) {
 	register(t, s, workers(1, 8))
 	b := seqBlocks(1, 4)
 	matchOn(t, s, "w0", 0, b)
-	if err := s.SetHealth(ctx, "w0", state.Unhealthy); err != nil {
+	if err := s.SetHealth(ctx, "w0", scoring.Unhealthy); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetHealth(ctx, "w0", state.Healthy); err != nil {
+	if err := s.SetHealth(ctx, "w0", scoring.Healthy); err != nil {
 		t.Fatal(err)
 	}
 	if m := matchOn(t, s, "w0", 0, b); m != 0 {

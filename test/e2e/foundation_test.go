@@ -13,7 +13,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/llm-router/llm-router/internal/config"
-	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/scoring"
 )
 
 func threeWorkers(args ...string) []workerSpec {
@@ -170,10 +170,10 @@ func TestErrorsAreOpenAIShaped(t *testing.T) {
 	})
 
 	t.Run("no healthy worker", func(t *testing.T) {
-		if err := e.Router.SetHealth(ctx, "b-0", state.Unhealthy); err != nil {
+		if err := e.Router.SetHealth(ctx, "b-0", scoring.Unhealthy); err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = e.Router.SetHealth(ctx, "b-0", state.Healthy) }()
+		defer func() { _ = e.Router.SetHealth(ctx, "b-0", scoring.Healthy) }()
 		checkAPIError(t, chat([]byte(`{"model": "model-b", "messages": [{"role":"user","content":"hi"}]}`)), 503, "no_healthy_worker", true)
 	})
 }

@@ -120,4 +120,3 @@ func (e *env) running(worker string) int {
 	}
 	return st.Running + st.Waiting
 }
-
