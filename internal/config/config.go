@@ -13,6 +13,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/emulate"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -278,20 +280,17 @@ type Worker struct {
 	PrefillTokensPerSecond float64 `yaml:"prefill_tokens_per_second"`
 }
 
-// Strategies lists the accepted values of strategy.
-// The last three are the benchmark's emulations of other routers'
-// cache-aware schedulers (scoring/emulate).
-var Strategies = []string{
-	"round_robin", "least_loaded", "latency_based", "inference_aware", "scored", "queue_kv_max_score",
-	"prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",
-}
+// Strategies lists the accepted values of strategy: scoring's and, last,
+// the benchmark's emulations of other routers' cache-aware schedulers
+// (scoring/emulate). The names are defined there, once.
+var Strategies = append(scoring.Names(), emulate.Names()...)
 
 // Default returns the configuration every loaded file starts from.
 func Default() Config {
 	return Config{
 		ExtProcListen:         "127.0.0.1:9002",
 		AdminListen:           "127.0.0.1:9090",
-		Strategy:              "scored",
+		Strategy:              scoring.Scored,
 		LogLevel:              "info",
 		MaxBodyBytes:          4 << 20,
 		ShutdownGrace:         Duration(30 * time.Second),

@@ -202,4 +202,15 @@ func TestEmulationsAreAcceptedStrategies(t *testing.T) {
 	if Default().Strategy != scoring.Scored {
 		t.Error("the default strategy must stay scored")
 	}
+	// The key's documentation (and so the README's table) names each one.
+	for _, k := range Keys {
+		if k.Path != "strategy" {
+			continue
+		}
+		for _, name := range Strategies {
+			if !strings.Contains(k.Doc, name) {
+				t.Errorf("the strategy key's doc does not name %s", name)
+			}
+		}
+	}
 }
