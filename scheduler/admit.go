@@ -77,7 +77,6 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	if s.opts.NonAtomicClaim {
 		res, err = s.claimNonAtomic(ctx, id, plan.Candidates, snapActive, snapPick)
 	} else {
-		s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
 		req := state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Queue: s.queueSpec(r)}
 		if plan.UsesAffinity() {
 			if n := s.opts.MaxAffinityBlocks; n > 0 && len(job.Blocks) > n {
@@ -90,7 +89,6 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		res, err = s.store.Claim(ctx, req)
 	}
 	if err != nil {
-		s.m.StoreErrors.WithLabelValues("claim").Inc()
 		return nil, s.fail(d, OutcomeStoreFailed, "store_error", fmt.Errorf("claim for %s: %w: %w", r.Model, ErrStore, err))
 	}
 	live := toScoringLive(res.Live)
@@ -187,10 +185,8 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 	leave := func(keep bool) (string, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
-		s.m.StoreRoundTrips.WithLabelValues("cancel").Inc()
 		st, err := s.store.Cancel(cctx, id)
 		if err != nil {
-			s.m.StoreErrors.WithLabelValues("cancel").Inc()
 			return "", err
 		}
 		if st.State != state.WaiterGranted {
@@ -199,7 +195,6 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 		if keep {
 			return st.Worker, nil
 		}
-		s.m.StoreRoundTrips.WithLabelValues("release").Inc()
 		_, err = s.store.Release(cctx, state.Release{ID: id})
 		return "", err
 	}
@@ -212,7 +207,6 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 			}
 			return granted(n.Worker)
 		case <-poll.C:
-			s.m.StoreRoundTrips.WithLabelValues("poll").Inc()
 			st, err := s.store.Poll(ctx, id)
 			if err != nil {
 				continue
@@ -339,7 +333,6 @@ func (s *Scheduler) claimNonAtomic(ctx context.Context, id string, cands []scori
 	}
 	one := toStateCandidates(cands[pick : pick+1])
 	one[0].Cap = math.MaxInt32
-	s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
 	r, err := s.store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: one})
 	if err != nil || r.Index < 0 {
 		return res, err

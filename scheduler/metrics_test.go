@@ -6,12 +6,13 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// TestGaugesStartAtZero: after the first refresh every gauge family has a
-// series for every known label value, 0 where nothing happened, so a
+// TestGaugesStartAtZero: once a snapshot is published (Run does it after
+// every refresh) every gauge family has a series for every known label value, 0 where nothing happened, so a
 // dashboard shows 0 rather than "no data" (queueing off, no waiters, idle
 // workers).
 func TestGaugesStartAtZero(t *testing.T) {
 	s, _, _ := newTestScheduler(t, "scored", spec("a", "m", 1), spec("b", "n", 1))
+	s.publish(s.Snapshot())
 	mfs, err := s.m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -184,7 +184,7 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		opts:     opts,
-		store:    store,
+		store:    instrument(store, opts.Metrics),
 		strategy: strategy,
 		log:      opts.Logger,
 		m:        opts.Metrics,
@@ -223,9 +223,10 @@ func (c scoreTerms) Collect(ch chan<- prometheus.Metric) {
 // Strategy names the active strategy.
 func (s *Scheduler) Strategy() string { return s.strategy.Name() }
 
-// Run listens for queue notices, refreshes the snapshot, renews leases and
-// pumps the queues until ctx ends.
+// Run listens for queue notices, refreshes the snapshot (and publishes its
+// gauges), renews leases and pumps the queues until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
+	s.publish(s.Snapshot())
 	if err := s.store.Subscribe(ctx, s.opts.ReplicaID, s.onNotice); err != nil {
 		s.log.Warn("subscribe to queue notices; waiters will poll", zap.Error(err))
 	}
@@ -240,7 +241,10 @@ func (s *Scheduler) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-refresh.C:
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+			switch err := s.Refresh(ctx); {
+			case err == nil:
+				s.publish(s.Snapshot())
+			case ctx.Err() == nil:
 				s.log.Warn("refresh worker snapshot", zap.Error(err))
 			}
 		case <-renew.C:
@@ -249,10 +253,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 			// Slots freed where no release runs (a lapsed lease, a cap
 			// raised, a worker registered) reach waiters here.
 			if s.opts.Queue.MaxSize > 0 {
-				s.m.StoreRoundTrips.WithLabelValues("pump").Inc()
-				if err := s.store.Pump(ctx); err != nil && ctx.Err() == nil {
-					s.m.StoreErrors.WithLabelValues("pump").Inc()
-				}
+				_ = s.store.Pump(ctx) // a failure is counted; the next tick retries
 			}
 		}
 	}
@@ -271,17 +272,15 @@ func (s *Scheduler) onNotice(n state.Notice) {
 	}
 }
 
-// Refresh rereads the worker snapshot used for scoring.
+// Refresh rereads the worker snapshot used for scoring, and does nothing
+// else (Run publishes the snapshot's gauges after each).
 func (s *Scheduler) Refresh(ctx context.Context) error {
-	s.m.StoreRoundTrips.WithLabelValues("snapshot").Inc()
 	snap, err := s.store.Snapshot(ctx)
 	if err != nil {
-		s.m.StoreErrors.WithLabelValues("snapshot").Inc()
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	def := fleetDefaults{kvBlocks: s.opts.KVBlocks, prefillRate: s.opts.PrefillTokensPerSecond}
 	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap), def))
-	s.publish(snap)
 	return nil
 }
 
@@ -387,9 +386,7 @@ func (s *Scheduler) renew(ctx context.Context) {
 	if len(ids)+len(waiting) == 0 {
 		return
 	}
-	s.m.StoreRoundTrips.WithLabelValues("renew").Inc()
 	if err := s.store.Renew(ctx, ids, waiting); err != nil {
-		s.m.StoreErrors.WithLabelValues("renew").Inc()
 		s.log.Warn("renew leases", zap.Int("claims", len(ids)), zap.Int("waiters", len(waiting)), zap.Error(err))
 	}
 }
