@@ -1,0 +1,26 @@
+package app
+
+import "sync/atomic"
+
+// replicaStatus is this replica's own condition, as /health and the admin
+// API report it.
+type replicaStatus struct {
+	draining atomic.Bool
+	degraded func() bool // the shared store is unreachable
+	auth     string
+}
+
+// Status is "draining" (shutting down), "degraded" (routing on local state)
+// or "ok".
+func (s *replicaStatus) Status() string {
+	switch {
+	case s.draining.Load():
+		return "draining"
+	case s.degraded():
+		return "degraded"
+	}
+	return "ok"
+}
+
+// Auth describes the API-key auth state.
+func (s *replicaStatus) Auth() string { return s.auth }
