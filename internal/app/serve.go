@@ -25,7 +25,6 @@ import (
 	"github.com/llm-router/llm-router/envoy/xds"
 	"github.com/llm-router/llm-router/extproc"
 	"github.com/llm-router/llm-router/internal/admin"
-	"github.com/llm-router/llm-router/internal/adminapi"
 	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/internal/decisions"
@@ -52,7 +51,7 @@ type Router struct {
 	admin     *http.Server
 	status    *replicaStatus
 	ready     chan struct{}
-	api       *adminapi.Service
+	api       *admin.Service
 	adminGRPC *grpc.Server
 	xds       *xds.Server // nil with static discovery
 	decisions *decisions.Ring
@@ -197,7 +196,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		configIDs = append(configIDs, w.ID)
 	}
 	explainer := decisions.NewExplainer(ring, be.stream)
-	r.api = adminapi.New(store, sched, explainer, adminapi.Options{
+	r.api = admin.New(store, sched, explainer, admin.Options{
 		Replica: cfg.ReplicaID, Token: cfg.Admin.Token, Dynamic: cfg.Envoy.Discovery == "xds",
 		ConfigWorkers: configIDs, Status: r.status.Status,
 	})
@@ -208,7 +207,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	r.adminGRPC = grpc.NewServer()
 	pb.RegisterAdminServiceServer(r.adminGRPC, r.api)
 	mux := admin.Handler(sched, r.status, explainer, cfg.ReplicaID, m.Registry)
-	r.api.Routes(mux)
+	if err := r.api.Routes(mux); err != nil {
+		return nil, err
+	}
 	if cfg.Admin.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

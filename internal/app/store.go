@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/llm-router/llm-router/internal/adminapi"
+	"github.com/llm-router/llm-router/internal/admin"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/internal/decisions"
 	"github.com/llm-router/llm-router/internal/metrics"
@@ -28,7 +28,7 @@ type routerStore interface {
 	SetHealth(ctx context.Context, worker string, health scoring.Health) error
 	SetDraining(ctx context.Context, worker string, draining bool) error
 	telemetry.Store
-	adminapi.Store
+	admin.Store
 }
 
 var (

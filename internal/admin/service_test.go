@@ -1,4 +1,4 @@
-package adminapi
+package admin
 
 import (
 	"context"
@@ -39,7 +39,9 @@ func newTestServer(t *testing.T, dynamic bool, token string) (*httptest.Server, 
 	_ = sched.Refresh(context.Background())
 	svc := New(store, sched, noExplain{}, Options{Replica: "r", Token: token, Dynamic: dynamic, ConfigWorkers: []string{"cfg-0"}})
 	mux := http.NewServeMux()
-	svc.Routes(mux)
+	if err := svc.Routes(mux); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, store

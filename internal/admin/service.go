@@ -1,8 +1,4 @@
-// Package adminapi implements the native admin API of proto/llmrouter/v1:
-// the fleet's workers with their live state, registration with leases kept
-// by heartbeats, drains, decisions explained, stats. It is served over
-// gRPC and as HTTP/JSON (protojson) on the admin port.
-package adminapi
+package admin
 
 import (
 	"context"
@@ -40,11 +36,6 @@ type Fleet interface {
 	Strategy() string
 	Refresh(ctx context.Context) error
 	LastScoreTerms() map[string][]scheduler.ModelTerm
-}
-
-// Explainer finds a decision by request id on any replica.
-type Explainer interface {
-	Explain(ctx context.Context, requestID string) (*scheduler.Decision, error)
 }
 
 // Options configure the service.
