@@ -5,7 +5,7 @@
 // an unknown key, a wrong type or an out-of-range value fails at start with
 // a message that names the key (for example "workers[1].max_concurrency:
 // must be at least 1"). Every key, its default and its environment variable
-// are listed once, in Keys, which also generates the README table.
+// are listed once, in Keys, which also generates docs/configuration.md's table.
 package config
 
 import (

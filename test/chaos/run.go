@@ -208,7 +208,7 @@ func WriteReport(dir, command string, results []Result) error {
 	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(Markdown(command, results)), 0o600)
 }
 
-// Markdown renders the results as the README's table.
+// Markdown renders the results as the table in docs/production.md.
 func Markdown(command string, results []Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "`%s`\n\n", command)
