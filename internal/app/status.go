@@ -1,6 +1,11 @@
 package app
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/llm-router/llm-router/internal/admin"
+	"github.com/llm-router/llm-router/internal/decisions"
+)
 
 // replicaStatus is this replica's own condition, as /health and the admin
 // API report it.
@@ -9,6 +14,11 @@ type replicaStatus struct {
 	degraded func() bool // the shared store is unreachable
 	auth     string
 }
+
+var (
+	_ admin.Status    = (*replicaStatus)(nil)
+	_ admin.Explainer = (*decisions.Explainer)(nil)
+)
 
 // Status is "draining" (shutting down), "degraded" (routing on local state)
 // or "ok".
