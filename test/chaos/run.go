@@ -143,6 +143,19 @@ func runOne(ctx context.Context, o RunOptions, sc Scenario) (Result, error) {
 		}
 	}
 	sc.judge(&r, out, t)
+	// Whatever dies, internal headers never reach a client and every
+	// answer a worker gave names that worker (x-routed-node).
+	leaked, unnamed := 0, 0
+	for _, oc := range out {
+		if oc.leaked {
+			leaked++
+		}
+		if oc.served != "" && oc.node != oc.served {
+			unnamed++
+		}
+	}
+	r.check("no internal header reaches a client", leaked == 0, fmt.Sprintf("%d of %d", leaked, len(out)))
+	r.check("x-routed-node names the worker that served", unnamed == 0, fmt.Sprintf("%d of %d do not", unnamed, len(out)))
 	if !t.detected.IsZero() {
 		r.DetectMS = msf(t.detected.Sub(t.fault))
 	}
