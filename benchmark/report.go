@@ -20,7 +20,7 @@ func runFolder(results, kind string, at time.Time) (string, error) {
 }
 
 // publishLatest copies the named files of dir into <results>/latest, the
-// stable copy the README embeds, replacing older copies of the same files.
+// stable copy docs/benchmark-results.md embeds, replacing older copies of the same files.
 func publishLatest(results, dir string, files []string) error {
 	latest := filepath.Join(results, "latest")
 	if err := os.MkdirAll(latest, 0o750); err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/state"
 )
 
 // exchange is the state of one HTTP request across its ext_proc phases. It
@@ -31,7 +32,7 @@ type exchange struct {
 	send func(*extprocv3.ProcessingResponse) error
 
 	identity auth.Identity
-	priority string
+	priority state.Priority
 
 	requestID string
 	method    string

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
 )
 
 // Decision is the full record of one scheduling decision: what was asked,
@@ -19,7 +20,7 @@ type Decision struct {
 	Time          time.Time          `json:"time"`
 	Replica       string             `json:"replica"`
 	Model         string             `json:"model"`
-	Priority      string             `json:"priority"`
+	Priority      state.Priority     `json:"priority"`
 	Tenant        string             `json:"tenant,omitempty"`
 	PromptTokens  int                `json:"prompt_tokens_est"`
 	MaxTokens     int                `json:"max_tokens"`
@@ -85,7 +86,7 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 	ce.Write(
 		zap.String("request_id", d.RequestID),
 		zap.String("model", d.Model),
-		zap.String("priority", d.Priority),
+		zap.String("priority", string(d.Priority)),
 		zap.String("tenant", d.Tenant),
 		zap.String("strategy", d.Strategy),
 		zap.String("fallback", d.Fallback),

@@ -61,9 +61,7 @@ func (t *Ticket) Moved(to string) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	t.s.m.StoreRoundTrips.WithLabelValues("move").Inc()
 	if err := t.s.store.Move(ctx, t.ID, to); err != nil {
-		t.s.m.StoreErrors.WithLabelValues("move").Inc()
 		t.s.log.Warn("move claim", zap.String("request_id", t.Decision.RequestID), zap.String("from", from), zap.String("to", to), zap.Error(err))
 	}
 	t.s.m.RetriedElsewhere.WithLabelValues(from).Inc()
@@ -97,9 +95,7 @@ func (t *Ticket) Finish(o Outcome) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	s.m.StoreRoundTrips.WithLabelValues("release").Inc()
 	if _, err := s.store.Release(ctx, rel); err != nil {
-		s.m.StoreErrors.WithLabelValues("release").Inc()
 		s.log.Warn("release claim", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
 	}
 	if s.observer != nil {

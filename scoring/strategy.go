@@ -64,6 +64,11 @@ const (
 	QueueKVMaxScore = "queue_kv_max_score"
 )
 
+// Names lists the strategies New builds, the product's own first.
+func Names() []string {
+	return []string{RoundRobin, LeastLoaded, LatencyBased, InferenceAware, Scored, QueueKVMaxScore}
+}
+
 // New returns the named strategy.
 func New(name string, p Params) (Strategy, error) {
 	switch name {

@@ -58,6 +58,9 @@ const (
 	Recovering Health = "recovering"
 )
 
+// HealthStates lists every health state.
+func HealthStates() [3]Health { return [3]Health{Healthy, Unhealthy, Recovering} }
+
 // Worker is the scoring view of one candidate.
 type Worker struct {
 	ID       string

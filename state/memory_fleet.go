@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // This file holds the in-memory store's fleet bookkeeping: registered
@@ -67,7 +69,7 @@ type monitorLease struct {
 
 // healthEvent is the health state machine (see health_event in
 // lua/prelude.lua and HealthPolicy).
-func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) string {
+func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) scoring.Health {
 	p := m.limits.Health
 	cur := w.Health
 	next := cur
@@ -79,10 +81,10 @@ func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) stri
 			w.asucc++
 		}
 		switch {
-		case cur == Unhealthy && !passive && now.Sub(w.since) >= p.HoldDown:
-			next, w.asucc = Recovering, 1
-		case cur == Recovering && (passive || w.asucc >= 2):
-			next = Healthy
+		case cur == scoring.Unhealthy && !passive && now.Sub(w.since) >= p.HoldDown:
+			next, w.asucc = scoring.Recovering, 1
+		case cur == scoring.Recovering && (passive || w.asucc >= 2):
+			next = scoring.Healthy
 		}
 	} else {
 		w.asucc = 0
@@ -91,16 +93,16 @@ func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) stri
 		} else {
 			w.afail++
 		}
-		if cur == Recovering || (cur == Healthy && (w.afail >= p.ActiveFailures || w.pfail >= p.PassiveFailures)) {
-			next = Unhealthy
+		if cur == scoring.Recovering || (cur == scoring.Healthy && (w.afail >= p.ActiveFailures || w.pfail >= p.PassiveFailures)) {
+			next = scoring.Unhealthy
 		}
 	}
 	if next != cur {
 		w.Health, w.since = next, now
-		if next == Unhealthy {
+		if next == scoring.Unhealthy {
 			w.index = nil // it may restart with an empty cache
 		}
-		if next != Unhealthy {
+		if next != scoring.Unhealthy {
 			w.afail, w.pfail = 0, 0
 			m.pumpWorker(w.Spec.ID, now)
 		}
@@ -109,7 +111,7 @@ func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) stri
 }
 
 // ReportHealth feeds an active health check's result to the state machine.
-func (m *Memory) ReportHealth(_ context.Context, worker string, ok bool) (string, error) {
+func (m *Memory) ReportHealth(_ context.Context, worker string, ok bool) (scoring.Health, error) {
 	m.lock()
 	defer m.unlock()
 	w, found := m.workers[worker]

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // This file holds the Redis store's fleet bookkeeping: registered
@@ -37,13 +39,13 @@ func parseTelemetry(kvs [][2]string) Telemetry {
 
 // ReportHealth feeds an active health check's result to the state machine
 // and returns the worker's health afterwards.
-func (r *Redis) ReportHealth(ctx context.Context, worker string, ok bool) (string, error) {
+func (r *Redis) ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error) {
 	v := "0"
 	if ok {
 		v = "1"
 	}
 	st, err := r.run(ctx, r.shardOfWorker(ctx, worker), scriptHealth, worker, v).Text()
-	return st, scriptError(err)
+	return scoring.Health(st), scriptError(err)
 }
 
 // AcquireMonitors takes or keeps the monitor lease of each worker and

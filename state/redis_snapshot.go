@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // This file reads the Redis store's snapshot: each shard's workers, queues
@@ -60,7 +62,7 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 		if err := json.Unmarshal([]byte(kv[1]), &spec); err != nil {
 			return Snapshot{}, fmt.Errorf("redis snapshot: worker %s: %w", kv[0], err)
 		}
-		w := Worker{Spec: spec, Health: lookup(health, kv[0]), Draining: lookup(drain, kv[0]) == "1"}
+		w := Worker{Spec: spec, Health: scoring.Health(lookup(health, kv[0])), Draining: lookup(drain, kv[0]) == "1"}
 		w.InFlight, _ = strconv.Atoi(lookup(inflight, kv[0]))
 		w.PrefillTokens, _ = strconv.Atoi(lookup(tokp, kv[0]))
 		w.DecodeTokens, _ = strconv.Atoi(lookup(tokd, kv[0]))

@@ -22,6 +22,8 @@ package state
 import (
 	"errors"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // WorkerSpec is a worker's static description, from config or registration.
@@ -48,13 +50,6 @@ type WorkerSpec struct {
 	// guard of prefix affinity (0: the scheduler's default).
 	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second,omitempty"`
 }
-
-// Health values stored per worker.
-const (
-	Healthy    = "healthy"
-	Unhealthy  = "unhealthy"
-	Recovering = "recovering"
-)
 
 // EMA is an exponential moving average with its sample count and the time of
 // its last sample.
@@ -88,10 +83,10 @@ type Stats struct {
 
 // Worker is one worker's full state as a snapshot shows it.
 type Worker struct {
-	Spec     WorkerSpec `json:"spec"`
-	Health   string     `json:"health"`
-	Draining bool       `json:"draining"`
-	InFlight int        `json:"in_flight"`
+	Spec     WorkerSpec     `json:"spec"`
+	Health   scoring.Health `json:"health"`
+	Draining bool           `json:"draining"`
+	InFlight int            `json:"in_flight"`
 	// In-flight tokens held by claims with an Affinity (all replicas).
 	PrefillTokens int `json:"prefill_tokens"`
 	DecodeTokens  int `json:"decode_tokens"`
@@ -198,19 +193,12 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Priority ranks of queued requests: lower is served first.
-const (
-	RankCritical = 0
-	RankStandard = 1
-	RankBatch    = 2
-)
-
 // QueueSpec asks Claim to queue the request when nothing is available.
 type QueueSpec struct {
-	Model   string
-	Rank    int    // RankCritical, RankStandard or RankBatch
-	Allow   int    // the request may join while the queue is shorter than this
-	Replica string // whose notifications channel hears about the grant
+	Model    string
+	Priority Priority // its Rank orders the queue
+	Allow    int      // the request may join while the queue is shorter than this
+	Replica  string   // whose notifications channel hears about the grant
 }
 
 // ClaimRequest asks for the best available candidate.

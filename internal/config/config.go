@@ -5,13 +5,17 @@
 // an unknown key, a wrong type or an out-of-range value fails at start with
 // a message that names the key (for example "workers[1].max_concurrency:
 // must be at least 1"). Every key, its default and its environment variable
-// are listed once, in Keys, which also generates the README table.
+// are listed once, in Keys, which also generates docs/configuration.md's table.
 package config
 
 import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/emulate"
+	"github.com/llm-router/llm-router/state"
 )
 
 // Config is the whole router configuration.
@@ -98,6 +102,26 @@ type Timeouts struct {
 	Batch    Duration `yaml:"batch"`
 }
 
+// For is the timeout of priority p ("" and unknown: standard's).
+func (t Timeouts) For(p state.Priority) time.Duration {
+	switch p {
+	case state.PriorityCritical:
+		return t.Critical.D()
+	case state.PriorityBatch:
+		return t.Batch.D()
+	}
+	return t.Standard.D()
+}
+
+// ByRank lists the timeouts by priority rank (state.Priority.Rank).
+func (t Timeouts) ByRank() [3]time.Duration {
+	var out [3]time.Duration
+	for _, p := range state.Priorities() {
+		out[p.Rank()] = t.For(p)
+	}
+	return out
+}
+
 // Max is the longest of the three.
 func (t Timeouts) Max() time.Duration {
 	return max(t.Critical.D(), t.Standard.D(), t.Batch.D())
@@ -130,9 +154,9 @@ type Auth struct {
 
 // APIKey is one client credential.
 type APIKey struct {
-	Key         string `yaml:"key"`
-	Tenant      string `yaml:"tenant"`
-	MaxPriority string `yaml:"max_priority"` // critical, standard (default) or batch
+	Key         string         `yaml:"key"`
+	Tenant      string         `yaml:"tenant"`
+	MaxPriority state.Priority `yaml:"max_priority"` // critical, standard (default) or batch
 }
 
 // Redis configures the shared store. Empty (no url, no addrs): the
@@ -256,20 +280,17 @@ type Worker struct {
 	PrefillTokensPerSecond float64 `yaml:"prefill_tokens_per_second"`
 }
 
-// Strategies lists the accepted values of strategy.
-// The last three are the benchmark's emulations of other routers'
-// cache-aware schedulers (scoring/emulate).
-var Strategies = []string{
-	"round_robin", "least_loaded", "latency_based", "inference_aware", "scored", "queue_kv_max_score",
-	"prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",
-}
+// Strategies lists the accepted values of strategy: scoring's and, last,
+// the benchmark's emulations of other routers' cache-aware schedulers
+// (scoring/emulate). The names are defined there, once.
+var Strategies = append(scoring.Names(), emulate.Names()...)
 
 // Default returns the configuration every loaded file starts from.
 func Default() Config {
 	return Config{
 		ExtProcListen:         "127.0.0.1:9002",
 		AdminListen:           "127.0.0.1:9090",
-		Strategy:              "scored",
+		Strategy:              scoring.Scored,
 		LogLevel:              "info",
 		MaxBodyBytes:          4 << 20,
 		ShutdownGrace:         Duration(30 * time.Second),

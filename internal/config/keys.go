@@ -18,8 +18,8 @@ type Key struct {
 	apply   func(c *Config, v string) error
 }
 
-// Keys lists every configuration key. The README's table is generated from
-// it (TestReadmeDocumentsEveryKey keeps them equal).
+// Keys lists every configuration key. docs/configuration.md's table is generated from
+// it (TestConfigReferenceDocumentsEveryKey keeps them equal).
 var Keys = []Key{
 	{Path: "extproc_listen", Env: "EXTPROC_LISTEN", Default: "127.0.0.1:9002", Doc: "ext_proc gRPC listener (with the standard gRPC health service)", apply: setString(func(c *Config) *string { return &c.ExtProcListen })},
 	{Path: "admin_listen", Env: "ADMIN_LISTEN", Default: "127.0.0.1:9090", Doc: "admin HTTP listener: /health, /stats, /metrics", apply: setString(func(c *Config) *string { return &c.AdminListen })},
@@ -233,7 +233,7 @@ func setDuration(field func(*Config) *Duration) func(*Config, string) error {
 	}
 }
 
-// MarkdownTable renders Keys as the README's configuration table.
+// MarkdownTable renders Keys as the table of docs/configuration.md.
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| key | env var | default | what it does |\n|---|---|---|---|\n")

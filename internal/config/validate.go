@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
@@ -73,9 +75,9 @@ func (c *Config) Validate() error {
 	if c.Queue.BatchShare < 0 || c.Queue.BatchShare > 1 {
 		bad("queue.batch_share", "must be in [0, 1], got %g", c.Queue.BatchShare)
 	}
-	for name, d := range map[string]Duration{"critical": c.Queue.Timeout.Critical, "standard": c.Queue.Timeout.Standard, "batch": c.Queue.Timeout.Batch} {
-		if d.D() <= 0 || d.D() > time.Hour {
-			bad("queue.timeout."+name, "must be between 0 and 1h, got %s", d)
+	for _, p := range state.Priorities() {
+		if d := c.Queue.Timeout.For(p); d <= 0 || d > time.Hour {
+			bad("queue.timeout."+string(p), "must be between 0 and 1h, got %s", Duration(d))
 		}
 	}
 	if c.Queue.MaxConcurrentRequests < 0 {
@@ -227,7 +229,7 @@ func (c *Config) validateAuth(bad func(string, string, ...any)) {
 		if k.Tenant == "" {
 			bad(key+".tenant", "required")
 		}
-		if k.MaxPriority != "" && !slices.Contains([]string{"critical", "standard", "batch"}, k.MaxPriority) {
+		if !k.MaxPriority.OrStandard().Valid() {
 			bad(key+".max_priority", "want critical, standard or batch, got %q", k.MaxPriority)
 		}
 	}

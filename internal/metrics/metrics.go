@@ -68,7 +68,6 @@ type Metrics struct {
 	DecisionDuration     *prometheus.HistogramVec // strategy
 	Picks                *prometheus.CounterVec   // strategy, outcome
 	ClaimConflicts       prometheus.Counter
-	ClaimRetries         prometheus.Counter
 	StoreRoundTrips      *prometheus.CounterVec // op
 	StoreErrors          *prometheus.CounterVec // op
 	StoreDegraded        prometheus.Gauge
@@ -112,7 +111,6 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 		DecisionDuration:    f.histogram("decision_duration_seconds", "Time to score and claim a worker, store round trip included.", DecisionBuckets, labelsStrategy),
 		Picks:               f.counter("picks_total", "Scheduling decisions by strategy and outcome.", labelsPick),
 		ClaimConflicts:      f.counter1("claim_conflicts_total", "Claims where the live state changed the choice made on the cached snapshot."),
-		ClaimRetries:        f.counter1("claim_retries_total", "Claims retried because the first attempt found no worker available."),
 		StoreRoundTrips:     f.counter("store_round_trips_total", "Round trips to the state store by operation.", labelsStoreOp),
 		StoreErrors:         f.counter("store_errors_total", "Failed state store operations.", labelsStoreOp),
 		StoreDegraded:       f.gauge1("store_degraded", "1 while the shared store is unreachable and the router routes on local state."),

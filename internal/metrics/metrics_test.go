@@ -90,7 +90,6 @@ func recorded(t *testing.T) *metrics.Metrics {
 	m.Picks.WithLabelValues("scored", "claimed").Add(42)
 	m.Picks.WithLabelValues("scored", "queue_full").Add(3)
 	m.ClaimConflicts.Add(2)
-	m.ClaimRetries.Inc()
 	m.StoreRoundTrips.WithLabelValues("claim").Add(45)
 	m.StoreRoundTrips.WithLabelValues("release").Add(43)
 	m.StoreErrors.WithLabelValues("claim").Inc()

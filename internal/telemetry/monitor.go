@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/internal/metrics"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -19,7 +20,7 @@ import (
 type Store interface {
 	AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error)
 	PutTelemetry(ctx context.Context, ts map[string]state.Telemetry) error
-	ReportHealth(ctx context.Context, worker string, ok bool) (string, error)
+	ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error)
 }
 
 // Workers lists the workers to monitor (the registry, from the snapshot).
@@ -152,7 +153,7 @@ func (m *Monitor) Cycle(ctx context.Context) {
 			continue
 		}
 		if !ok {
-			m.log.Info("health check failed", zap.String("worker", id), zap.String("health", st))
+			m.log.Info("health check failed", zap.String("worker", id), zap.String("health", string(st)))
 		}
 	}
 }

@@ -69,6 +69,8 @@ type env struct {
 	Workers map[string]*stack.Gpusim
 	dir     string
 
+	routerProc *stack.Router // set by startRouterProcess instead of Router
+
 	stopRouter context.CancelFunc
 	routerDone chan error
 }
@@ -155,7 +157,13 @@ func (e *env) startFront() {
 		t.Fatalf("test config: %v", err)
 	}
 	e.startRouter()
+	e.startEnvoy()
+}
 
+// startEnvoy starts an Envoy rendered from e.Cfg, in front of whatever
+// router listens on e.Cfg.ExtProcListen.
+func (e *env) startEnvoy() {
+	t := e.t
 	yaml, err := envoy.Render(e.Cfg)
 	if err != nil {
 		t.Fatal(err)

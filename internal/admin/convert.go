@@ -1,4 +1,4 @@
-package adminapi
+package admin
 
 import (
 	"time"
@@ -35,7 +35,7 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 			MaxConcurrency: int32(w.Spec.MaxConcurrency), MetricsFormat: w.Spec.MetricsFormat, MetricsUrl: w.Spec.MetricsURL,
 			HealthUrl: w.Spec.HealthURL, DcgmUrl: w.Spec.DCGMURL, DcgmGpu: w.Spec.DCGMGPU,
 		},
-		Health: w.Health, Draining: w.Draining, InFlight: int32(w.InFlight), Source: src,
+		Health: string(w.Health), Draining: w.Draining, InFlight: int32(w.InFlight), Source: src,
 		LeaseExpires:    ts(w.LeaseExpires),
 		LatencySeconds:  avg(w.Stats.Latency),
 		TtftSeconds:     avg(w.Stats.TTFT),
@@ -51,7 +51,7 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 
 func decision(d *scheduler.Decision) *pb.Decision {
 	out := &pb.Decision{
-		RequestId: d.RequestID, Time: ts(d.Time), Replica: d.Replica, Model: d.Model, Priority: d.Priority,
+		RequestId: d.RequestID, Time: ts(d.Time), Replica: d.Replica, Model: d.Model, Priority: string(d.Priority),
 		Tenant: d.Tenant, Strategy: d.Strategy, Fallback: d.Fallback, Outcome: d.Outcome, Worker: d.Worker,
 		WaitSeconds: d.WaitSeconds, QueuePosition: int32(d.QueuePosition), DecideMicros: d.DecideMicros,
 		UnknownTerms: d.Unknown, MaxTokens: int32(d.MaxTokens), PromptTokensEstimate: int32(d.PromptTokens), Stream: d.Stream,
