@@ -258,9 +258,10 @@ func (w *memWorker) available() bool {
 	return (w.Health == Healthy || w.Health == Recovering) && !w.Draining
 }
 
-// capFor is the worker's cap given its health: a recovering worker takes
-// one request at a time (a probe).
+// capFor is the worker's cap given its health and learned limit: a
+// recovering worker takes one request at a time (a probe).
 func (w *memWorker) capFor(c int) int {
+	c = CapWith(c, w.Limit.Value)
 	if w.Health == Recovering {
 		return min(c, 1)
 	}

@@ -97,8 +97,11 @@ type Worker struct {
 	DecodeTokens  int `json:"decode_tokens"`
 	// PrefixBlocks is the size of the worker's prefix index (at most its
 	// kv_blocks).
-	PrefixBlocks int       `json:"prefix_blocks"`
-	Stats        Stats     `json:"stats"`
+	PrefixBlocks int `json:"prefix_blocks"`
+	// Limit is the worker's learned concurrency limit (adaptive caps;
+	// Value 0: none, the configured cap applies).
+	Limit     Limit     `json:"limit"`
+	Stats     Stats     `json:"stats"`
 	Telemetry    Telemetry `json:"telemetry"`
 	// Registered workers joined through the admin API and must heartbeat
 	// before LeaseExpires; the others come from the config.

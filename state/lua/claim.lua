@@ -67,6 +67,7 @@ local function hmget(key)
 end
 local inflight = hmget(K_INFLIGHT)
 local ok = hmget(K_OK)
+local lims = hmget(K_LIM)
 local tokp, tokd
 if aff then
   tokp, tokd = hmget(K_TOKP), hmget(K_TOKD)
@@ -110,7 +111,7 @@ for i = 1, #ids do
   matched[i], pre[i], dec_[i] = 0, 0, 0
   if ok[i] then
     avail[i] = 1
-    if a < effective_cap(ok[i], caps[i]) then
+    if a < effective_cap(ok[i], caps[i], lims[i]) then
       local s = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
       if aff then
         local m, p, d = match(ids[i]), tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
