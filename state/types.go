@@ -102,7 +102,7 @@ type Worker struct {
 	// Value 0: none, the configured cap applies).
 	Limit     Limit     `json:"limit"`
 	Stats     Stats     `json:"stats"`
-	Telemetry    Telemetry `json:"telemetry"`
+	Telemetry Telemetry `json:"telemetry"`
 	// Registered workers joined through the admin API and must heartbeat
 	// before LeaseExpires; the others come from the config.
 	Registered   bool      `json:"registered,omitempty"`
