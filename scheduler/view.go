@@ -55,7 +55,7 @@ func newView(snap state.Snapshot, zone, region string, stale time.Duration, join
 			Health:         scoring.Health(w.Health),
 			Draining:       w.Draining,
 			Joining:        joining[w.Spec.ID],
-			MaxConcurrency: w.Spec.MaxConcurrency,
+			MaxConcurrency: state.CapWith(w.Spec.MaxConcurrency, w.Limit.Value), // a learned limit lowers it
 			Active:         w.InFlight,
 			Distance:       scoring.Distance(w.Spec.Zone, w.Spec.Region, zone, region),
 			Latency:        scoring.Average{Value: w.Stats.Latency.Value, Samples: w.Stats.Latency.Samples},

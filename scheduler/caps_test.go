@@ -1,0 +1,54 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/llm-router/llm-router/state"
+)
+
+// A learned limit below the configured cap is the cap the decision shows
+// and the one the claim keeps; the decision names it.
+func TestLearnedCapInDecision(t *testing.T) {
+	ctx := context.Background()
+	s, store, rec := newTestScheduler(t, "least_loaded", spec("a", "m", 4), spec("b", "m", 4))
+	if err := store.PutLimits(ctx, map[string]state.Limit{"a": {Value: 1, Estimate: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var tickets []*Ticket
+	for range 5 {
+		tk, err := s.Admit(ctx, Request{ID: "r", Model: "m"})
+		if err != nil {
+			t.Fatalf("admit %d: %v", len(tickets), err)
+		}
+		tickets = append(tickets, tk)
+	}
+	onA := 0
+	for _, tk := range tickets {
+		if tk.Worker() == "a" {
+			onA++
+		}
+	}
+	if onA != 1 {
+		t.Fatalf("%d requests on a, whose learned limit is 1", onA)
+	}
+	if _, err := s.Admit(ctx, Request{ID: "r6", Model: "m"}); !errors.Is(err, ErrAtCapacity) {
+		t.Fatalf("sixth request: %v, want at capacity (1 + 4)", err)
+	}
+	d := rec.ds[0]
+	if d.LearnedCaps["a"] != 1 || len(d.LearnedCaps) != 1 {
+		t.Fatalf("decision's learned caps %v, want a: 1", d.LearnedCaps)
+	}
+	for _, l := range d.Candidates {
+		if want := map[string]int{"a": 1, "b": 4}[l.Worker]; l.Cap != want {
+			t.Fatalf("line %s shows cap %d, want %d", l.Worker, l.Cap, want)
+		}
+	}
+	for _, tk := range tickets {
+		tk.Finish(Outcome{Status: 200})
+	}
+}
