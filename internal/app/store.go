@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/internal/adminapi"
+	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/internal/telemetry"
@@ -27,6 +28,7 @@ type routerStore interface {
 	SetDraining(ctx context.Context, worker string, draining bool) error
 	telemetry.Store
 	adminapi.Store
+	caps.Store
 }
 
 var (

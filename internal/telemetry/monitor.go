@@ -22,6 +22,12 @@ type Store interface {
 	ReportHealth(ctx context.Context, worker string, ok bool) (string, error)
 }
 
+// Learner learns from the monitored workers' state once a cycle (adaptive
+// caps: internal/caps). mine are the workers this replica monitors.
+type Learner interface {
+	Learn(ctx context.Context, snap state.Snapshot, mine []string) error
+}
+
 // Workers lists the workers to monitor (the registry, from the snapshot).
 type Workers interface {
 	Snapshot() state.Snapshot
@@ -37,6 +43,8 @@ type Options struct {
 	Logger         *zap.Logger
 	Metrics        *metrics.Metrics
 	Now            func() time.Time
+	// Learner (may be nil) runs after each cycle's scrapes.
+	Learner Learner
 }
 
 // Monitor scrapes and health-checks the workers this replica holds the
@@ -144,6 +152,11 @@ func (m *Monitor) Cycle(ctx context.Context) {
 	wg.Wait()
 	if err := m.store.PutTelemetry(ctx, results); err != nil {
 		m.log.Warn("store telemetry", zap.Error(err))
+	}
+	if m.opts.Learner != nil {
+		if err := m.opts.Learner.Learn(ctx, snap, mine); err != nil {
+			m.log.Warn("learn worker limits", zap.Error(err))
+		}
 	}
 	for id, ok := range checks {
 		st, err := m.store.ReportHealth(ctx, id, ok)
