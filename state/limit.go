@@ -53,7 +53,9 @@ func CapWith(cap, l int) int {
 }
 
 // PutLimits stores learned limits of known workers (unknown ones are
-// ignored) and hands slots a raised limit frees to waiters.
+// ignored), starts a new window of their lowest TTFT and highest tokens/s
+// (Stats.TTFTLow, TPSHigh) and hands slots a raised limit frees to
+// waiters.
 func (m *Memory) PutLimits(_ context.Context, ls map[string]Limit) error {
 	m.lock()
 	defer m.unlock()
@@ -64,6 +66,7 @@ func (m *Memory) PutLimits(_ context.Context, ls map[string]Limit) error {
 			continue
 		}
 		w.Limit = l
+		w.Stats.TTFTLow, w.Stats.TPSHigh = 0, 0 // a new window starts
 		m.pumpWorker(id, now)
 	}
 	return nil

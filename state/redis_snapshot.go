@@ -132,5 +132,7 @@ func parseStats(kvs [][2]string) Stats {
 	}
 	req, _ := strconv.ParseInt(m["req"], 10, 64)
 	errs, _ := strconv.ParseInt(m["err"], 10, 64)
-	return Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs}
+	lo, _ := strconv.ParseFloat(m["ttft_lo"], 64)
+	hi, _ := strconv.ParseFloat(m["tps_hi"], 64)
+	return Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs, TTFTLow: lo, TPSHigh: hi}
 }

@@ -78,6 +78,10 @@ type Observation struct {
 	InFlight     int       // claims held now, all replicas
 	TTFT         state.EMA // seconds, from the shared averages
 	TokensPerSec state.EMA
+	// TTFTLow and TPSHigh are the best single request since the last
+	// update (0: none): the baseline's evidence, which the averages blur
+	// when a worker is overloaded from its first request on.
+	TTFTLow, TPSHigh float64
 }
 
 // Next returns the worker's limit after observing o at now, and whether it
@@ -85,8 +89,9 @@ type Observation struct {
 // starts at its cap: adaptive caps only ever lower what is configured.
 //
 // With n ≥ MinSamples new samples of an average, its baseline becomes
-// min(baseline·(1+Drift), recent) and its gradient tolerance·baseline /
-// recent. The smaller gradient, within [MinGradient, 1], decides:
+// min(baseline·(1+Drift), best) where best is the best single request
+// since the last update (or the average, when unknown), and its gradient
+// tolerance·baseline / recent average. The smaller gradient, within [MinGradient, 1], decides:
 //
 //   - below 1 (latency past tolerance): estimate ← estimate·gradient;
 //   - 1, and the worker uses at least half its limit (not idle, so the
@@ -111,13 +116,17 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 	}
 	gradient, moved := 1.0, false
 	if o.TTFT.Samples-l.SeenTTFT >= p.MinSamples && o.TTFT.Value > 0 {
-		l.BaseTTFT = baseline(l.BaseTTFT, o.TTFT.Value, p.Drift)
+		l.BaseTTFT = baseline(l.BaseTTFT, lowest(o.TTFTLow, o.TTFT.Value), p.Drift)
 		gradient = min(gradient, p.Tolerance*l.BaseTTFT/o.TTFT.Value)
 		l.SeenTTFT, moved = o.TTFT.Samples, true
 	}
 	if o.TokensPerSec.Samples-l.SeenTPS >= p.MinSamples && o.TokensPerSec.Value > 0 {
 		itl := 1 / o.TokensPerSec.Value
-		l.BaseITL = baseline(l.BaseITL, itl, p.Drift)
+		best := itl
+		if o.TPSHigh > 0 {
+			best = min(itl, 1/o.TPSHigh)
+		}
+		l.BaseITL = baseline(l.BaseITL, best, p.Drift)
 		gradient = min(gradient, p.ITLTolerance*l.BaseITL/itl)
 		l.SeenTPS, moved = o.TokensPerSec.Samples, true
 	}
@@ -135,6 +144,14 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 	l.Estimate = max(floor, min(float64(o.Cap), l.Estimate))
 	l.Value = int(math.Floor(l.Estimate + 1e-9))
 	return l, l != old
+}
+
+// lowest is min(a, b) of the positive ones.
+func lowest(a, b float64) float64 {
+	if a <= 0 {
+		return b
+	}
+	return min(a, b)
 }
 
 // baseline is the lowest recent value, drifting up by drift a step toward

@@ -27,6 +27,46 @@ func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) S
 	t.Run("RaisedLimitGrantsWaiters", func(t *testing.T) { raisedLimit(t, newStore(t, def)) })
 	t.Run("LimitGoesWithWorker", func(t *testing.T) { limitGoes(t, newStore(t, def)) })
 	t.Run("ForgetPrefixesEmptiesTheIndex", func(t *testing.T) { forgetPrefixes(t, newStore(t, def)) })
+	t.Run("LimitWindowOfExtremes", func(t *testing.T) { limitWindow(t, newStore(t, def)) })
+}
+
+// limitWindow: releases keep the lowest TTFT and highest tokens/s of one
+// request; writing the limit starts a new window.
+func limitWindow(t *testing.T, s Store) {
+	specs := workers(1, 4)
+	register(t, s, specs)
+	for _, m := range []struct {
+		ttft time.Duration
+		tps  float64
+	}{{300 * time.Millisecond, 40}, {100 * time.Millisecond, 20}, {200 * time.Millisecond, 50}, {0, 0}} {
+		id, _ := mustClaim(t, s, candidates(specs))
+		if _, err := s.Release(context.Background(), state.Release{ID: id, Latency: time.Second, TTFT: m.ttft, TokensPerSec: m.tps, Alpha: 0.2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := statsOf(t, s, "w0")
+	if st.TTFTLow != 0.1 || st.TPSHigh != 50 {
+		t.Fatalf("window low TTFT %v, high tokens/s %v; want 0.1 and 50", st.TTFTLow, st.TPSHigh)
+	}
+	putLimit(t, s, "w0", state.Limit{Value: 3, Estimate: 3})
+	if st := statsOf(t, s, "w0"); st.TTFTLow != 0 || st.TPSHigh != 0 || st.TTFT.Samples != 3 {
+		t.Fatalf("after the limit was written: %+v, want a new window and the averages kept", st)
+	}
+}
+
+func statsOf(t *testing.T, s Store, worker string) state.Stats {
+	t.Helper()
+	snap, err := s.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range snap.Workers {
+		if w.Spec.ID == worker {
+			return w.Stats
+		}
+	}
+	t.Fatalf("no worker %s", worker)
+	return state.Stats{}
 }
 
 func limits(t *testing.T, s Store) limitStore {
