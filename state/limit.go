@@ -53,8 +53,8 @@ func CapWith(cap, l int) int {
 }
 
 // PutLimits stores learned limits of known workers (unknown ones are
-// ignored), starts a new window of their lowest TTFT and highest tokens/s
-// (Stats.TTFTLow, TPSHigh) and hands slots a raised limit frees to
+// ignored), starts a new window of their lowest TTFT (Stats.TTFTLow) and
+// hands slots a raised limit frees to
 // waiters.
 func (m *Memory) PutLimits(_ context.Context, ls map[string]Limit) error {
 	m.lock()
@@ -66,7 +66,7 @@ func (m *Memory) PutLimits(_ context.Context, ls map[string]Limit) error {
 			continue
 		}
 		w.Limit = l
-		w.Stats.TTFTLow, w.Stats.TPSHigh = 0, 0 // a new window starts
+		w.Stats.TTFTLow = 0 // a new window starts
 		m.pumpWorker(id, now)
 	}
 	return nil

@@ -313,7 +313,6 @@ func observe(s Stats, r Release, now time.Time) Stats {
 	}
 	if r.TokensPerSec > 0 {
 		s.TokensPerSec = s.TokensPerSec.Observe(r.TokensPerSec, r.Alpha, now)
-		s.TPSHigh = max(s.TPSHigh, r.TokensPerSec)
 	}
 	return s
 }

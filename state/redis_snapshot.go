@@ -133,6 +133,5 @@ func parseStats(kvs [][2]string) Stats {
 	req, _ := strconv.ParseInt(m["req"], 10, 64)
 	errs, _ := strconv.ParseInt(m["err"], 10, 64)
 	lo, _ := strconv.ParseFloat(m["ttft_lo"], 64)
-	hi, _ := strconv.ParseFloat(m["tps_hi"], 64)
-	return Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs, TTFTLow: lo, TPSHigh: hi}
+	return Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs, TTFTLow: lo}
 }

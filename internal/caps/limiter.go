@@ -78,10 +78,12 @@ type Observation struct {
 	InFlight     int       // claims held now, all replicas
 	TTFT         state.EMA // seconds, from the shared averages
 	TokensPerSec state.EMA
-	// TTFTLow and TPSHigh are the best single request since the last
-	// update (0: none): the baseline's evidence, which the averages blur
-	// when a worker is overloaded from its first request on.
-	TTFTLow, TPSHigh float64
+	// TTFTLow is the lowest TTFT of one request since the last update (0:
+	// none): the baseline's evidence, which the average blurs when a worker
+	// is overloaded from its first request on. (Not so for tokens/s: one
+	// short response whose tokens arrived in a burst shows a rate no
+	// request sustains, so the ITL baseline is the lowest average.)
+	TTFTLow float64
 }
 
 // Next returns the worker's limit after observing o at now, and whether it
@@ -89,8 +91,8 @@ type Observation struct {
 // starts at its cap: adaptive caps only ever lower what is configured.
 //
 // With n ≥ MinSamples new samples of an average, its baseline becomes
-// min(baseline·(1+Drift), best) where best is the best single request
-// since the last update (or the average, when unknown), and its gradient
+// min(baseline·(1+Drift), best) where best is, for TTFT, the lowest of
+// one request since the last update and, for ITL, the average, and its gradient
 // tolerance·baseline / recent average. The smaller gradient, within [MinGradient, 1], decides:
 //
 //   - below 1 (latency past tolerance): estimate ← estimate·gradient;
@@ -122,11 +124,7 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 	}
 	if o.TokensPerSec.Samples-l.SeenTPS >= p.MinSamples && o.TokensPerSec.Value > 0 {
 		itl := 1 / o.TokensPerSec.Value
-		best := itl
-		if o.TPSHigh > 0 {
-			best = min(itl, 1/o.TPSHigh)
-		}
-		l.BaseITL = baseline(l.BaseITL, best, p.Drift)
+		l.BaseITL = baseline(l.BaseITL, itl, p.Drift)
 		gradient = min(gradient, p.ITLTolerance*l.BaseITL/itl)
 		l.SeenTPS, moved = o.TokensPerSec.Samples, true
 	}

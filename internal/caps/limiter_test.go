@@ -217,10 +217,4 @@ func TestNextBaselineFromTheBestRequest(t *testing.T) {
 	if l.Value != 3 || l.BaseTTFT != 0.1 {
 		t.Fatalf("with the best request at 0.1 s: %+v, want the limit halved to 3 on a 0.1 s baseline", l)
 	}
-	o = obs(6, 6, 8, 0.1, 20)
-	o.TPSHigh = 100
-	l, _ = Params{}.Next(state.Limit{}, o, t0)
-	if l.Value != 3 || !near(l.BaseITL, 0.01) {
-		t.Fatalf("with the best request at 100 tokens/s: %+v, want 3 on a 10 ms ITL baseline", l)
-	}
 }

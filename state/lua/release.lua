@@ -38,16 +38,12 @@ if w ~= '' and redis.call('HEXISTS', K_WORKERS, w) == 1 then
     ema(sk, 'lat', tonumber(ARG[4]), alpha)
     ema(sk, 'ttft', tonumber(ARG[5]), alpha)
     ema(sk, 'tps', tonumber(ARG[6]), alpha)
-    -- The adaptive-caps window (state/limit.go): the lowest TTFT and the
-    -- highest tokens/s since the learned limit was last written.
-    local ttft, tps = tonumber(ARG[5]), tonumber(ARG[6])
+    -- The adaptive-caps window (state/limit.go): the lowest TTFT since the
+    -- learned limit was last written.
+    local ttft = tonumber(ARG[5])
     if ttft and ttft > 0 then
       local lo = tonumber(redis.call('HGET', sk, 'ttft_lo'))
       if not lo or ttft < lo then redis.call('HSET', sk, 'ttft_lo', string.format('%.17g', ttft)) end
-    end
-    if tps and tps > 0 then
-      local hi = tonumber(redis.call('HGET', sk, 'tps_hi'))
-      if not hi or tps > hi then redis.call('HSET', sk, 'tps_hi', string.format('%.17g', tps)) end
     end
   end
   if released == 1 then pump_worker(w, now) end
