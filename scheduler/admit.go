@@ -289,6 +289,7 @@ func toStateCandidates(cs []scoring.Candidate) []state.Candidate {
 		out[i] = state.Candidate{
 			Worker: c.Worker, Cap: c.Cap, Base: c.Curve.Base, Slope: c.Curve.Slope, Mult: c.Curve.Mult,
 			Prefix: a.Prefix, TokenLoad: a.TokenLoad(), PrefillLimit: a.PrefillLimit, KVBlocks: a.KVBlocks,
+			PrefixTrust: a.MatchTrust(),
 		}
 	}
 	return out

@@ -304,6 +304,9 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 	for _, w := range snap.Workers {
 		s.m.NodeActiveRequests.WithLabelValues(w.Spec.ID).Set(float64(w.InFlight))
 		s.m.NodeConcurrencyLimit.WithLabelValues(w.Spec.ID).Set(float64(state.CapWith(w.Spec.MaxConcurrency, w.Limit.Value)))
+		if r := w.Telemetry.HitRatio; !r.At.IsZero() {
+			s.m.NodePrefixHitRatio.WithLabelValues(w.Spec.ID).Set(r.Value)
+		}
 		for _, h := range []string{state.Healthy, state.Unhealthy, state.Recovering} {
 			v := 0.0
 			if w.Health == h {

@@ -204,6 +204,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		if aff {
 			tok = claimTokens{prefill: req.Affinity.Uncached(res.Live[best].Match), decode: req.Affinity.DecodeTokens}
 			m.workers[c.Worker].recordBlocks(req.Affinity.Blocks, c.kvBlocks())
+			m.workers[c.Worker].PredictedHitTokens += req.Affinity.PredictedHits(res.Live[best].Match)
 		}
 		m.hold(req.ID, c.Worker, now, tok)
 		return res, nil

@@ -115,6 +115,9 @@ end
 -- A worker's learned concurrency limit (adaptive caps, state/limit.go):
 -- K_LIM holds the integer the scripts enforce, K_LIMST the limiter's JSON.
 local K_LIM, K_LIMST = PREFIX .. 'lim', PREFIX .. 'limst'
+-- Prompt tokens the prefix index predicted cached, per worker (a counter,
+-- compared with the engine's own prefix-cache hits).
+local K_PHIT = PREFIX .. 'phitp'
 
 -- effective_cap is a worker's cap given its availability and learned
 -- limit lim (nil or 0: none): a recovering worker takes one request at a
@@ -221,7 +224,7 @@ local function deregister(id)
   for m in string.gmatch(models, '[^\n]+') do
     redis.call('SREM', PREFIX .. 'model:' .. m, id)
   end
-  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE, K_TOKP, K_TOKD, K_LIM, K_LIMST}) do
+  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE, K_TOKP, K_TOKD, K_LIM, K_LIMST, K_PHIT}) do
     redis.call('HDEL', k, id)
   end
   redis.call('ZREM', K_WKLEASES, id)

@@ -28,6 +28,56 @@ func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) S
 	t.Run("LimitGoesWithWorker", func(t *testing.T) { limitGoes(t, newStore(t, def)) })
 	t.Run("ForgetPrefixesEmptiesTheIndex", func(t *testing.T) { forgetPrefixes(t, newStore(t, def)) })
 	t.Run("LimitWindowOfExtremes", func(t *testing.T) { limitWindow(t, newStore(t, def)) })
+	t.Run("PredictedHitTokensCounted", func(t *testing.T) { predictedHits(t, newStore(t, def)) })
+	t.Run("PrefixTrustScalesTheMatch", func(t *testing.T) { prefixTrust(t, newStore(t, def)) })
+}
+
+// predictedHits: the winner of a claim with a prefix match counts the
+// tokens the match predicts cached (never the prompt's last one), for the
+// check against the engine's own hits.
+func predictedHits(t *testing.T, s Store) {
+	register(t, s, workers(1, 8))
+	blocks := seqBlocks(1, 8)
+	cands := []state.Candidate{{Worker: "w0", Cap: 8, Prefix: 1}}
+	for _, tc := range []struct {
+		prompt int
+		want   int64
+	}{{200, 0}, {200, 128}, {100, 128 + 99}} { // cumulative
+		id, res := claimAff(t, s, cands, state.Affinity{Blocks: blocks, PromptTokens: tc.prompt})
+		release(t, s, id)
+		snap, err := s.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snap.Workers[0].PredictedHitTokens; got != tc.want {
+			t.Fatalf("after a claim matching %d blocks of a %d-token prompt: %d predicted hit tokens, want %d", res.Live[0].Match, tc.prompt, got, tc.want)
+		}
+	}
+}
+
+// prefixTrust: a warm worker whose engine confirmed a tenth of the
+// predicted hits counts a tenth of its match, and loses to a cold one it
+// would beat with full trust.
+func prefixTrust(t *testing.T, s Store) {
+	register(t, s, workers(2, 8))
+	blocks := seqBlocks(100, 8)
+	matchOn(t, s, "w0", 1024, blocks)
+	pick := func(trust float64) string {
+		cands := []state.Candidate{
+			{Worker: "w0", Cap: 8, Base: 50, Prefix: 100, KVBlocks: 1024, PrefixTrust: trust},
+			{Worker: "w1", Cap: 8, Prefix: 100, KVBlocks: 1024},
+		}
+		id, res := claimAff(t, s, cands, state.Affinity{Blocks: blocks})
+		release(t, s, id)
+		return cands[res.Index].Worker
+	}
+	// Full trust first: the winner records the blocks, so w1 stays cold.
+	if w := pick(1); w != "w0" {
+		t.Fatalf("with full trust the warm worker scores 50 against 100, yet %s won", w)
+	}
+	if w := pick(0.1); w != "w1" {
+		t.Fatalf("with trust 0.1 the warm worker scores 50+90 against 100, yet %s won", w)
+	}
 }
 
 // limitWindow: releases keep the lowest TTFT of one request; writing the
