@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/llm-router/llm-router/state"
 )
@@ -50,5 +51,30 @@ func TestLearnedCapInDecision(t *testing.T) {
 	}
 	for _, tk := range tickets {
 		tk.Finish(Outcome{Status: 200})
+	}
+}
+
+func TestEngineFiguresOverEstimates(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	def := fleetDefaults{kvBlocks: 4096}
+	w := state.Worker{Spec: state.WorkerSpec{KVBlocks: 2048}}
+	if got := kvBlocks(w, def); got != 2048 {
+		t.Fatalf("kv blocks %d, want the spec's 2048", got)
+	}
+	w.Telemetry.KVBlocks = state.Sample{Value: 54000, At: at}
+	if got := kvBlocks(w, def); got != 54000 {
+		t.Fatalf("kv blocks %d, want the engine's 54000", got)
+	}
+	if got := kvBlocks(state.Worker{}, def); got != 4096 {
+		t.Fatalf("kv blocks %d, want the default", got)
+	}
+	for _, tc := range []struct {
+		ratio state.Sample
+		want  float64
+	}{{state.Sample{}, 0}, {state.Sample{Value: 0.3, At: at}, 0.3}, {state.Sample{Value: 1.7, At: at}, 1}, {state.Sample{Value: 0, At: at}, 0.05}} {
+		w.Telemetry.HitRatio = tc.ratio
+		if got := prefixTrust(w); got != tc.want {
+			t.Fatalf("trust for ratio %+v: %v, want %v", tc.ratio, got, tc.want)
+		}
 	}
 }
