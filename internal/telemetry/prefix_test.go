@@ -147,8 +147,10 @@ func TestRestartedEngineLosesItsIndex(t *testing.T) {
 	}
 	claim := func(worker string) int {
 		id := fmt.Sprintf("c-%d", time.Now().UnixNano())
-		res, err := store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: []state.Candidate{{Worker: worker, Cap: 8, Prefix: 1}},
-			Affinity: state.Affinity{Blocks: blocks, PromptTokens: 64 * 16}})
+		res, err := store.Claim(ctx, state.ClaimRequest{
+			ID: id, Candidates: []state.Candidate{{Worker: worker, Cap: 8, Prefix: 1}},
+			Affinity: state.Affinity{Blocks: blocks, PromptTokens: 64 * 16},
+		})
 		if err != nil || res.Index != 0 {
 			t.Fatalf("claim: %+v %v", res, err)
 		}
