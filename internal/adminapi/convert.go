@@ -43,6 +43,9 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 		Requests:        w.Stats.Requests, Errors: w.Stats.Errors,
 		KvUsage: w.Telemetry.KVUsage.Value, Waiting: w.Telemetry.Waiting.Value, ScrapedAt: ts(w.Telemetry.At),
 	}
+	if r := w.Telemetry.HitRatio; !r.At.IsZero() {
+		out.PrefixHitRatio = r.Value
+	}
 	if l := w.Limit; l.Value > 0 {
 		out.LearnedLimit = &pb.LearnedLimit{
 			Value: int32(l.Value), Gradient: l.Gradient, BaseTtftSeconds: l.BaseTTFT, BaseItlSeconds: l.BaseITL, Updated: ts(l.Updated),
