@@ -76,7 +76,7 @@ func prefixCheck(prev state.Worker, tm *state.Telemetry, at time.Time) (restarte
 	if tm.StartTime.At.IsZero() && tm.PrefixHits.At.IsZero() {
 		return false
 	}
-	if !tm.StartTime.At.IsZero() && !old.StartTime.At.IsZero() && math.Abs(tm.StartTime.Value-old.StartTime.Value) >= 1 {
+	if !tm.StartTime.At.IsZero() && !old.StartTime.At.IsZero() && math.Abs(tm.StartTime.Value-old.StartTime.Value) > 1e-3 {
 		restarted = true
 	}
 	if !tm.PrefixHits.At.IsZero() && !old.PrefixHits.At.IsZero() && tm.PrefixHits.Value < old.PrefixHits.Value {
