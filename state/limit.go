@@ -60,8 +60,7 @@ func CapWith(cap, l int) int {
 }
 
 // PutLimits stores learned limits of known workers (unknown ones are
-// ignored), starts a new window of their lowest TTFT (Stats.TTFTLow) and
-// hands slots a raised limit frees to
+// ignored) and hands slots a raised limit frees to
 // waiters.
 func (m *Memory) PutLimits(_ context.Context, ls map[string]Limit) error {
 	m.lock()
@@ -73,7 +72,6 @@ func (m *Memory) PutLimits(_ context.Context, ls map[string]Limit) error {
 			continue
 		}
 		w.Limit = l
-		w.Stats.TTFTLow = 0 // a new window starts
 		m.pumpWorker(id, now)
 	}
 	return nil

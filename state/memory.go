@@ -308,9 +308,6 @@ func observe(s Stats, r Release, now time.Time) Stats {
 	}
 	if r.TTFT > 0 {
 		s.TTFT = s.TTFT.Observe(r.TTFT.Seconds(), r.Alpha, now)
-		if x := r.TTFT.Seconds(); s.TTFTLow == 0 || x < s.TTFTLow {
-			s.TTFTLow = x
-		}
 	}
 	if r.TokensPerSec > 0 {
 		s.TokensPerSec = s.TokensPerSec.Observe(r.TokensPerSec, r.Alpha, now)

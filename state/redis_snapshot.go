@@ -134,6 +134,5 @@ func parseStats(kvs [][2]string) Stats {
 	}
 	req, _ := strconv.ParseInt(m["req"], 10, 64)
 	errs, _ := strconv.ParseInt(m["err"], 10, 64)
-	lo, _ := strconv.ParseFloat(m["ttft_lo"], 64)
-	return Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs, TTFTLow: lo}
+	return Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs}
 }

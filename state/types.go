@@ -84,10 +84,6 @@ type Stats struct {
 	TokensPerSec EMA   `json:"tokens_per_second"`
 	Requests     int64 `json:"requests"`
 	Errors       int64 `json:"errors"`
-	// TTFTLow is the lowest TTFT of one request since the worker's learned
-	// limit was last written (0: none): the adaptive-caps baseline, which
-	// the average blurs.
-	TTFTLow float64 `json:"ttft_window_low_seconds,omitempty"`
 }
 
 // Worker is one worker's full state as a snapshot shows it.

@@ -60,7 +60,6 @@ func (l *Learner) Learn(ctx context.Context, snap state.Snapshot, mine []string)
 		next, changed := l.params.Next(w.Limit, Observation{
 			Cap: w.Spec.MaxConcurrency, InFlight: w.InFlight,
 			TTFT: w.Stats.TTFT, TokensPerSec: w.Stats.TokensPerSec,
-			TTFTLow: w.Stats.TTFTLow,
 		}, now)
 		if changed {
 			out[w.Spec.ID] = next

@@ -78,12 +78,6 @@ type Observation struct {
 	InFlight     int       // claims held now, all replicas
 	TTFT         state.EMA // seconds, from the shared averages
 	TokensPerSec state.EMA
-	// TTFTLow is the lowest TTFT of one request since the last update (0:
-	// none): the baseline's evidence, which the average blurs when a worker
-	// is overloaded from its first request on. (Not so for tokens/s: one
-	// short response whose tokens arrived in a burst shows a rate no
-	// request sustains, so the ITL baseline is the lowest average.)
-	TTFTLow float64
 }
 
 // Next returns the worker's limit after observing o at now, and whether it
@@ -91,8 +85,9 @@ type Observation struct {
 // starts at its cap: adaptive caps only ever lower what is configured.
 //
 // With n ≥ MinSamples new samples of an average, its baseline becomes
-// min(baseline·(1+Drift), best) where best is, for TTFT, the lowest of
-// one request since the last update and, for ITL, the average, and its gradient
+// min(baseline·(1+Drift), recent average): the lowest average seen, not
+// the lowest single request, since one request's TTFT follows its prompt
+// length (see docs/adaptive-caps.md, "Measured"). Its gradient is
 // tolerance·baseline / recent average. The smaller gradient, within [MinGradient, 1], decides:
 //
 //   - below 1 (latency past tolerance): estimate ← estimate·gradient;
@@ -118,7 +113,7 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 	}
 	gradient, moved := 1.0, false
 	if o.TTFT.Samples-l.SeenTTFT >= p.MinSamples && o.TTFT.Value > 0 {
-		l.BaseTTFT = baseline(l.BaseTTFT, lowest(o.TTFTLow, o.TTFT.Value), p.Drift)
+		l.BaseTTFT = baseline(l.BaseTTFT, o.TTFT.Value, p.Drift)
 		gradient = min(gradient, p.Tolerance*l.BaseTTFT/o.TTFT.Value)
 		l.SeenTTFT, moved = o.TTFT.Samples, true
 	}
@@ -142,14 +137,6 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 	l.Estimate = max(floor, min(float64(o.Cap), l.Estimate))
 	l.Value = int(math.Floor(l.Estimate + 1e-9))
 	return l, l != old
-}
-
-// lowest is min(a, b) of the positive ones.
-func lowest(a, b float64) float64 {
-	if a <= 0 {
-		return b
-	}
-	return min(a, b)
 }
 
 // baseline is the lowest recent value, drifting up by drift a step toward

@@ -202,19 +202,3 @@ func TestDisabledLearnerLiftsOldLimits(t *testing.T) {
 		t.Fatalf("writes %+v, want the old limit lifted and nothing else", fs.puts)
 	}
 }
-
-// A worker overloaded from its first request: its averages never show the
-// unloaded TTFT, but the best single request of the window does, and the
-// limit comes down.
-func TestNextBaselineFromTheBestRequest(t *testing.T) {
-	o := obs(6, 6, 8, 0.8, 100)
-	l, _ := Params{}.Next(state.Limit{}, o, t0)
-	if l.Value != 6 {
-		t.Fatalf("without the window's best request: limit %d, want the cap 6 (the average is its own baseline)", l.Value)
-	}
-	o.TTFTLow = 0.1
-	l, _ = Params{}.Next(state.Limit{}, o, t0)
-	if l.Value != 3 || l.BaseTTFT != 0.1 {
-		t.Fatalf("with the best request at 0.1 s: %+v, want the limit halved to 3 on a 0.1 s baseline", l)
-	}
-}

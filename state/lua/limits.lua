@@ -1,6 +1,6 @@
 -- What a worker's monitor writes back. ARG: one or more operations:
 --   limit, id, value, limiter json: store a learned concurrency limit
---     (state/limit.go), start a new window of the lowest TTFT, and hand the slots a raised limit frees to waiters;
+--     (state/limit.go) and hand the slots a raised limit frees to waiters;
 --   forget, id: empty the worker's prefix index (its engine restarted).
 -- Unknown workers are skipped (a limit) or an error (forget).
 local now = now_ms()
@@ -11,8 +11,6 @@ while i <= #ARG do
     if redis.call('HEXISTS', K_WORKERS, id) == 1 then
       redis.call('HSET', K_LIM, id, ARG[i + 2])
       redis.call('HSET', K_LIMST, id, ARG[i + 3])
-      -- The limiter took the window's extremes: a new window starts.
-      redis.call('HDEL', PREFIX .. 'stats:' .. id, 'ttft_lo')
       pump_worker(id, now)
     end
     i = i + 4

@@ -38,13 +38,6 @@ if w ~= '' and redis.call('HEXISTS', K_WORKERS, w) == 1 then
     ema(sk, 'lat', tonumber(ARG[4]), alpha)
     ema(sk, 'ttft', tonumber(ARG[5]), alpha)
     ema(sk, 'tps', tonumber(ARG[6]), alpha)
-    -- The adaptive-caps window (state/limit.go): the lowest TTFT since the
-    -- learned limit was last written.
-    local ttft = tonumber(ARG[5])
-    if ttft and ttft > 0 then
-      local lo = tonumber(redis.call('HGET', sk, 'ttft_lo'))
-      if not lo or ttft < lo then redis.call('HSET', sk, 'ttft_lo', string.format('%.17g', ttft)) end
-    end
   end
   if released == 1 then pump_worker(w, now) end
 end

@@ -27,7 +27,6 @@ func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) S
 	t.Run("RaisedLimitGrantsWaiters", func(t *testing.T) { raisedLimit(t, newStore(t, def)) })
 	t.Run("LimitGoesWithWorker", func(t *testing.T) { limitGoes(t, newStore(t, def)) })
 	t.Run("ForgetPrefixesEmptiesTheIndex", func(t *testing.T) { forgetPrefixes(t, newStore(t, def)) })
-	t.Run("LimitWindowOfExtremes", func(t *testing.T) { limitWindow(t, newStore(t, def)) })
 	t.Run("PredictedHitTokensCounted", func(t *testing.T) { predictedHits(t, newStore(t, def)) })
 	t.Run("PrefixTrustScalesTheMatch", func(t *testing.T) { prefixTrust(t, newStore(t, def)) })
 }
@@ -78,44 +77,6 @@ func prefixTrust(t *testing.T, s Store) {
 	if w := pick(0.1); w != "w1" {
 		t.Fatalf("with trust 0.1 the warm worker scores 50+90 against 100, yet %s won", w)
 	}
-}
-
-// limitWindow: releases keep the lowest TTFT of one request; writing the
-// limit starts a new window.
-func limitWindow(t *testing.T, s Store) {
-	specs := workers(1, 4)
-	register(t, s, specs)
-	for _, m := range []struct {
-		ttft time.Duration
-		tps  float64
-	}{{300 * time.Millisecond, 40}, {100 * time.Millisecond, 20}, {200 * time.Millisecond, 50}, {0, 0}} {
-		id, _ := mustClaim(t, s, candidates(specs))
-		if _, err := s.Release(context.Background(), state.Release{ID: id, Latency: time.Second, TTFT: m.ttft, TokensPerSec: m.tps, Alpha: 0.2}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if st := statsOf(t, s, "w0"); st.TTFTLow != 0.1 {
-		t.Fatalf("window low TTFT %v, want 0.1", st.TTFTLow)
-	}
-	putLimit(t, s, "w0", state.Limit{Value: 3, Estimate: 3})
-	if st := statsOf(t, s, "w0"); st.TTFTLow != 0 || st.TTFT.Samples != 3 {
-		t.Fatalf("after the limit was written: %+v, want a new window and the averages kept", st)
-	}
-}
-
-func statsOf(t *testing.T, s Store, worker string) state.Stats {
-	t.Helper()
-	snap, err := s.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range snap.Workers {
-		if w.Spec.ID == worker {
-			return w.Stats
-		}
-	}
-	t.Fatalf("no worker %s", worker)
-	return state.Stats{}
 }
 
 func limits(t *testing.T, s Store) limitStore {

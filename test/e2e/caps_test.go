@@ -19,9 +19,10 @@ import (
 // TestAdaptiveCapLowersASlowWorker: two workers configured with
 // max_concurrency 6; one really runs a single request at a time (gpusim
 // --max-concurrency 1: the rest wait inside it, so their TTFT grows with
-// what the router sends it). Under streamed load through Envoy, adaptive
-// caps lower the slow worker's learned limit below 6, shown in /stats and
-// in the decisions, while the fast worker keeps its cap; no request fails.
+// what the router sends it). Under light streamed load through Envoy both
+// show their unloaded TTFT; under heavier load adaptive caps lower the
+// slow worker's learned limit below 6, shown in /stats and in the
+// decisions, while the fast worker keeps its cap; no request fails.
 func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 	args := []string{"--ttft-ms", "100", "--tokens-per-second", "100"}
 	e := newEnv(t, []workerSpec{
@@ -39,33 +40,54 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 	var mu sync.Mutex
 	var failed []string
 	served := map[string]int{}
-	for range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				r := client.Do(ctx, benchmark.Request{Model: "m", MaxTokens: 10, Stream: true}, time.Now())
-				if ctx.Err() != nil {
-					return
+	clients := func(n int) {
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					r := client.Do(ctx, benchmark.Request{Model: "m", MaxTokens: 10, Stream: true}, time.Now())
+					if ctx.Err() != nil {
+						return
+					}
+					mu.Lock()
+					if !r.OK() {
+						failed = append(failed, fmt.Sprintf("%d %s", r.Status, r.Err))
+					}
+					served[r.Node]++
+					mu.Unlock()
 				}
-				mu.Lock()
-				if !r.OK() {
-					failed = append(failed, fmt.Sprintf("%d %s", r.Status, r.Err))
-				}
-				served[r.Node]++
-				mu.Unlock()
-			}
-		}()
+			}()
+		}
 	}
 	defer func() { stop(); wg.Wait() }()
 
 	type limit struct {
-		Value int `json:"value"`
+		Value    int     `json:"value"`
+		BaseTTFT float64 `json:"base_ttft_seconds"`
 	}
 	type statsWorker struct {
 		ID      string `json:"id"`
 		MaxConc int    `json:"max_concurrency"`
 		Learned *limit `json:"learned_limit"`
+	}
+	baselines := func() (map[string]float64, error) {
+		resp, err := http.Get("http://" + e.Cfg.AdminListen + "/stats")
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var out struct{ Workers []statsWorker }
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return nil, err
+		}
+		m := map[string]float64{}
+		for _, w := range out.Workers {
+			if w.Learned != nil {
+				m[w.ID] = w.Learned.BaseTTFT
+			}
+		}
+		return m, nil
 	}
 	learned := func() (map[string]int, error) {
 		resp, err := http.Get("http://" + e.Cfg.AdminListen + "/stats")
@@ -86,8 +108,26 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 		}
 		return m, nil
 	}
+	// Light load: two clients, one request on each worker at a time, until
+	// both have a baseline.
+	clients(2)
+	err := stack.WaitFor(e.ctx, 20*time.Second, func() error {
+		b, err := baselines()
+		if err != nil {
+			return err
+		}
+		if b["slow"] <= 0 || b["fast"] <= 0 {
+			return fmt.Errorf("baselines %v", b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n/stats: %s", err, e.rawStats())
+	}
+	// Heavier load: twelve clients.
+	clients(10)
 	var got map[string]int
-	err := stack.WaitFor(e.ctx, 30*time.Second, func() error {
+	err = stack.WaitFor(e.ctx, 30*time.Second, func() error {
 		var err error
 		if got, err = learned(); err != nil {
 			return err
