@@ -2,7 +2,8 @@ package config
 
 // AdaptiveCaps configures the learning of each worker's concurrency limit
 // from its TTFT and inter-token latency (internal/caps). Off by default:
-// nothing has measured it on the benchmark yet (docs/adaptive-caps.md).
+// short benchmark runs on the Azure trace show it hurting
+// (docs/adaptive-caps.md).
 type AdaptiveCaps struct {
 	Enabled bool `yaml:"enabled"`
 	// TTFTTolerance and ITLTolerance: how far above its baseline a
