@@ -83,13 +83,6 @@ func TestParseSetups(t *testing.T) {
 	if ss, err := ParseSetups("scored x3, LEAST_REQUEST"); err != nil || len(ss) != 2 || ss[0].Replicas != 3 || ss[0].Name != "router scored x3" {
 		t.Errorf("replicas: %+v %v", ss, err)
 	}
-	if ss, err := ParseSetups("scored+caps, scored+caps x3"); err != nil || len(ss) != 2 || !ss[0].AdaptiveCaps || ss[0].Name != "router scored+caps" ||
-		ss[1].Replicas != 3 || !ss[1].AdaptiveCaps || ss[1].Name != "router scored+caps x3" {
-		t.Fatalf("adaptive caps setups: %+v %v", ss, err)
-	}
-	if _, err := ParseSetups("nope+caps"); err == nil {
-		t.Fatal("unknown strategy with +caps accepted")
-	}
 	if _, err := ParseSetups("scored x99"); err == nil {
 		t.Error("99 replicas accepted")
 	}

@@ -32,9 +32,6 @@ type Setup struct {
 	// own in-process state, such as the prefix indexes of the peers'
 	// emulations.
 	Replicas int `json:"replicas,omitempty"`
-	// AdaptiveCaps runs the router with adaptive_caps on ("scored+caps"),
-	// to measure it against the same strategy without.
-	AdaptiveCaps bool `json:"adaptive_caps,omitempty"`
 }
 
 // Router reports whether the setup runs llm-router.
@@ -140,7 +137,6 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 		for i := 0; i < o.replicas; i++ {
 			cfg := base
 			cfg.Strategy = s.Strategy
-			cfg.AdaptiveCaps.Enabled = s.AdaptiveCaps
 			ra := stack.MustFreeAddrs(2)
 			cfg.ExtProcListen, cfg.AdminListen = ra[0], ra[1]
 			cfg.ReplicaID = fmt.Sprintf("bench-%d", i)
@@ -187,22 +183,11 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 
 // ParseSetups reads a comma-separated list: ROUND_ROBIN and LEAST_REQUEST
 // (any upper-case word) are Envoy alone with that policy, anything else a
-// router strategy, with "+caps" after it for adaptive caps on and "xN" for
-// N replicas (scored x3, scored+caps x3).
+// router strategy, with "xN" after it for N replicas (scored x3).
 func ParseSetups(s string) ([]Setup, error) {
 	var out []Setup
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
-		if name, rest, ok := strings.Cut(part, "+caps"); ok && slices.Contains(config.Strategies, name) {
-			ss, err := ParseSetups(name + rest)
-			if err != nil || len(ss) != 1 {
-				return nil, fmt.Errorf("setup %q: %w", part, err)
-			}
-			ss[0].Name = strings.Replace(ss[0].Name, name, name+"+caps", 1)
-			ss[0].AdaptiveCaps = true
-			out = append(out, ss[0])
-			continue
-		}
 		if name, n, ok := strings.Cut(part, " x"); ok && slices.Contains(config.Strategies, name) {
 			k, err := strconv.Atoi(n)
 			if err != nil || k < 1 || k > 16 {
