@@ -62,7 +62,7 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		RequestID: r.ID, Time: start, Replica: s.opts.ReplicaID, Model: r.Model,
 		Priority: r.Priority, Tenant: r.Tenant, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens,
 		Stream: r.Stream, Strategy: plan.Strategy, Fallback: plan.Fallback, Excluded: plan.Excluded,
-		SnapshotAge: start.Sub(v.snap.At).Seconds(),
+		SnapshotAge: start.Sub(v.snap.At).Seconds(), LearnedCaps: v.learnedCaps(r.Model),
 	}
 	if len(plan.Candidates) == 0 {
 		return nil, s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
@@ -261,6 +261,7 @@ func toStateCandidates(cs []scoring.Candidate) []state.Candidate {
 		out[i] = state.Candidate{
 			Worker: c.Worker, Cap: c.Cap, Base: c.Curve.Base, Slope: c.Curve.Slope, Mult: c.Curve.Mult,
 			Prefix: a.Prefix, TokenLoad: a.TokenLoad(), PrefillLimit: a.PrefillLimit, KVBlocks: a.KVBlocks,
+			PrefixTrust: a.MatchTrust(),
 		}
 	}
 	return out

@@ -37,6 +37,10 @@ type Decision struct {
 	Unknown       []string           `json:"unknown_terms,omitempty"`
 	Candidates    []scoring.Line     `json:"candidates"`
 	Excluded      []scoring.Excluded `json:"excluded,omitempty"`
+	// LearnedCaps are the candidates' learned concurrency limits below
+	// their configured max_concurrency (adaptive caps): the cap each line
+	// shows is the lower one.
+	LearnedCaps map[string]int `json:"learned_caps,omitempty"`
 	// Result is filled in a second record when the request ends.
 	Result *Result `json:"result,omitempty"`
 }
@@ -101,6 +105,7 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.Int("candidates_total", len(d.Candidates)),
 		zap.Array("candidates", lines(cands)),
 		zap.Array("excluded", excluded(d.Excluded)),
+		zap.Object("learned_caps", learnedCaps(d.LearnedCaps)),
 	)
 }
 

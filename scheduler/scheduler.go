@@ -318,6 +318,10 @@ func (s *Scheduler) publish(snap state.Snapshot) {
 	}
 	for _, w := range snap.Workers {
 		s.m.NodeActiveRequests.WithLabelValues(w.Spec.ID).Set(float64(w.InFlight))
+		s.m.NodeConcurrencyLimit.WithLabelValues(w.Spec.ID).Set(float64(state.CapWith(w.Spec.MaxConcurrency, w.Limit.Value)))
+		if r := w.Telemetry.HitRatio; !r.At.IsZero() {
+			s.m.NodePrefixHitRatio.WithLabelValues(w.Spec.ID).Set(r.Value)
+		}
 		for _, h := range scoring.HealthStates() {
 			v := 0.0
 			if w.Health == h {

@@ -270,7 +270,7 @@ func (s scored) affinity(w Worker) Affinity {
 	if wt.Prefix == 0 && wt.TokenLoad == 0 {
 		return Affinity{}
 	}
-	a := Affinity{Prefix: wt.Prefix, KVBlocks: w.KVBlocks}
+	a := Affinity{Prefix: wt.Prefix, KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
 	if wt.TokenLoad != 0 && w.KVBlocks > 0 {
 		a.TokenWeight, a.CapacityTokens = wt.TokenLoad, float64(w.KVBlocks*BlockTokens)
 	}

@@ -91,6 +91,9 @@ type Worker struct {
 	// configured defaults (0: unknown).
 	KVBlocks    int
 	PrefillRate float64
+	// PrefixTrust is the share of the index's predicted prefix hits the
+	// worker's engine confirms (0..1; 0: unknown, full trust).
+	PrefixTrust float64
 	// PrefillTokens and DecodeTokens are in flight in the snapshot, for
 	// explanation only: the store scores the live figures.
 	PrefillTokens, DecodeTokens int

@@ -206,6 +206,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		if aff {
 			tok = claimTokens{prefill: req.Affinity.Uncached(res.Live[best].Match), decode: req.Affinity.DecodeTokens}
 			m.workers[c.Worker].recordBlocks(req.Affinity.Blocks, c.kvBlocks())
+			m.workers[c.Worker].PredictedHitTokens += req.Affinity.PredictedHits(res.Live[best].Match)
 		}
 		m.hold(req.ID, c.Worker, now, tok)
 		return res, nil
@@ -260,9 +261,10 @@ func (w *memWorker) available() bool {
 	return (w.Health == scoring.Healthy || w.Health == scoring.Recovering) && !w.Draining
 }
 
-// capFor is the worker's cap given its health: a recovering worker takes
-// one request at a time (a probe).
+// capFor is the worker's cap given its health and learned limit: a
+// recovering worker takes one request at a time (a probe).
 func (w *memWorker) capFor(c int) int {
+	c = CapWith(c, w.Limit.Value)
 	if w.Health == scoring.Recovering {
 		return min(c, 1)
 	}

@@ -157,6 +157,9 @@ func (m *Memory) PutTelemetry(_ context.Context, ts map[string]Telemetry) error 
 		w.Telemetry = Telemetry{
 			KVUsage: keep(t.KVUsage, old.KVUsage), Waiting: keep(t.Waiting, old.Waiting),
 			Running: keep(t.Running, old.Running), GPUUtil: keep(t.GPUUtil, old.GPUUtil),
+			PrefixHits: keep(t.PrefixHits, old.PrefixHits), KVBlocks: keep(t.KVBlocks, old.KVBlocks),
+			StartTime: keep(t.StartTime, old.StartTime), HitMark: keep(t.HitMark, old.HitMark),
+			PredictedMark: keep(t.PredictedMark, old.PredictedMark), HitRatio: keep(t.HitRatio, old.HitRatio),
 			At: t.At, By: t.By, Error: t.Error,
 		}
 	}

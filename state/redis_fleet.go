@@ -33,6 +33,8 @@ func parseTelemetry(kvs [][2]string) Telemetry {
 	}
 	return Telemetry{
 		KVUsage: sample("kv"), Waiting: sample("wait"), Running: sample("run"), GPUUtil: sample("gpu"),
+		PrefixHits: sample("phit"), KVBlocks: sample("kvb"), StartTime: sample("start"),
+		HitMark: sample("hmark"), PredictedMark: sample("pmark"), HitRatio: sample("hratio"),
 		At: ms("at"), By: m["by"], Error: m["err"],
 	}
 }
@@ -100,6 +102,12 @@ func telemetryFields(t Telemetry) []any {
 	add("wait", t.Waiting)
 	add("run", t.Running)
 	add("gpu", t.GPUUtil)
+	add("phit", t.PrefixHits)
+	add("kvb", t.KVBlocks)
+	add("start", t.StartTime)
+	add("hmark", t.HitMark)
+	add("pmark", t.PredictedMark)
+	add("hratio", t.HitRatio)
 	out = append(out, "at", t.At.UnixMilli(), "by", t.By)
 	if t.Error != "" {
 		out = append(out, "err", t.Error)

@@ -45,7 +45,7 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 12 {
+	if len(res) != 14 {
 		return Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
 	leases := pairs(res[8])
@@ -56,6 +56,8 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 	tokp, tokd := pairs(res[9]), pairs(res[10])
 	pblocks, _ := res[11].([]any)
 	statsLists, _ := res[5].([]any)
+	limits := parseLimits(pairs(res[12]))
+	predicted := pairs(res[13])
 	snap := Snapshot{At: time.UnixMilli(now)}
 	for i, kv := range workers {
 		var spec WorkerSpec
@@ -66,6 +68,8 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 		w.InFlight, _ = strconv.Atoi(lookup(inflight, kv[0]))
 		w.PrefillTokens, _ = strconv.Atoi(lookup(tokp, kv[0]))
 		w.DecodeTokens, _ = strconv.Atoi(lookup(tokd, kv[0]))
+		w.Limit = limits[kv[0]]
+		w.PredictedHitTokens, _ = strconv.ParseInt(lookup(predicted, kv[0]), 10, 64)
 		if i < len(statsLists) {
 			w.Stats = parseStats(pairs(statsLists[i]))
 		}

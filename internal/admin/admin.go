@@ -104,6 +104,9 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 			InFlight int            `json:"in_flight"`
 			MaxConc  int            `json:"max_concurrency"`
 			Stats    state.Stats    `json:"moving_averages"`
+			// Learned is the concurrency limit adaptive caps learned (nil:
+			// none, max_concurrency applies).
+			Learned *state.Limit `json:"learned_limit,omitempty"`
 		}
 		out := struct {
 			Replica    string    `json:"replica"`
@@ -112,10 +115,15 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 			Workers    []worker  `json:"workers"`
 		}{Replica: replica, Strategy: src.Strategy(), SnapshotAt: snap.At, Workers: []worker{}}
 		for _, wk := range snap.Workers {
-			out.Workers = append(out.Workers, worker{
+			ow := worker{
 				ID: wk.Spec.ID, Address: wk.Spec.Address, Models: wk.Spec.Models, Zone: wk.Spec.Zone,
 				Health: wk.Health, Draining: wk.Draining, InFlight: wk.InFlight, MaxConc: wk.Spec.MaxConcurrency, Stats: wk.Stats,
-			})
+			}
+			if wk.Limit.Value > 0 {
+				l := wk.Limit
+				ow.Learned = &l
+			}
+			out.Workers = append(out.Workers, ow)
 		}
 		writeJSON(w, http.StatusOK, out)
 	})

@@ -43,6 +43,14 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 		Requests:        w.Stats.Requests, Errors: w.Stats.Errors,
 		KvUsage: w.Telemetry.KVUsage.Value, Waiting: w.Telemetry.Waiting.Value, ScrapedAt: ts(w.Telemetry.At),
 	}
+	if r := w.Telemetry.HitRatio; !r.At.IsZero() {
+		out.PrefixHitRatio = r.Value
+	}
+	if l := w.Limit; l.Value > 0 {
+		out.LearnedLimit = &pb.LearnedLimit{
+			Value: int32(l.Value), Gradient: l.Gradient, BaseTtftSeconds: l.BaseTTFT, BaseItlSeconds: l.BaseITL, Updated: ts(l.Updated),
+		}
+	}
 	for _, t := range terms {
 		out.LastScoreTerms = append(out.LastScoreTerms, &pb.ScoreTerm{Model: t.Model, Name: t.Name, Value: t.Value, Unknown: t.Unknown})
 	}
@@ -55,6 +63,12 @@ func decision(d *scheduler.Decision) *pb.Decision {
 		Tenant: d.Tenant, Strategy: d.Strategy, Fallback: d.Fallback, Outcome: d.Outcome, Worker: d.Worker,
 		WaitSeconds: d.WaitSeconds, QueuePosition: int32(d.QueuePosition), DecideMicros: d.DecideMicros,
 		UnknownTerms: d.Unknown, MaxTokens: int32(d.MaxTokens), PromptTokensEstimate: int32(d.PromptTokens), Stream: d.Stream,
+	}
+	for w, l := range d.LearnedCaps {
+		if out.LearnedCaps == nil {
+			out.LearnedCaps = map[string]int32{}
+		}
+		out.LearnedCaps[w] = int32(l)
 	}
 	for _, c := range d.Candidates {
 		pc := &pb.Candidate{Worker: c.Worker, Active: int32(c.Active), Cap: int32(c.Cap), Total: c.Total}

@@ -160,6 +160,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		HealthInterval: cfg.Health.CheckInterval.D(),
 		Logger:         log.Named("telemetry"),
 		Metrics:        m,
+		Learner:        newLearner(cfg, store),
 	})
 	keys, err := auth.New(cfg.Auth)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/internal/admin"
+	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/internal/decisions"
 	"github.com/llm-router/llm-router/internal/metrics"
@@ -29,6 +30,7 @@ type routerStore interface {
 	SetDraining(ctx context.Context, worker string, draining bool) error
 	telemetry.Store
 	admin.Store
+	caps.Store
 }
 
 var (

@@ -56,6 +56,7 @@ type Config struct {
 	Envoy          Envoy          `yaml:"envoy"`
 	Scoring        Scoring        `yaml:"scoring"`
 	InferenceAware InferenceAware `yaml:"inference_aware"`
+	AdaptiveCaps   AdaptiveCaps   `yaml:"adaptive_caps"`
 	Workers        []Worker       `yaml:"workers"`
 }
 
@@ -346,6 +347,7 @@ func Default() Config {
 			KVBlocks:               4096,
 			MaxPrefixBlocks:        1024,
 		},
+		AdaptiveCaps: defaultAdaptiveCaps(),
 		InferenceAware: InferenceAware{
 			MinSamples:  3,
 			Staleness:   Duration(60 * time.Second),

@@ -167,6 +167,7 @@ func (c *Config) Validate() error {
 	if c.Scoring.KVBlocks < 1 {
 		bad("scoring.kv_blocks", "must be at least 1, got %d", c.Scoring.KVBlocks)
 	}
+	c.AdaptiveCaps.validate(bad)
 	c.validateWorkers(bad, checkAddr)
 	return errors.Join(errs...)
 }

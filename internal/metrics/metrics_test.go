@@ -113,6 +113,9 @@ func recorded(t *testing.T) *metrics.Metrics {
 	m.ScrapeDuration.WithLabelValues("vllm").Observe(0.004)
 	m.RetriedElsewhere.WithLabelValues("gpu-1").Inc()
 	m.ExtProcStreamsActive.Set(6)
+	m.NodeConcurrencyLimit.WithLabelValues("gpu-0").Set(8)
+	m.NodeConcurrencyLimit.WithLabelValues("gpu-1").Set(3)
+	m.NodePrefixHitRatio.WithLabelValues("gpu-0").Set(0.75)
 	return m
 }
 

@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s Store) Sto
 	runQueue(t, newStore, newPeer)
 	runAffinity(t, newStore, newPeer)
 	runHealth(t, newStore, newPeer)
+	runLimits(t, newStore, newPeer)
 	t.Run("RegisteredWorkersLeaveWhenHeartbeatsStop", func(t *testing.T) { registeredWorkers(t, newStore(t, def)) })
 }
 
