@@ -50,6 +50,7 @@ type Config struct {
 	Redis          Redis          `yaml:"redis"`
 	Locality       Locality       `yaml:"locality"`
 	Envoy          Envoy          `yaml:"envoy"`
+	TLS            TLS            `yaml:"tls"`
 	Scoring        Scoring        `yaml:"scoring"`
 	InferenceAware InferenceAware `yaml:"inference_aware"`
 	Workers        []Worker       `yaml:"workers"`
@@ -187,6 +188,38 @@ type Envoy struct {
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	NumRetries     int      `yaml:"num_retries"`
 	MessageTimeout Duration `yaml:"message_timeout"`
+	// Mode is how the router tells Envoy where a request goes:
+	// cluster_header (x-llm-cluster names a rendered cluster) or
+	// endpoint_picker (the Gateway API Inference Extension's endpoint-picker
+	// protocol: ip:port in x-gateway-destination-endpoint and envoy.lb
+	// metadata, fallbacks after it).
+	Mode string `yaml:"mode"`
+	// Fallbacks is how many endpoints follow the pick in endpoint_picker
+	// mode, best first by the same scores.
+	Fallbacks int `yaml:"fallbacks"`
+	// ExtProcCAFile, when set, makes the rendered Envoy verify the router's
+	// certificate against it (with tls.extproc); unset, Envoy encrypts
+	// without verifying, as gateways do with a picker's self-signed
+	// certificate.
+	ExtProcCAFile string `yaml:"extproc_ca_file"`
+}
+
+// Modes are the accepted envoy.mode values.
+const (
+	ModeClusterHeader  = "cluster_header"
+	ModeEndpointPicker = "endpoint_picker"
+)
+
+// TLS configures the router's own listeners.
+type TLS struct {
+	// ExtProc serves the ext_proc listener over TLS.
+	ExtProc bool `yaml:"extproc"`
+	// Admin serves the admin listener over TLS (its token is a header).
+	Admin bool `yaml:"admin"`
+	// CertFile and KeyFile hold the certificate (PEM), reloaded when the
+	// files change; unset, a self-signed certificate is made at start.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 // Scoring configures the scored strategy.
@@ -313,6 +346,8 @@ func Default() Config {
 			FailureModeAllow: true,
 			XDSJoinDelay:     Duration(500 * time.Millisecond),
 			MessageTimeout:   Duration(time.Second),
+			Mode:             ModeClusterHeader,
+			Fallbacks:        2,
 		},
 		Scoring: Scoring{
 			Weights: Weights{

@@ -135,6 +135,18 @@ func (c *Config) Validate() error {
 	if c.Envoy.Discovery != "static" && c.Envoy.Discovery != "xds" {
 		bad("envoy.discovery", "want static or xds, got %q", c.Envoy.Discovery)
 	}
+	if c.Envoy.Mode != ModeClusterHeader && c.Envoy.Mode != ModeEndpointPicker {
+		bad("envoy.mode", "want %s or %s, got %q", ModeClusterHeader, ModeEndpointPicker, c.Envoy.Mode)
+	}
+	if c.Envoy.Mode == ModeEndpointPicker && c.Envoy.Discovery == "xds" {
+		bad("envoy.mode", "endpoint_picker takes endpoints from the gateway (or the rendered pool cluster), not the router's xDS: set envoy.discovery: static")
+	}
+	if c.Envoy.Fallbacks < 0 || c.Envoy.Fallbacks > 16 {
+		bad("envoy.fallbacks", "must be in [0, 16], got %d", c.Envoy.Fallbacks)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls.cert_file", "tls.cert_file and tls.key_file go together")
+	}
 	if c.Envoy.NumRetries < 0 || c.Envoy.NumRetries > 10 {
 		bad("envoy.num_retries", "must be in [0, 10], got %d", c.Envoy.NumRetries)
 	}
