@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -60,6 +61,7 @@ type Router struct {
 	decisions *decisions.Ring
 	stream    *decisions.Stream // nil without Redis
 	monitor   *telemetry.Monitor
+	certs     *certSource // nil without TLS
 }
 
 // Metrics exposes the router's metrics.
@@ -206,13 +208,25 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		ForwardAuthorization: cfg.Auth.ForwardAuthorization,
 		RequestUsage:         cfg.Telemetry.RequestUsage,
 		ClusterFor:           envoy.ClusterFor,
+		EndpointPicker:       cfg.Envoy.Mode == config.ModeEndpointPicker,
+		Fallbacks:            cfg.Envoy.Fallbacks,
+		AddressOf:            sched.AddressOf,
 		Logger:               log.Named("extproc"),
 		Metrics:              m,
 	})
-	r.grpc = grpc.NewServer(
+	if cfg.TLS.ExtProc || cfg.TLS.Admin {
+		if r.certs, err = newCertSource(cfg.TLS, log.Named("tls")); err != nil {
+			return nil, err
+		}
+	}
+	grpcOpts := []grpc.ServerOption{
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-	)
+	}
+	if cfg.TLS.ExtProc {
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(r.certs.tlsConfig("h2"))))
+	}
+	r.grpc = grpc.NewServer(grpcOpts...)
 	extprocv3.RegisterExternalProcessorServer(r.grpc, r.extproc)
 	r.health = health.NewServer()
 	healthpb.RegisterHealthServer(r.grpc, r.health)
@@ -244,6 +258,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
+	protocols.SetHTTP2(true)
 	r.admin = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
@@ -254,6 +269,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		}),
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 5 * time.Second,
+	}
+	if cfg.TLS.Admin {
+		r.admin.TLSConfig = r.certs.tlsConfig("h2", "http/1.1")
 	}
 	return r, nil
 }
@@ -347,8 +365,12 @@ func (r *Router) Serve(ctx context.Context) error {
 		_ = grpcLn.Close()
 		return fmt.Errorf("admin_listen: %w", err)
 	}
-	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	r.health.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	// The endpoint-picker protocol's health services besides the standard
+	// ones. Every replica is ready at once: the state is shared, so there is
+	// no leader to wait for (active-active).
+	for _, svc := range []string{"", extprocv3.ExternalProcessor_ServiceDesc.ServiceName, "liveness", "readiness"} {
+		r.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
+	}
 
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
@@ -365,7 +387,11 @@ func (r *Router) Serve(ctx context.Context) error {
 	errc := make(chan error, 2)
 	go func() { errc <- r.grpc.Serve(grpcLn) }()
 	go func() {
-		if err := r.admin.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+		serve := r.admin.Serve
+		if r.cfg.TLS.Admin {
+			serve = func(ln net.Listener) error { return r.admin.ServeTLS(ln, "", "") }
+		}
+		if err := serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 	}()
