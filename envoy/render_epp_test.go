@@ -22,8 +22,8 @@ func TestRenderEndpointPicker(t *testing.T) {
 	}
 	y := string(out)
 	for _, want := range []string{
-		"request_body_mode: FULL_DUPLEX_STREAMED",
-		"response_body_mode: FULL_DUPLEX_STREAMED",
+		"request_body_mode: BUFFERED",
+		"allow_mode_override: true",
 		"name: envoy.load_balancing_policies.override_host",
 		"- metadata: { key: envoy.lb, path: [{ key: x-gateway-destination-endpoint }] }",
 		"selected_host_key: { key: envoy.lb, path: [{ key: x-gateway-destination-endpoint-served }] }",

@@ -38,27 +38,53 @@ const streamChunk = 64 << 10
 // request body without waiting for the headers reply, so the router holds
 // that reply until the body is in and the decision made, then sends it with
 // the destination, followed by the body.
+//
+// Envoy says in its first message how it sends bodies (protocol_config).
+// With any other request body mode (BUFFERED: the rendered config, which
+// keeps fail-open) the router answers each message as in cluster-header
+// mode and only the destination differs; with no protocol_config (older
+// Envoy) full duplex is assumed, as the protocol requires.
 type eppExchange struct {
+	configured bool // the first message was read
+	duplexReq  bool // request body FULL_DUPLEX_STREAMED
+	duplexResp bool // response body FULL_DUPLEX_STREAMED
+
 	pending *extprocv3.HeadersResponse // the request-headers reply, held
 	body    []byte
 	decided bool
+}
+
+func (e *eppExchange) configure(pc *extprocv3.ProtocolConfiguration) {
+	if e.configured {
+		return
+	}
+	e.configured = true
+	e.duplexReq, e.duplexResp = true, true
+	if pc != nil {
+		e.duplexReq = pc.GetRequestBodyMode() == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+		e.duplexResp = pc.GetResponseBodyMode() == extprocfilterv3.ProcessingMode_FULL_DUPLEX_STREAMED
+	}
 }
 
 // handleEPP is handle for endpoint-picker mode. Several replies can answer
 // one message (the held headers reply, then the body): all but the last go
 // out through x.send.
 func (x *exchange) handleEPP(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	x.epp.configure(req.GetProtocolConfig())
 	switch r := req.Request.(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
 		x.subset = subsetHint(req.GetMetadataContext())
 		resp := x.requestHeaders(r.RequestHeaders)
-		if hr := resp.GetRequestHeaders(); hr != nil {
+		if hr := resp.GetRequestHeaders(); hr != nil && x.epp.duplexReq {
 			x.epp.pending = hr
 			return nil // answered with the decision, once the body is in
 		}
 		return resp
 	case *extprocv3.ProcessingRequest_RequestBody:
 		b := r.RequestBody
+		if !x.epp.duplexReq {
+			return x.decideBuffered(b.Body)
+		}
 		if x.epp.decided {
 			return streamedBody(true, b.Body, b.EndOfStream)
 		}
@@ -85,6 +111,11 @@ func (x *exchange) handleEPP(req *extprocv3.ProcessingRequest) *extprocv3.Proces
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		x.served = served(req.GetMetadataContext())
 		resp := x.responseHeaders(r.ResponseHeaders)
+		if !x.epp.duplexResp {
+			return resp // as in cluster-header mode: STREAMED for SSE
+		}
+		// Envoy ignores mode overrides under a configured full-duplex
+		// body mode; these say what the router wants should it change.
 		switch {
 		case resp.ModeOverride != nil:
 			// A streamed (SSE) answer: keep its body coming, full duplex.
@@ -101,6 +132,9 @@ func (x *exchange) handleEPP(req *extprocv3.ProcessingRequest) *extprocv3.Proces
 		return resp
 	case *extprocv3.ProcessingRequest_ResponseBody:
 		b := r.ResponseBody
+		if !x.epp.duplexResp {
+			return x.responseBody(b)
+		}
 		out, changed := x.passBody(b)
 		if !changed {
 			out = b.Body
@@ -123,13 +157,10 @@ func (x *exchange) decideEPP(eos bool) *extprocv3.ProcessingResponse {
 		return reply
 	}
 	x.epp.decided = true
-	endpoints := x.endpoints()
-	if len(endpoints) == 0 {
-		// The worker left the registry between the claim and now.
-		x.finish(true)
-		return x.fail(ErrUnavailable)
+	dest, fail := x.destination()
+	if fail != nil {
+		return fail
 	}
-	dest := strings.Join(endpoints, ",")
 	hr := x.epp.pending
 	if hr == nil || hr.Response == nil {
 		hr = &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{}}
@@ -159,6 +190,43 @@ func (x *exchange) decideEPP(eos bool) *extprocv3.ProcessingResponse {
 		body = body[streamChunk:]
 	}
 	return streamedBody(true, body, eos)
+}
+
+// decideBuffered answers a whole (BUFFERED) request body with the
+// destination, as requestBody does with a cluster name.
+func (x *exchange) decideBuffered(raw []byte) *extprocv3.ProcessingResponse {
+	if reply, ok := x.admit(raw); !ok {
+		return reply
+	}
+	dest, fail := x.destination()
+	if fail != nil {
+		return fail
+	}
+	common := &extprocv3.CommonResponse{
+		HeaderMutation:  &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(HeaderDestination, dest)}},
+		ClearRouteCache: true,
+	}
+	if withUsage := x.upstreamBody(raw); withUsage != nil {
+		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: withUsage}}
+		common.HeaderMutation.SetHeaders = append(common.HeaderMutation.SetHeaders, setHeader("content-length", strconv.Itoa(len(withUsage))))
+	}
+	return &extprocv3.ProcessingResponse{
+		Response:        &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: common}},
+		DynamicMetadata: destinationMetadata(dest),
+	}
+}
+
+// destination is the protocol's value for the claim: ip:port of the
+// worker, then of its fallbacks. With no address for the worker (it left
+// the registry since the claim) the claim is given back and the reply is
+// an error.
+func (x *exchange) destination() (string, *extprocv3.ProcessingResponse) {
+	endpoints := x.endpoints()
+	if len(endpoints) == 0 {
+		x.finish(true)
+		return "", x.fail(ErrUnavailable)
+	}
+	return strings.Join(endpoints, ","), nil
 }
 
 // endpoints lists the claimed worker's ip:port, then its fallbacks'.

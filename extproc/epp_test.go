@@ -221,3 +221,36 @@ func TestEPPStreamedResponse(t *testing.T) {
 		t.Fatalf("claim %+v", c.finishes)
 	}
 }
+
+// With a buffered request body (protocol_config in Envoy's first message),
+// each message is answered at once and the body reply carries the
+// destination; streamed answers are switched to STREAMED as in
+// cluster-header mode.
+func TestEPPBufferedBodies(t *testing.T) {
+	sched := rankedScheduler{&fakeScheduler{worker: "w1"}, []string{"w2"}}
+	st := runEPP(t, sched, 1)
+	first := reqHeaders(false, ":method", "POST", ":path", "/v1/chat/completions")
+	first.ProtocolConfig = &extprocv3.ProtocolConfiguration{RequestBodyMode: extprocfilterv3.ProcessingMode_BUFFERED, ResponseBodyMode: extprocfilterv3.ProcessingMode_NONE}
+	if r := st.roundTrip(t, first); r.GetRequestHeaders() == nil {
+		t.Fatalf("headers not answered at once: %v", r)
+	}
+	r := st.roundTrip(t, reqBody(`{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`))
+	common := r.GetRequestBody().GetResponse()
+	want := "10.0.0.1:8000,10.0.0.2:8000"
+	if got := setHeaders(common.GetHeaderMutation())[HeaderDestination]; got != want || !common.GetClearRouteCache() {
+		t.Fatalf("destination %q, want %q", got, want)
+	}
+	if md := r.GetDynamicMetadata().GetFields()[NamespaceLB].GetStructValue().GetFields()[HeaderDestination].GetStringValue(); md != want {
+		t.Fatalf("metadata %q", md)
+	}
+	r = st.roundTrip(t, respHeaders(":status", "200", "content-type", "text/event-stream"))
+	if r.ModeOverride.GetResponseBodyMode() != extprocfilterv3.ProcessingMode_STREAMED {
+		t.Fatalf("mode override %v", r.ModeOverride)
+	}
+	if b := st.roundTrip(t, respBody("data: [DONE]\n\n", true)).GetResponseBody(); b == nil || b.GetResponse().GetBodyMutation().GetStreamedResponse() != nil {
+		t.Fatalf("body reply %v", b)
+	}
+	if c := sched.claims[0]; len(c.finishes) != 1 {
+		t.Fatalf("claim %+v", c)
+	}
+}
