@@ -92,9 +92,9 @@ type Options struct {
 	Fallbacks int
 	// AddressOf maps a worker to its ip:port, for endpoint-picker mode.
 	AddressOf func(worker string) (string, bool)
-	Logger     *zap.Logger
-	Metrics    *metrics.Metrics
-	Now        func() time.Time
+	Logger    *zap.Logger
+	Metrics   *metrics.Metrics
+	Now       func() time.Time
 }
 
 // Server implements Envoy's ExternalProcessor service.
