@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/envoy/xds"
@@ -61,7 +63,8 @@ type Router struct {
 	decisions *decisions.Ring
 	stream    *decisions.Stream // nil without Redis
 	monitor   *telemetry.Monitor
-	certs     *certSource // nil without TLS
+	certs     *certSource   // nil without TLS
+	discovery *discoveryRun // nil without discovery
 }
 
 // Metrics exposes the router's metrics.
@@ -106,6 +109,8 @@ type Option func(*options)
 
 type options struct {
 	store Store
+	kube  kubernetes.Interface
+	dyn   dynamic.Interface
 }
 
 // WithStore makes the router use store instead of building one from the
@@ -180,6 +185,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		return nil, err
 	}
 	r := &Router{cfg: cfg, log: log, metrics: m, store: store, storeRun: storeRun, degraded: degraded, sched: sched, ready: make(chan struct{}), decisions: ring, stream: stream}
+	if r.discovery, err = newDiscovery(cfg, store, o, log.Named("discovery")); err != nil {
+		return nil, err
+	}
 	r.monitor = telemetry.NewMonitor(store, sched, telemetry.Options{
 		Replica:        cfg.ReplicaID,
 		ScrapeInterval: cfg.Telemetry.ScrapeInterval.D(),
@@ -374,6 +382,18 @@ func (r *Router) Serve(ctx context.Context) error {
 
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
+	if r.discovery != nil {
+		// Ready only once every ready pod is registered: a replica that
+		// started with an empty fleet would answer 503s.
+		if err := r.discovery.run(bgCtx); err != nil {
+			_ = grpcLn.Close()
+			_ = adminLn.Close()
+			return err
+		}
+		if err := r.sched.Refresh(ctx); err != nil {
+			r.log.Warn("refresh after discovery", zap.Error(err))
+		}
+	}
 	go r.sched.Run(bgCtx)
 	go r.storeRun(bgCtx)
 	if r.stream != nil {

@@ -9,8 +9,10 @@
 package config
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -51,6 +53,7 @@ type Config struct {
 	Locality       Locality       `yaml:"locality"`
 	Envoy          Envoy          `yaml:"envoy"`
 	TLS            TLS            `yaml:"tls"`
+	Discovery      Discovery      `yaml:"discovery"`
 	Scoring        Scoring        `yaml:"scoring"`
 	InferenceAware InferenceAware `yaml:"inference_aware"`
 	Workers        []Worker       `yaml:"workers"`
@@ -210,6 +213,41 @@ const (
 	ModeEndpointPicker = "endpoint_picker"
 )
 
+// Discovery takes workers from Kubernetes pods (internal/discovery), beside
+// any listed under workers.
+type Discovery struct {
+	// InferencePool names the pool whose selector and target port are
+	// followed; Selector ("k=v,k2=v2") with TargetPort is the alternative.
+	InferencePool string `yaml:"inference_pool"`
+	Selector      string `yaml:"selector"`
+	TargetPort    int    `yaml:"target_port"`
+	// Namespace of the pool and pods; empty: the router's own.
+	Namespace string `yaml:"namespace"`
+	// Models every discovered pod serves, with its cap and metrics format.
+	Models         []string `yaml:"models"`
+	MaxConcurrency int      `yaml:"max_concurrency"`
+	MetricsFormat  string   `yaml:"metrics_format"`
+}
+
+// Enabled reports whether workers are discovered from Kubernetes.
+func (d Discovery) Enabled() bool { return d.InferencePool != "" || d.Selector != "" }
+
+// Labels parses Selector.
+func (d Discovery) Labels() (map[string]string, error) {
+	out := map[string]string{}
+	for part := range strings.SplitSeq(d.Selector, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("%q: want key=value", part)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
 // TLS configures the router's own listeners.
 type TLS struct {
 	// ExtProc serves the ext_proc listener over TLS.
@@ -349,6 +387,7 @@ func Default() Config {
 			Mode:             ModeClusterHeader,
 			Fallbacks:        2,
 		},
+		Discovery: Discovery{MaxConcurrency: 4, MetricsFormat: "vllm"},
 		Scoring: Scoring{
 			Weights: Weights{
 				Active: 100, Queue: 10, Latency: 5, JobCost: 2,
