@@ -22,8 +22,10 @@ func TestDiscoveredPodsAreScheduled(t *testing.T) {
 	readyPod := func(name, ip string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm", Labels: map[string]string{"app": "vllm"}},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip,
-				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+			Status: corev1.PodStatus{
+				Phase: corev1.PodRunning, PodIP: ip,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			},
 		}
 	}
 	kube := fake.NewClientset(readyPod("vllm-0", "10.1.0.1"))

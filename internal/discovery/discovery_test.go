@@ -177,8 +177,8 @@ func inferencePool(name string, port int64, match map[string]any) *unstructured.
 		"kind":       "InferencePool",
 		"metadata":   map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{
-			"selector":    map[string]any{"matchLabels": match},
-			"targetPorts": []any{map[string]any{"number": port}},
+			"selector":          map[string]any{"matchLabels": match},
+			"targetPorts":       []any{map[string]any{"number": port}},
 			"endpointPickerRef": map[string]any{"name": "llm-router", "port": map[string]any{"number": int64(9002)}},
 		},
 	}}
