@@ -124,6 +124,13 @@ func TestEPPDestinationAfterTheWholeBody(t *testing.T) {
 	if sched.lastReq.Subset != nil || sched.lastReq.MaxTokens != 7 {
 		t.Fatalf("scheduler got %+v", sched.lastReq)
 	}
+	// No per-message timer under full duplex: nothing to extend.
+	sched.lastReq.OnQueued(time.Second)
+	select {
+	case r := <-st.out:
+		t.Fatalf("message timeout extended in full duplex: %v", r)
+	default:
+	}
 
 	// Envoy used the second endpoint: the claim moves there.
 	r := st.roundTrip(t, withMetadata(respHeaders(":status", "200", "content-type", "application/json"), NamespaceLB,
@@ -235,6 +242,12 @@ func TestEPPBufferedBodies(t *testing.T) {
 		t.Fatalf("headers not answered at once: %v", r)
 	}
 	r := st.roundTrip(t, reqBody(`{"model":"m","messages":[],"stream":true,"stream_options":{"include_usage":true}}`))
+	// Envoy's per-message timer runs in this mode: a queued request
+	// extends it.
+	sched.lastReq.OnQueued(time.Second)
+	if d := st.next(t).GetOverrideMessageTimeout().AsDuration(); d != time.Second+queueMargin {
+		t.Fatalf("override_message_timeout %v", d)
+	}
 	common := r.GetRequestBody().GetResponse()
 	want := "10.0.0.1:8000,10.0.0.2:8000"
 	if got := setHeaders(common.GetHeaderMutation())[HeaderDestination]; got != want || !common.GetClearRouteCache() {

@@ -330,7 +330,7 @@ func (x *exchange) finish(aborted bool) {
 // request waits in the queue, and Envoy's per-message timeout must not cut
 // it short.
 func (x *exchange) extendTimeout(maxWait time.Duration) {
-	if x.send == nil || x.epp != nil {
+	if x.send == nil || (x.epp != nil && x.epp.duplexReq) {
 		// In full-duplex mode Envoy runs no per-message timer to extend.
 		return
 	}
