@@ -200,7 +200,7 @@ func testPickFallbackAndFailOpen(t *testing.T, mode string) {
 	e.waitIdle(5 * time.Second)
 
 	e.shutdownRouter()
-	status, worker, _ := e.eppServed(eppChat)
+	status, worker, _, out := e.eppServedBody(eppChat)
 	if mode == "full_duplex" {
 		// Envoy fails open under full duplex only before the first body
 		// chunk reaches the processor: a request with a body gets 503.
@@ -210,7 +210,7 @@ func testPickFallbackAndFailOpen(t *testing.T, mode string) {
 		return
 	}
 	if status != 200 || (worker != "a-1" && worker != "a-2") {
-		t.Fatalf("fail-open: status %d, served by %q", status, worker)
+		t.Fatalf("fail-open: status %d, served by %q: %s", status, worker, out)
 	}
 }
 
