@@ -26,6 +26,10 @@ type Request struct {
 	Stream   bool
 	Priority state.Priority // "" is standard
 	Tenant   string
+	// Subset, when non-nil, restricts the pick to the workers at these
+	// addresses (host:port); an empty non-nil list leaves nothing eligible.
+	// The endpoint-picker protocol's subset hint arrives here.
+	Subset []string
 	// OnQueued, when set, is called once if the request has to wait, with
 	// the longest it may wait (the ext_proc adapter extends Envoy's message
 	// timeout with it).
@@ -53,6 +57,9 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	}
 
 	workers := v.candidates(r.Model, start)
+	if r.Subset != nil {
+		workers = v.within(workers, r.Subset)
+	}
 	// Random order: ties in the plan go to the lower index.
 	rand.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
 	job := scoring.Job{Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks}

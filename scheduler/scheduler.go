@@ -350,6 +350,19 @@ func (s *Scheduler) WorkerByAddress(addr string) (string, bool) {
 	return id, ok
 }
 
+// AddressOf returns a worker's address (host:port).
+func (s *Scheduler) AddressOf(id string) (string, bool) {
+	v := s.view.Load()
+	if v == nil {
+		return "", false
+	}
+	i, ok := v.index[id]
+	if !ok {
+		return "", false
+	}
+	return v.snap.Workers[i].Spec.Address, true
+}
+
 // HasWorker reports whether id is a known worker.
 func (s *Scheduler) HasWorker(id string) bool {
 	v := s.view.Load()

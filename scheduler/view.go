@@ -95,6 +95,17 @@ func (v *view) candidates(model string, now time.Time) []scoring.Worker {
 	return out
 }
 
+// within keeps the workers whose address is in addrs.
+func (v *view) within(ws []scoring.Worker, addrs []string) []scoring.Worker {
+	keep := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		if id, ok := v.byAddr[a]; ok {
+			keep[id] = true
+		}
+	}
+	return slices.DeleteFunc(ws, func(w scoring.Worker) bool { return !keep[w.ID] })
+}
+
 func age(now, t time.Time) time.Duration {
 	if t.IsZero() {
 		return 0

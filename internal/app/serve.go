@@ -17,9 +17,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/envoy/xds"
@@ -56,6 +59,8 @@ type Router struct {
 	xds       *xds.Server // nil with static discovery
 	decisions *decisions.Ring
 	monitor   *telemetry.Monitor
+	certs     *certSource   // nil without TLS
+	discovery *discoveryRun // nil without discovery
 }
 
 // Metrics exposes the router's metrics.
@@ -88,6 +93,8 @@ type Option func(*options)
 
 type options struct {
 	store Store
+	kube  kubernetes.Interface
+	dyn   dynamic.Interface
 }
 
 // WithStore makes the router use store instead of building one from the
@@ -153,6 +160,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		return nil, err
 	}
 	r := &Router{cfg: cfg, log: log, metrics: m, backend: be, sched: sched, ready: make(chan struct{}), decisions: ring, status: &replicaStatus{degraded: be.degraded}}
+	if r.discovery, err = newDiscovery(cfg, store, o, log.Named("discovery")); err != nil {
+		return nil, err
+	}
 	r.monitor = telemetry.NewMonitor(store, sched, telemetry.Options{
 		Replica:        cfg.ReplicaID,
 		ScrapeInterval: cfg.Telemetry.ScrapeInterval.D(),
@@ -182,13 +192,25 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		ForwardAuthorization: cfg.Auth.ForwardAuthorization,
 		RequestUsage:         cfg.Telemetry.RequestUsage,
 		ClusterFor:           envoy.ClusterFor,
+		EndpointPicker:       cfg.Envoy.Mode == config.ModeEndpointPicker,
+		Fallbacks:            cfg.Envoy.Fallbacks,
+		AddressOf:            sched.AddressOf,
 		Logger:               log.Named("extproc"),
 		Metrics:              m,
 	})
-	r.grpc = grpc.NewServer(
+	if cfg.TLS.ExtProc || cfg.TLS.Admin {
+		if r.certs, err = newCertSource(cfg.TLS, log.Named("tls")); err != nil {
+			return nil, err
+		}
+	}
+	grpcOpts := []grpc.ServerOption{
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-	)
+	}
+	if cfg.TLS.ExtProc {
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(r.certs.tlsConfig("h2"))))
+	}
+	r.grpc = grpc.NewServer(grpcOpts...)
 	extprocv3.RegisterExternalProcessorServer(r.grpc, r.extproc)
 	r.health = health.NewServer()
 	healthpb.RegisterHealthServer(r.grpc, r.health)
@@ -223,6 +245,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
+	protocols.SetHTTP2(true)
 	r.admin = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
@@ -233,6 +256,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		}),
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 5 * time.Second,
+	}
+	if cfg.TLS.Admin {
+		r.admin.TLSConfig = r.certs.tlsConfig("h2", "http/1.1")
 	}
 	return r, nil
 }
@@ -288,11 +314,27 @@ func (r *Router) Serve(ctx context.Context) error {
 		_ = grpcLn.Close()
 		return fmt.Errorf("admin_listen: %w", err)
 	}
-	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	r.health.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	// The endpoint-picker protocol's health services besides the standard
+	// ones. Every replica is ready at once: the state is shared, so there is
+	// no leader to wait for (active-active).
+	for _, svc := range []string{"", extprocv3.ExternalProcessor_ServiceDesc.ServiceName, "liveness", "readiness"} {
+		r.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
+	}
 
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
+	if r.discovery != nil {
+		// Ready only once every ready pod is registered: a replica that
+		// started with an empty fleet would answer 503s.
+		if err := r.discovery.run(bgCtx); err != nil {
+			_ = grpcLn.Close()
+			_ = adminLn.Close()
+			return err
+		}
+		if err := r.sched.Refresh(ctx); err != nil {
+			r.log.Warn("refresh after discovery", zap.Error(err))
+		}
+	}
 	go r.sched.Run(bgCtx)
 	go r.backend.run(bgCtx)
 	if r.backend.stream != nil {
@@ -306,7 +348,11 @@ func (r *Router) Serve(ctx context.Context) error {
 	errc := make(chan error, 2)
 	go func() { errc <- r.grpc.Serve(grpcLn) }()
 	go func() {
-		if err := r.admin.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+		serve := r.admin.Serve
+		if r.cfg.TLS.Admin {
+			serve = func(ln net.Listener) error { return r.admin.ServeTLS(ln, "", "") }
+		}
+		if err := serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 	}()

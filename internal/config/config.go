@@ -9,8 +9,10 @@
 package config
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
@@ -54,6 +56,8 @@ type Config struct {
 	Redis          Redis          `yaml:"redis"`
 	Locality       Locality       `yaml:"locality"`
 	Envoy          Envoy          `yaml:"envoy"`
+	TLS            TLS            `yaml:"tls"`
+	Discovery      Discovery      `yaml:"discovery"`
 	Scoring        Scoring        `yaml:"scoring"`
 	InferenceAware InferenceAware `yaml:"inference_aware"`
 	AdaptiveCaps   AdaptiveCaps   `yaml:"adaptive_caps"`
@@ -212,6 +216,73 @@ type Envoy struct {
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	NumRetries     int      `yaml:"num_retries"`
 	MessageTimeout Duration `yaml:"message_timeout"`
+	// Mode is how the router tells Envoy where a request goes:
+	// cluster_header (x-llm-cluster names a rendered cluster) or
+	// endpoint_picker (the Gateway API Inference Extension's endpoint-picker
+	// protocol: ip:port in x-gateway-destination-endpoint and envoy.lb
+	// metadata, fallbacks after it).
+	Mode string `yaml:"mode"`
+	// Fallbacks is how many endpoints follow the pick in endpoint_picker
+	// mode, best first by the same scores.
+	Fallbacks int `yaml:"fallbacks"`
+	// ExtProcCAFile, when set, makes the rendered Envoy verify the router's
+	// certificate against it (with tls.extproc); unset, Envoy encrypts
+	// without verifying, as gateways do with a picker's self-signed
+	// certificate.
+	ExtProcCAFile string `yaml:"extproc_ca_file"`
+}
+
+// Modes are the accepted envoy.mode values.
+const (
+	ModeClusterHeader  = "cluster_header"
+	ModeEndpointPicker = "endpoint_picker"
+)
+
+// Discovery takes workers from Kubernetes pods (internal/discovery), beside
+// any listed under workers.
+type Discovery struct {
+	// InferencePool names the pool whose selector and target port are
+	// followed; Selector ("k=v,k2=v2") with TargetPort is the alternative.
+	InferencePool string `yaml:"inference_pool"`
+	Selector      string `yaml:"selector"`
+	TargetPort    int    `yaml:"target_port"`
+	// Namespace of the pool and pods; empty: the router's own.
+	Namespace string `yaml:"namespace"`
+	// Models every discovered pod serves, with its cap and metrics format.
+	Models         []string `yaml:"models"`
+	MaxConcurrency int      `yaml:"max_concurrency"`
+	MetricsFormat  string   `yaml:"metrics_format"`
+}
+
+// Enabled reports whether workers are discovered from Kubernetes.
+func (d Discovery) Enabled() bool { return d.InferencePool != "" || d.Selector != "" }
+
+// Labels parses Selector.
+func (d Discovery) Labels() (map[string]string, error) {
+	out := map[string]string{}
+	for part := range strings.SplitSeq(d.Selector, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("%q: want key=value", part)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// TLS configures the router's own listeners.
+type TLS struct {
+	// ExtProc serves the ext_proc listener over TLS.
+	ExtProc bool `yaml:"extproc"`
+	// Admin serves the admin listener over TLS (its token is a header).
+	Admin bool `yaml:"admin"`
+	// CertFile and KeyFile hold the certificate (PEM), reloaded when the
+	// files change; unset, a self-signed certificate is made at start.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 // Scoring configures the scored strategy.
@@ -335,7 +406,10 @@ func Default() Config {
 			FailureModeAllow: true,
 			XDSJoinDelay:     Duration(500 * time.Millisecond),
 			MessageTimeout:   Duration(time.Second),
+			Mode:             ModeClusterHeader,
+			Fallbacks:        2,
 		},
+		Discovery: Discovery{MaxConcurrency: 4, MetricsFormat: "vllm"},
 		Scoring: Scoring{
 			Weights: Weights{
 				Active: 100, Queue: 10, Latency: 5, JobCost: 2,

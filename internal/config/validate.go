@@ -137,6 +137,35 @@ func (c *Config) Validate() error {
 	if c.Envoy.Discovery != "static" && c.Envoy.Discovery != "xds" {
 		bad("envoy.discovery", "want static or xds, got %q", c.Envoy.Discovery)
 	}
+	if c.Envoy.Mode != ModeClusterHeader && c.Envoy.Mode != ModeEndpointPicker {
+		bad("envoy.mode", "want %s or %s, got %q", ModeClusterHeader, ModeEndpointPicker, c.Envoy.Mode)
+	}
+	if c.Envoy.Mode == ModeEndpointPicker && c.Envoy.Discovery == "xds" {
+		bad("envoy.mode", "endpoint_picker takes endpoints from the gateway (or the rendered pool cluster), not the router's xDS: set envoy.discovery: static")
+	}
+	if d := c.Discovery; d.Enabled() {
+		if d.InferencePool != "" && d.Selector != "" {
+			bad("discovery.selector", "set discovery.inference_pool or discovery.selector, not both")
+		}
+		if _, err := d.Labels(); err != nil {
+			bad("discovery.selector", "%v", err)
+		}
+		if d.Selector != "" && (d.TargetPort <= 0 || d.TargetPort > 65535) {
+			bad("discovery.target_port", "a port is needed with discovery.selector, got %d", d.TargetPort)
+		}
+		if len(d.Models) == 0 {
+			bad("discovery.models", "name the models the discovered pods serve")
+		}
+		if d.MaxConcurrency < 1 {
+			bad("discovery.max_concurrency", "must be at least 1, got %d", d.MaxConcurrency)
+		}
+	}
+	if c.Envoy.Fallbacks < 0 || c.Envoy.Fallbacks > 16 {
+		bad("envoy.fallbacks", "must be in [0, 16], got %d", c.Envoy.Fallbacks)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls.cert_file", "tls.cert_file and tls.key_file go together")
+	}
 	if c.Envoy.NumRetries < 0 || c.Envoy.NumRetries > 10 {
 		bad("envoy.num_retries", "must be in [0, 10], got %d", c.Envoy.NumRetries)
 	}

@@ -68,6 +68,9 @@ type env struct {
 	Envoy   *stack.Envoy
 	Workers map[string]*stack.Gpusim
 	dir     string
+	// envoyYAML, when set, edits the rendered Envoy config before Envoy
+	// starts (tests that play a gateway's part).
+	envoyYAML func([]byte) []byte
 
 	routerProc *stack.Router // set by startRouterProcess instead of Router
 
@@ -167,6 +170,9 @@ func (e *env) startEnvoy() {
 	yaml, err := envoy.Render(e.Cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if e.envoyYAML != nil {
+		yaml = e.envoyYAML(yaml)
 	}
 	ev, err := stack.StartEnvoy(e.ctx, envoyBin, e.dir, yaml, e.Cfg.Envoy.Admin, e.Cfg.Envoy.Listen)
 	if err != nil {
