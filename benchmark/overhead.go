@@ -90,7 +90,7 @@ func (s *overheadStack) stop() {
 // on (queue and API keys, as deployed). No request ever waits: the worker's
 // cap is far above any concurrency, so the admission row shows what the
 // admission path costs a request that never queues.
-func startOverheadStack(ctx context.Context, binDir, dir string, admission bool) (st *overheadStack, err error) {
+func startOverheadStack(ctx context.Context, binDir, dir string, admission, ablate bool) (st *overheadStack, err error) {
 	st = &overheadStack{}
 	defer func() {
 		if err != nil {
@@ -183,6 +183,11 @@ func startOverheadStack(ctx context.Context, binDir, dir string, admission bool)
 			name: v.name, url: "http://" + cfg.Envoy.Listen, key: k,
 			pids: map[string]int{"envoy": ev.Pid(), "llm-router": router.Pid()}, extproc: "llm-router",
 		})
+		if ablate && !v.admission {
+			if err := startAblations(ctx, st, envoyBin, dir, cfg, router.Pid()); err != nil {
+				return st, err
+			}
+		}
 	}
 	return st, nil
 }
@@ -237,7 +242,7 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	st, err := startOverheadStack(ctx, o.BinDir, dir, true)
+	st, err := startOverheadStack(ctx, o.BinDir, dir, true, false)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,8 @@ type FloorPoint struct {
 	AddedP99  Spread `json:"added_p99_ms"`
 	CPUMicros Spread `json:"extproc_cpu_us_per_request"`
 	// P50Ratio and P99Ratio are the round-by-round added latency over the
-	// no-op's; empty for the no-op itself.
+	// no-op's, for the rounds where the no-op added more than nothing;
+	// empty for the no-op itself.
 	P50Ratio Spread `json:"p50_ratio_to_noop"`
 	P99Ratio Spread `json:"p99_ratio_to_noop"`
 }
@@ -61,10 +62,16 @@ func floorPoints(p RatePoint, targets []overheadTarget, rounds [][]OpenStep) []F
 			if c, ok := cpuOf(s, targets[i].extproc); ok && s.Sent > 0 {
 				cpu = append(cpu, c*1e6/float64(s.Sent))
 			}
+			// A round whose floor added nothing measurable (noise in Envoy
+			// alone's figure was larger) says nothing about the ratio.
 			if noop >= 0 && i != noop {
 				n := steps[noop]
-				r50 = append(r50, ratio(a50, n.P50-base.P50))
-				r99 = append(r99, ratio(a99, n.P99-base.P99))
+				if d := n.P50 - base.P50; d > 0 {
+					r50 = append(r50, a50/d)
+				}
+				if d := n.P99 - base.P99; d > 0 {
+					r99 = append(r99, a99/d)
+				}
 			}
 		}
 		out = append(out, FloorPoint{
@@ -85,10 +92,6 @@ func cpuOf(s OpenStep, name string) (float64, bool) {
 	return 0, false
 }
 
-// ratio is a/b, with a floor that added nothing (or less than nothing, by
-// noise) counted as 10 µs so that the ratio stays finite and large.
-func ratio(a, b float64) float64 { return a / max(b, 0.01) }
-
 // OverheadAim is one aim of the overhead issue with its verdict.
 type OverheadAim struct {
 	Name    string  `json:"name"`
@@ -97,7 +100,12 @@ type OverheadAim struct {
 	Lo      float64 `json:"lo"`
 	Hi      float64 `json:"hi"`
 	Verdict string  `json:"verdict"`
+	Rounds  int     `json:"rounds"` // the rounds judged on
 }
+
+// minAimRounds is the fewest usable rounds a latency or CPU verdict is
+// given on: with 3, the range holds the median with probability 3/4.
+const minAimRounds = 3
 
 // overheadAims judges the router (admission off) against the floor: the
 // latency and CPU aims on the rounds' range, the sustained rate on the one
@@ -113,10 +121,14 @@ func overheadAims(r *OpenOverheadReport) []OverheadAim {
 		return FloorPoint{}, false
 	}
 	most := func(name string, s Spread, t float64, unit string) {
-		out = append(out, OverheadAim{
-			Name: name, Target: fmt.Sprintf("≤ %g%s", t, unit),
+		a := OverheadAim{
+			Name: name, Target: fmt.Sprintf("≤ %g%s", t, unit), Rounds: len(s.Rounds),
 			Value: s.Median, Lo: s.Min, Hi: s.Max, Verdict: atMost(Estimate{Lo: s.Min, Hi: s.Max}, t),
-		})
+		}
+		if a.Rounds < minAimRounds {
+			a.Verdict = NotSettled
+		}
+		out = append(out, a)
 	}
 	if f, ok := at(500, 1<<10); ok {
 		most("1 KB at 500 req/s: router added p50 ÷ no-op's", f.P50Ratio, 1.5, "×")
@@ -146,7 +158,7 @@ func overheadAims(r *OpenOverheadReport) []OverheadAim {
 		v := router.Rate / noop.Rate
 		// A search that stopped at its limit still sustaining gives a
 		// lower bound only.
-		a := OverheadAim{Name: "highest sustained rate, " + sizeWord(bytes) + ": router ÷ no-op", Target: "≥ 0.8×", Value: v, Lo: v, Hi: v}
+		a := OverheadAim{Name: "highest sustained rate, " + sizeWord(bytes) + ": router ÷ no-op", Target: "≥ 0.8×", Value: v, Lo: v, Hi: v, Rounds: 1}
 		switch {
 		case v >= 0.8 && !noop.Capped:
 			a.Verdict = Met
@@ -168,9 +180,10 @@ func (r *OpenOverheadReport) markdownFloor(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %.0f | %s | %s | %s | %s | %s | %s |\n", f.Config, f.Rate, sizeWord(f.Bytes),
 			spreadCell(f.AddedP50, "%+.3f"), spreadCell(f.AddedP99, "%+.3f"), spreadCell(f.P50Ratio, "%.2f"), spreadCell(f.P99Ratio, "%.2f"), spreadCell(f.CPUMicros, "%.0f"))
 	}
-	fmt.Fprintf(w, "\n## Aims (router, admission off, against the no-op ext_proc)\n\nCPU: %s.\n\n| aim | target | median [min–max] | verdict |\n|---|---|---|---|\n", r.Machine)
+	fmt.Fprintf(w, "\nA ratio counts the rounds where the no-op added more than nothing. CPU is utime+stime from /proc/<pid>/stat over the step, divided by the requests sent.\n")
+	fmt.Fprintf(w, "\n## Aims (router, admission off, against the no-op ext_proc)\n\nCPU: %s. A verdict needs %d usable rounds; met or missed when the whole range is on one side of the target.\n\n| aim | target | median [min–max] | rounds | verdict |\n|---|---|---|---|---|\n", r.Machine, minAimRounds)
 	for _, a := range r.Aims {
-		fmt.Fprintf(w, "| %s | %s | %.2f [%.2f–%.2f] | %s |\n", a.Name, a.Target, a.Value, a.Lo, a.Hi, a.Verdict)
+		fmt.Fprintf(w, "| %s | %s | %.2f [%.2f–%.2f] | %d | %s |\n", a.Name, a.Target, a.Value, a.Lo, a.Hi, a.Rounds, a.Verdict)
 	}
 	fmt.Fprintln(w)
 }

@@ -153,3 +153,24 @@ func TestNoopExtProc(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFloorRatioSkipsUnresolvedRounds: a round where noise made the no-op
+// look faster than Envoy alone gives no ratio, and too few usable rounds
+// give no verdict.
+func TestFloorRatioSkipsUnresolvedRounds(t *testing.T) {
+	targets := []overheadTarget{{name: configDirect}, {name: configNoop}, {name: configRouter}}
+	rounds := [][]OpenStep{
+		{{P50: 1, P99: 50}, {P50: 1.5, P99: 3}, {P50: 2, P99: 4}},
+		{{P50: 1, P99: 2}, {P50: 1.5, P99: 3}, {P50: 2, P99: 4}},
+	}
+	fs := floorPoints(RatePoint{Rate: 500, Bytes: 1 << 10}, targets, rounds)
+	r := fs[1]
+	if len(r.P50Ratio.Rounds) != 2 || len(r.P99Ratio.Rounds) != 1 || r.P99Ratio.Median != 2 {
+		t.Fatalf("p50 ratios %v, p99 ratios %v", r.P50Ratio.Rounds, r.P99Ratio.Rounds)
+	}
+	for _, a := range overheadAims(&OpenOverheadReport{Floor: fs}) {
+		if a.Verdict != NotSettled {
+			t.Errorf("%s: %s on %d rounds", a.Name, a.Verdict, a.Rounds)
+		}
+	}
+}

@@ -24,7 +24,8 @@ func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Open loop.
 	step := fs.Duration("step", 5*time.Second, "open: how long each rate is held")
 	rounds := fs.Int("rounds", 5, "times every configuration is measured at each point (closed: times the configurations alternate)")
-	maxSteps := fs.Int("max-steps", 6, "open: doubling steps of the sustained-rate search")
+	maxSteps := fs.Int("max-steps", 6, "open: doubling steps of the sustained-rate search (0: no search)")
+	ablate := fs.Bool("ablate", false, "open: also measure the router behind Envoy configs with one part taken out (no json_to_metadata, no Lua, no response-headers phase): what each costs")
 	maxP99 := fs.Duration("max-p99", 100*time.Millisecond, "open: p99 latency bound of a sustained rate")
 	admission := fs.Bool("admission", true, "open: also measure the router with admission on (queue and API keys)")
 	// Closed loop.
@@ -70,14 +71,14 @@ func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	o := benchmark.OpenOverheadOptions{
-		BinDir: *bin, Step: *step, Rounds: *rounds, MaxSteps: *maxSteps, MaxP99: *maxP99, Admission: *admission,
+		BinDir: *bin, Step: *step, Rounds: *rounds, MaxSteps: *maxSteps, MaxP99: *maxP99, Admission: *admission, Ablate: *ablate,
 		MaxTokens: *maxTokens, ResultsDir: *results, Progress: stderr, Log: stderr,
 		Command: "llm-bench overhead " + strings.Join(args, " "),
 		Points:  []benchmark.RatePoint{{Rate: 500, Bytes: 1 << 10}, {Rate: 100, Bytes: 256 << 10}},
 		Sustain: []benchmark.RatePoint{{Rate: 250, Bytes: 1 << 10}, {Rate: 50, Bytes: 256 << 10}},
 	}
-	if o.Step <= 0 || o.MaxSteps < 1 || o.Rounds < 1 {
-		return fmt.Errorf("need --step > 0, --rounds >= 1 and --max-steps >= 1")
+	if o.Step <= 0 || o.MaxSteps < 0 || o.Rounds < 1 {
+		return fmt.Errorf("need --step > 0, --rounds >= 1 and --max-steps >= 0")
 	}
 	rep, err := benchmark.OverheadOpen(ctx, o)
 	if rep != nil {
