@@ -55,11 +55,15 @@ var slugRe = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 // case, are returned without running the regexp.
 func Slug(model string) string {
 	for i := 0; i < len(model); i++ {
-		if c := model[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+		if !slugSafe(model[i]) {
 			return slugRe.ReplaceAllString(model, "_")
 		}
 	}
 	return model
+}
+
+func slugSafe(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
 }
 
 // PoolCluster names the cluster of every worker serving model.
