@@ -96,9 +96,10 @@ func (n *noopExtProc) Process(stream extprocv3.ExternalProcessor_ProcessServer) 
 
 // ServeNoopExtProc serves the no-op ext_proc server, with the gRPC health
 // service Envoy's cluster checks, on lis until ctx ends. cluster is the
-// x-llm-cluster value every request gets.
-func ServeNoopExtProc(ctx context.Context, lis net.Listener, cluster string) error {
-	srv := grpc.NewServer()
+// x-llm-cluster value every request gets; opts are gRPC server options
+// (none: grpc-go's defaults, as the router uses).
+func ServeNoopExtProc(ctx context.Context, lis net.Listener, cluster string, opts ...grpc.ServerOption) error {
+	srv := grpc.NewServer(opts...)
 	extprocv3.RegisterExternalProcessorServer(srv, newNoopExtProc(cluster))
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	go func() {

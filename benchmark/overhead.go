@@ -131,7 +131,7 @@ func startOverheadStack(ctx context.Context, binDir, dir string, admission, abla
 	st.stops = append(st.stops, func() { evD.Stop(3 * time.Second) })
 	st.targets = append(st.targets, overheadTarget{name: configDirect, url: "http://" + direct.Envoy.Listen, pids: map[string]int{"envoy": evD.Pid()}})
 
-	noop, err := startNoop(ctx, envoyBin, binDir, dir, base)
+	noop, err := startNoop(ctx, envoyBin, binDir, dir, base, configNoop)
 	if err != nil {
 		return st, err
 	}
@@ -184,7 +184,7 @@ func startOverheadStack(ctx context.Context, binDir, dir string, admission, abla
 			pids: map[string]int{"envoy": ev.Pid(), "llm-router": router.Pid()}, extproc: "llm-router",
 		})
 		if ablate && !v.admission {
-			if err := startAblations(ctx, st, envoyBin, dir, cfg, router.Pid()); err != nil {
+			if err := startAblations(ctx, st, envoyBin, binDir, dir, cfg, router.Pid()); err != nil {
 				return st, err
 			}
 		}
@@ -200,13 +200,13 @@ type startedTarget struct {
 
 // startNoop starts the no-op ext_proc server (llm-bench noop-extproc, from
 // binDir) and an Envoy with the router's rendered config asking it.
-func startNoop(ctx context.Context, envoyBin, binDir, dir string, base config.Config) (startedTarget, error) {
+func startNoop(ctx context.Context, envoyBin, binDir, dir string, base config.Config, name string, args ...string) (startedTarget, error) {
 	cfg := base
 	a := stack.MustFreeAddrs(3)
 	cfg.ExtProcListen, cfg.Envoy.Listen, cfg.Envoy.Admin = a[0], a[1], a[2]
 	cfg.Envoy.ExtProcAddrs = []string{a[0]}
 	p, err := stack.Start("noop-extproc", filepath.Join(binDir, "llm-bench"),
-		[]string{"noop-extproc", "--listen", a[0], "--cluster", envoy.ClusterFor(cfg.Workers[0].ID, cfg.Workers[0].Models[0])}, nil)
+		append([]string{"noop-extproc", "--listen", a[0], "--cluster", envoy.ClusterFor(cfg.Workers[0].ID, cfg.Workers[0].Models[0])}, args...), nil)
 	if err != nil {
 		return startedTarget{}, err
 	}
@@ -226,7 +226,7 @@ func startNoop(ctx context.Context, envoyBin, binDir, dir string, base config.Co
 	}
 	return startedTarget{
 		target: overheadTarget{
-			name: configNoop, url: "http://" + cfg.Envoy.Listen,
+			name: name, url: "http://" + cfg.Envoy.Listen,
 			pids: map[string]int{"envoy": ev.Pid(), "noop-extproc": p.Pid()}, extproc: "noop-extproc",
 		},
 		stop: func() { ev.Stop(3 * time.Second); p.Stop(2 * time.Second) },

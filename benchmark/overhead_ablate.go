@@ -3,6 +3,7 @@ package benchmark
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,8 +30,17 @@ var ablations = []ablation{
 }
 
 // startAblations starts one Envoy per ablation, all asking the router
-// already running with cfg (admission off), whose pid is routerPid.
-func startAblations(ctx context.Context, st *overheadStack, envoyBin, dir string, cfg config.Config, routerPid int) error {
+// already running with cfg (admission off), whose pid is routerPid, and a
+// second no-op ext_proc server with fixed 1 MiB gRPC windows (grpc-go's
+// default starts at 64 KiB and grows them by BDP estimation): whether a
+// 256 KB body waits for window updates.
+func startAblations(ctx context.Context, st *overheadStack, envoyBin, binDir, dir string, cfg config.Config, routerPid int) error {
+	noop, err := startNoop(ctx, envoyBin, binDir, dir, cfg, configNoop+", 1 MiB gRPC windows", "--window", strconv.Itoa(1<<20))
+	if err != nil {
+		return err
+	}
+	st.stops = append(st.stops, noop.stop)
+	st.targets = append(st.targets, noop.target)
 	for _, a := range ablations {
 		c := cfg
 		addrs := stack.MustFreeAddrs(2)

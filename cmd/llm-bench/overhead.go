@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/llm-router/llm-router/benchmark"
 )
 
@@ -94,6 +96,7 @@ func noopExtProc(ctx context.Context, args []string, _, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:9002", "gRPC listen address")
 	cluster := fs.String("cluster", "", "x-llm-cluster value of every request")
+	window := fs.Int("window", 0, "gRPC stream and connection flow-control windows in bytes (0: grpc-go's defaults, dynamic)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,5 +107,10 @@ func noopExtProc(ctx context.Context, args []string, _, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	return benchmark.ServeNoopExtProc(ctx, lis, *cluster)
+	var opts []grpc.ServerOption
+	if *window > 0 {
+		w := int32(min(*window, 1<<30))
+		opts = append(opts, grpc.InitialWindowSize(w), grpc.InitialConnWindowSize(w))
+	}
+	return benchmark.ServeNoopExtProc(ctx, lis, *cluster, opts...)
 }
