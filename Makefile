@@ -18,7 +18,7 @@ TEST_FLAGS    ?=
 APT           := $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get
 
 .PHONY: all build envoy redis prometheus deps test test-short lint fmt demo clean help proto proto-check \
-	setup cluster smoke chaos
+	setup cluster smoke chaos helm
 
 # Operational knobs: `make cluster WORKERS=4 MODEL=m BASE_PORT=8100`,
 # `make smoke URL=http://envoy:8080 MODEL=m ADMIN=http://router:9090`.
@@ -69,6 +69,10 @@ test: deps ## run every test, with -race
 
 test-short: ## unit tests only (no Envoy, Redis or processes)
 	$(GO) test -race -short -count=1 ./...
+
+helm: ## helm lint and helm template the chart (pinned in internal/tools/go.mod); make test runs both in go test ./deploy with strict decoding
+	$(GOTOOL) helm lint --strict deploy/helm/llm-router
+	$(GOTOOL) helm template llm-router deploy/helm/llm-router --namespace llm >/dev/null
 
 lint: proto-check ## golangci-lint v2 (pinned in internal/tools/go.mod) with .golangci.yml, and the proto checks
 	$(GOTOOL) golangci-lint run ./...

@@ -13,13 +13,14 @@ import (
 // How it is computed: Value is the figure over every measured request of
 // every seed, pooled. The interval is a stratified moving-block bootstrap:
 // each replicate rebuilds every seed's measured requests (as many as it
-// had) from blocks of bootstrapBlock consecutive requests drawn with
+// had) from blocks of consecutive requests drawn with
 // replacement (circularly), pools them and recomputes the figure; Lo and
 // Hi are the 2.5th and 97.5th percentiles of bootstrapReplicates
 // replicates. Blocks, not single requests, because neighbours in time
 // share a queue: a burst makes a run of slow requests, and resampling
 // requests one by one would treat them as independent and give intervals
-// too narrow to hold when the run is repeated. It is the uncertainty of the
+// too narrow to hold when the run is repeated. Each seed's block length is
+// chosen from its own measured autocorrelation (blockLength). It is the uncertainty of the
 // pooled figure for these seeds' workloads; Seeds shows how much the
 // workloads themselves move it.
 type Estimate struct {
@@ -34,11 +35,6 @@ type Estimate struct {
 // bootstrapReplicates is enough for stable 2.5/97.5 percentiles (each has
 // about 7 replicates beyond it) at a cost of seconds per comparison.
 const bootstrapReplicates = 300
-
-// bootstrapBlock is the block of consecutive requests resampled together:
-// about the requests that arrive while one queue builds up and drains at
-// the loads compared (a few seconds of GPU time at 20 to 40 req/s).
-const bootstrapBlock = 50
 
 // Metric names of a Stats.
 const (
@@ -60,11 +56,13 @@ type Stats struct {
 	// Seeds are the seeds pooled; Overload lists the seeds left out because
 	// their offered rate exceeded what their requests needed (see
 	// CompareReport.Overload).
-	Seeds    []uint64    `json:"seeds"`
-	Requests int         `json:"requests"`
-	TTFT     [3]Estimate `json:"ttft_p50_p90_p99_ms"`
-	E2E      [3]Estimate `json:"e2e_p50_p90_p99_ms"`
-	ITL      [3]Estimate `json:"itl_p50_p90_p99_ms"`
+	Seeds    []uint64 `json:"seeds"`
+	Requests int      `json:"requests"`
+	// Blocks are the bootstrap's block lengths, one per seed (blockLength).
+	Blocks []int       `json:"bootstrap_blocks"`
+	TTFT   [3]Estimate `json:"ttft_p50_p90_p99_ms"`
+	E2E    [3]Estimate `json:"e2e_p50_p90_p99_ms"`
+	ITL    [3]Estimate `json:"itl_p50_p90_p99_ms"`
 	// TPS is each request's decode rate (tokens/s after its first token)
 	// at p5 and p50, their ratio (predictability: 1 is perfectly steady)
 	// and the coefficient of variation.
@@ -230,12 +228,16 @@ func histPct(h *[itlBuckets]int, n int, p float64) float64 {
 // results (GPU time). rng makes the replicates reproducible.
 func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 	rs := make([][]reqStat, len(strata))
+	blocks := make([]int, len(strata))
 	var pooled []reqStat
 	for i, s := range strata {
 		rs[i] = make([]reqStat, len(s))
+		ttft, e2e := make([]float64, len(s)), make([]float64, len(s))
 		for k, r := range s {
 			rs[i][k] = newReqStat(r, slo)
+			ttft[k], e2e[k] = rs[i][k].ttft, rs[i][k].e2e
 		}
+		blocks[i] = blockLength(ttft, e2e)
 		pooled = append(pooled, rs[i]...)
 	}
 	var sc figScratch
@@ -248,10 +250,10 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 	sample := make([]reqStat, 0, len(pooled))
 	for b := range reps {
 		sample = sample[:0]
-		for _, s := range rs {
+		for i, s := range rs {
 			for n := 0; n < len(s); {
 				start := rng.IntN(len(s))
-				for k := 0; k < bootstrapBlock && n < len(s); k++ {
+				for k := 0; k < blocks[i] && n < len(s); k++ {
 					sample = append(sample, s[(start+k)%len(s)])
 					n++
 				}
@@ -272,7 +274,7 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 		e.Lo, e.Hi = min(e.Lo, e.Value), max(e.Hi, e.Value)
 		return e
 	}
-	st := Stats{Requests: len(pooled)}
+	st := Stats{Requests: len(pooled), Blocks: blocks}
 	for i := range 3 {
 		st.TTFT[i], st.E2E[i], st.ITL[i] = est(i), est(3+i), est(6+i)
 	}

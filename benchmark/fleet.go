@@ -34,6 +34,12 @@ type GPU struct {
 	SaturationRate float64 `json:"saturation_rate"`
 	// Cap is the router's max_concurrency for it; see SizeFleet.
 	Cap int `json:"max_concurrency"`
+	// KVBlocks and PrefillRate are what an operator configures for the
+	// worker (kv_blocks, prefill_tokens_per_second): its KV cache in
+	// 16-token blocks and its prefill rate in tokens/s of GPU time, from
+	// its profile; see SizeFleet.
+	KVBlocks    int     `json:"kv_blocks"`
+	PrefillRate float64 `json:"prefill_tokens_per_second"`
 }
 
 // ParseFleet reads "profile:count,profile:count"; ids are the profile's
@@ -88,8 +94,8 @@ const capLoad = 0.9
 // profile share it.
 func SizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any) error {
 	type sized struct {
-		rate float64
-		cap  int
+		rate, prefill float64
+		cap, kv       int
 	}
 	done := map[string]sized{}
 	for i := range gpus {
@@ -118,11 +124,32 @@ func SizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any) error
 			}
 			meanE2E := sum.Seconds() / float64(max(n, 1))
 			s = sized{rate: v.SaturationRate, cap: max(1, int(math.Round(rate*meanE2E)))}
+			s.kv, s.prefill = profileCapacity(cfg)
 			done[gpus[i].Profile] = s
 		}
 		gpus[i].SaturationRate, gpus[i].Cap = s.rate, s.cap
+		gpus[i].KVBlocks, gpus[i].PrefillRate = s.kv, s.prefill
 	}
 	return nil
+}
+
+// profileCapacity is a calibrated GPU's KV cache in blocks and its prefill
+// rate: one full chunk of max_batched_tokens over the step that computes
+// it. Simple-mode GPUs (no profile) give 0, 0: the router's defaults.
+func profileCapacity(cfg gpusim.Config) (kvBlocks int, prefillRate float64) {
+	if cfg.Profile == "" {
+		return 0, 0
+	}
+	p, err := gpusim.LookupProfile(cfg.Profile)
+	if err != nil {
+		return 0, 0
+	}
+	chunk := max(cfg.MaxBatchedTokens, 1)
+	step := p.StepTime(chunk, 0, 1)
+	if step > 0 {
+		prefillRate = float64(chunk) / step.Seconds()
+	}
+	return p.KVCapacityBlocks(cfg.GPUMemUtil), prefillRate
 }
 
 // sizingConfig is the gpusim config of one GPU of profile with the fleet's
@@ -224,7 +251,10 @@ func routerWorkers(gpus []GPU, capOverride int) []config.Worker {
 		if capOverride > 0 {
 			c = capOverride
 		}
-		out[i] = config.Worker{ID: g.ID, Address: g.Addr, Models: []string{Model}, MaxConcurrency: max(c, 1)}
+		out[i] = config.Worker{
+			ID: g.ID, Address: g.Addr, Models: []string{Model}, MaxConcurrency: max(c, 1),
+			KVBlocks: g.KVBlocks, PrefillTokensPerSecond: g.PrefillRate,
+		}
 	}
 	return out
 }

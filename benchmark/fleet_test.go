@@ -50,8 +50,14 @@ func TestSizeFleet(t *testing.T) {
 	if gpus[1].Cap != h.Cap || gpus[1].SaturationRate != h.SaturationRate || h.SaturationRate <= a.SaturationRate || a.SaturationRate <= 0 || h.Cap < 1 || a.Cap < 1 {
 		t.Errorf("sized %+v", gpus)
 	}
+	// The operator's view of each worker: an H100 holds more KV and
+	// prefills faster than an A40 (same model, same memory utilisation).
+	if a.KVBlocks <= 0 || h.KVBlocks <= a.KVBlocks || a.PrefillRate < 1000 || h.PrefillRate <= a.PrefillRate {
+		t.Errorf("kv blocks %d/%d, prefill %.0f/%.0f tokens/s", h.KVBlocks, a.KVBlocks, h.PrefillRate, a.PrefillRate)
+	}
+	t.Logf("h100 %d blocks %.0f tok/s; a40 %d blocks %.0f tok/s", h.KVBlocks, h.PrefillRate, a.KVBlocks, a.PrefillRate)
 	ws := routerWorkers(gpus, 0)
-	if ws[0].MaxConcurrency != h.Cap || ws[2].Models[0] != Model {
+	if ws[0].MaxConcurrency != h.Cap || ws[2].Models[0] != Model || ws[0].KVBlocks != h.KVBlocks || ws[2].PrefillTokensPerSecond != a.PrefillRate {
 		t.Errorf("workers %+v", ws)
 	}
 	if routerWorkers(gpus, uncapped)[2].MaxConcurrency != uncapped {
@@ -85,6 +91,15 @@ func TestParseSetups(t *testing.T) {
 	}
 	if _, err := ParseSetups("scored x99"); err == nil {
 		t.Error("99 replicas accepted")
+	}
+	ss, err = ParseSetups("scored scoring.weights.prefix=100 x3")
+	if err != nil || len(ss) != 1 || ss[0].Replicas != 3 || ss[0].Name != "router scored scoring.weights.prefix=100 x3" || !slices.Equal(ss[0].Settings, []string{"scoring.weights.prefix=100"}) {
+		t.Errorf("settings: %+v %v", ss, err)
+	}
+	for _, bad := range []string{"scored scoring.weights.prefix=x", "scored no.such.key=1", "scored 3"} {
+		if _, err := ParseSetups(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 	for _, s := range DefaultSetups() {
 		emulation := slices.Contains([]string{

@@ -23,7 +23,7 @@ type ablation struct {
 
 var ablations = []ablation{
 	{"router, no json_to_metadata filter", func(y string) (string, error) { return removeFilter(y, "envoy.filters.http.json_to_metadata") }},
-	{"router, no Lua filter", func(y string) (string, error) { return removeFilter(y, "envoy.filters.http.lua") }},
+	{"router, no fail-open Lua filter", func(y string) (string, error) { return removeFilter(y, "llm_router.fail_open") }},
 	{"router, response headers not sent", func(y string) (string, error) {
 		return replaceOnce(y, "response_header_mode: SEND", "response_header_mode: SKIP")
 	}},

@@ -17,7 +17,7 @@ func TestAblationsEditTheRenderedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	filters := []string{"envoy.filters.http.json_to_metadata", "envoy.filters.http.ext_proc", "envoy.filters.http.lua", "envoy.filters.http.router"}
+	filters := []string{"envoy.filters.http.json_to_metadata", "envoy.filters.http.ext_proc", "llm_router.fail_open", "envoy.filters.http.router"}
 	for _, f := range filters {
 		if !strings.Contains(string(y), "- name: "+f+"\n") {
 			t.Fatalf("rendering lacks %s", f)

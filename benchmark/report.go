@@ -20,7 +20,7 @@ func runFolder(results, kind string, at time.Time) (string, error) {
 }
 
 // publishLatest copies the named files of dir into <results>/latest, the
-// stable copy the README embeds, replacing older copies of the same files.
+// stable copy docs/benchmark-results.md embeds, replacing older copies of the same files.
 func publishLatest(results, dir string, files []string) error {
 	latest := filepath.Join(results, "latest")
 	if err := os.MkdirAll(latest, 0o750); err != nil {
@@ -134,7 +134,8 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 		r.Requests, r.Measured[0]+1, r.Measured[1], r.Measured[1]-r.Measured[0])
 	fmt.Fprintf(w, "- **SLO** (goodput): TTFT ≤ %v and each request's p99 inter-token gap ≤ %v\n", r.SLO.TTFT, r.SLO.ITL)
 	fmt.Fprintf(w, "- **Time scale**: %g (times are GPU time)\n", r.TimeScale)
-	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% stratified moving-block bootstrap interval (%d replicates rebuilding each seed's measured requests from blocks of 50 consecutive ones, since neighbours in time share a queue); the per-seed values are in compare-%s.json\n", bootstrapReplicates, r.Name)
+	lo, hi := blockRange(r.Stats)
+	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% stratified moving-block bootstrap interval (%d replicates rebuilding each seed's measured requests from blocks of consecutive ones, since neighbours in time share a queue; each seed's block length chosen from its own autocorrelation by the Politis–White rule: %d to %d requests in this run); the per-seed values and blocks are in compare-%s.json\n", bootstrapReplicates, lo, hi, r.Name)
 	if len(r.Void) > 0 {
 		fmt.Fprintf(w, "\n> **VOID**: the machine was saturated (over %.0f%% of its cores busy) during %d run(s): %s. Latency differences in those runs may be the machine's, not the configurations'.\n",
 			100*saturationShare, len(r.Void), strings.Join(r.Void, "; "))
@@ -321,4 +322,17 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// blockRange is the shortest and longest bootstrap block over stats.
+func blockRange(stats []Stats) (lo, hi int) {
+	for _, st := range stats {
+		for _, b := range st.Blocks {
+			if lo == 0 || b < lo {
+				lo = b
+			}
+			hi = max(hi, b)
+		}
+	}
+	return lo, hi
 }

@@ -32,6 +32,9 @@ type Setup struct {
 	// own in-process state, such as the prefix indexes of the peers'
 	// emulations.
 	Replicas int `json:"replicas,omitempty"`
+	// Settings are config keys set on every replica, "path=value"
+	// (scoring.weights.prefix=100): variants of one strategy.
+	Settings []string `json:"settings,omitempty"`
 }
 
 // Router reports whether the setup runs llm-router.
@@ -143,6 +146,12 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 			if o.redisAddr != "" {
 				cfg.Redis.URL = "redis://" + o.redisAddr + "/0"
 			}
+			for _, kv := range s.Settings {
+				path, value, _ := strings.Cut(kv, "=")
+				if err := config.Set(&cfg, path, value); err != nil {
+					return rs, fmt.Errorf("setup %s: %w", s.Name, err)
+				}
+			}
 			if o.mutate != nil {
 				o.mutate(&cfg)
 			}
@@ -183,32 +192,60 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 
 // ParseSetups reads a comma-separated list: ROUND_ROBIN and LEAST_REQUEST
 // (any upper-case word) are Envoy alone with that policy, anything else a
-// router strategy, with "xN" after it for N replicas (scored x3).
+// router strategy followed by space-separated options: "xN" for N
+// replicas, and config keys as path=value (scored x3,
+// scored scoring.weights.prefix=100).
 func ParseSetups(s string) ([]Setup, error) {
 	var out []Setup
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
-		if name, n, ok := strings.Cut(part, " x"); ok && slices.Contains(config.Strategies, name) {
-			k, err := strconv.Atoi(n)
-			if err != nil || k < 1 || k > 16 {
-				return nil, fmt.Errorf("setup %q: want strategy xN with N in 1..16", part)
-			}
-			out = append(out, RouterReplicasSetup(name, k))
+		if part == "" {
 			continue
 		}
-		switch {
-		case part == "":
-			continue
-		case part == strings.ToUpper(part):
+		if part == strings.ToUpper(part) && !strings.Contains(part, " ") {
 			out = append(out, EnvoySetup(part))
-		case slices.Contains(config.Strategies, part):
-			out = append(out, RouterSetup(part))
-		default:
+			continue
+		}
+		fields := strings.Fields(part)
+		name := fields[0]
+		if !slices.Contains(config.Strategies, name) {
 			return nil, fmt.Errorf("setup %q: want an Envoy policy (ROUND_ROBIN, LEAST_REQUEST) or a strategy (%s)", part, strings.Join(config.Strategies, ", "))
 		}
+		replicas := 1
+		var settings []string
+		for _, f := range fields[1:] {
+			if path, _, ok := strings.Cut(f, "="); ok {
+				if err := config.Set(new(config.Config), path, strings.SplitN(f, "=", 2)[1]); err != nil {
+					return nil, fmt.Errorf("setup %q: %w", part, err)
+				}
+				settings = append(settings, f)
+				continue
+			}
+			k, err := strconv.Atoi(strings.TrimPrefix(f, "x"))
+			if !strings.HasPrefix(f, "x") || err != nil || k < 1 || k > 16 {
+				return nil, fmt.Errorf("setup %q: %q is neither xN (N in 1..16) nor path=value", part, f)
+			}
+			replicas = k
+		}
+		out = append(out, VariantSetup(name, replicas, settings...))
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no setup given")
 	}
 	return out, nil
+}
+
+// VariantSetup is Envoy with n llm-router replicas using strategy with
+// config settings ("path=value"); named "router <strategy> <settings> xN".
+func VariantSetup(strategy string, n int, settings ...string) Setup {
+	s := RouterReplicasSetup(strategy, n)
+	if len(settings) == 0 {
+		return s
+	}
+	s.Settings = settings
+	s.Name = "router " + strings.Join(append([]string{strategy}, settings...), " ")
+	if n > 1 {
+		s.Name += fmt.Sprintf(" x%d", n)
+	}
+	return s
 }

@@ -101,6 +101,12 @@ func TestKustomizations(t *testing.T) {
 		if err != nil || d.IsDir() || filepath.ToSlash(p) == dashboardFile {
 			return err
 		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			// The Helm chart's link to the one copy is not a copy.
+			if target, err := filepath.EvalSymlinks(p); err == nil && filepath.ToSlash(target) == dashboardFile {
+				return nil
+			}
+		}
 		b, err := os.ReadFile(p)
 		if err == nil && bytes.Contains(b, dash[:min(len(dash), 4096)]) {
 			t.Errorf("%s duplicates %s: generate the ConfigMap from the one copy", p, dashboardFile)

@@ -44,9 +44,16 @@ func Version() string { return strings.TrimSpace(versionFile) }
 //go:embed templates/envoy.yaml.tmpl
 var envoyTemplate string
 
-var tmpl = template.Must(template.New("envoy").Funcs(template.FuncMap{
-	"quote": strconv.Quote,
-}).Parse(envoyTemplate))
+//go:embed templates/epp.yaml.tmpl
+var eppTemplate string
+
+var (
+	tmpl = template.Must(template.New("envoy").Funcs(template.FuncMap{
+		"quote": strconv.Quote,
+	}).Parse(envoyTemplate))
+	// The endpoint-picker rendering shares the ext_proc cluster.
+	eppTmpl = template.Must(template.Must(tmpl.Clone()).New("epp").Parse(eppTemplate))
+)
 
 var slugRe = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
@@ -103,6 +110,8 @@ type aggregateData struct {
 
 type data struct {
 	XDS               bool
+	ExtProcTLS        bool
+	ExtProcCAFile     string
 	FailOpen          bool
 	Version           string
 	Listen            endpoint
@@ -127,7 +136,13 @@ func Render(cfg config.Config) ([]byte, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, d); err != nil {
+	t := tmpl
+	if cfg.Envoy.Mode == config.ModeEndpointPicker {
+		if t, err = eppTmpl, checkIPs(d.Workers); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.Execute(&buf, d); err != nil {
 		return nil, fmt.Errorf("render envoy config: %w", err)
 	}
 	return append(bytes.TrimRight(buf.Bytes(), "\n"), '\n'), nil
@@ -148,6 +163,8 @@ func build(cfg config.Config) (data, error) {
 		ConnectTimeout:    dur(cfg.Envoy.ConnectTimeout.D()),
 		NumRetries:        cfg.Envoy.NumRetries,
 		ExtProcStatic:     true,
+		ExtProcTLS:        cfg.TLS.ExtProc,
+		ExtProcCAFile:     cfg.Envoy.ExtProcCAFile,
 	}
 	var err error
 	if d.Listen, err = parseEndpoint(cfg.Envoy.Listen); err != nil {
@@ -207,6 +224,18 @@ func build(cfg config.Config) (data, error) {
 		d.Pools = append(d.Pools, p)
 	}
 	return d, nil
+}
+
+// checkIPs refuses worker host names in endpoint-picker mode: the protocol
+// names endpoints by ip:port, and Envoy matches them against its hosts'
+// addresses.
+func checkIPs(ws []workerData) error {
+	for _, w := range ws {
+		if !w.Static {
+			return fmt.Errorf("workers %s: envoy.mode endpoint_picker needs an ip:port address, got host %q", w.ID, w.Host)
+		}
+	}
+	return nil
 }
 
 func parseEndpoint(addr string) (endpoint, error) {

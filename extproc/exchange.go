@@ -20,6 +20,7 @@ import (
 
 	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/state"
 )
 
 // exchange is the state of one HTTP request across its ext_proc phases. It
@@ -31,7 +32,7 @@ type exchange struct {
 	send func(*extprocv3.ProcessingResponse) error
 
 	identity auth.Identity
-	priority string
+	priority state.Priority
 
 	requestID string
 	method    string
@@ -45,13 +46,24 @@ type exchange struct {
 	upstream  bool // the response came from (or through) a worker
 	stream    *streamObserver
 	strip     *usageStripper // set when the router added include_usage
+
+	epp    *eppExchange // set in endpoint-picker mode
+	subset []string     // the endpoint-picker subset hint; nil: none
+	served string       // the endpoint that served, as Envoy reported it
 }
 
 func newExchange(ctx context.Context, s *Server) *exchange {
-	return &exchange{srv: s, ctx: ctx}
+	x := &exchange{srv: s, ctx: ctx}
+	if s.opts.EndpointPicker {
+		x.epp = &eppExchange{}
+	}
+	return x
 }
 
 func (x *exchange) handle(req *extprocv3.ProcessingRequest) *extprocv3.ProcessingResponse {
+	if x.epp != nil {
+		return x.handleEPP(req)
+	}
 	switch r := req.Request.(type) {
 	case *extprocv3.ProcessingRequest_RequestHeaders:
 		return x.requestHeaders(r.RequestHeaders)
@@ -136,12 +148,40 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 }
 
 func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
-	if int64(len(b.Body)) > x.srv.opts.MaxBodyBytes {
-		return x.fail(ErrTooLarge)
+	if reply, ok := x.admit(b.Body); !ok {
+		return reply
 	}
-	body, err := parseBody(x.endpoint, b.Body, x.defaultModel())
+	cluster := x.srv.opts.ClusterFor(x.claim.Worker(), x.body.Model)
+	common := &extprocv3.CommonResponse{
+		HeaderMutation: &extprocv3.HeaderMutation{
+			SetHeaders: []*corev3.HeaderValueOption{setHeader(headerCluster, cluster)},
+		},
+		ClearRouteCache: true,
+	}
+	if withUsage := x.upstreamBody(b.Body); withUsage != nil {
+		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: withUsage}}
+		// Envoy checks the declared length against the mutated body.
+		common.HeaderMutation.SetHeaders = append(common.HeaderMutation.SetHeaders,
+			setHeader("content-length", strconv.Itoa(len(withUsage))))
+	}
+	return &extprocv3.ProcessingResponse{
+		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: common}},
+		// Tells Envoy's fail-open path this request was decided by the
+		// router (a client cannot forge dynamic metadata).
+		DynamicMetadata: decidedMetadata,
+	}
+}
+
+// admit parses the whole request body and claims a worker for it. When it
+// returns false the exchange is over: reply is the error to send, or nil
+// when Envoy ended the stream while the request waited.
+func (x *exchange) admit(raw []byte) (reply *extprocv3.ProcessingResponse, ok bool) {
+	if int64(len(raw)) > x.srv.opts.MaxBodyBytes {
+		return x.fail(ErrTooLarge), false
+	}
+	body, err := parseBody(x.endpoint, raw, x.defaultModel())
 	if err != nil {
-		return x.fail(err)
+		return x.fail(err), false
 	}
 	x.body = body
 	claim, err := x.srv.sched.Admit(x.ctx, scheduler.Request{
@@ -153,39 +193,33 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRespo
 		Stream:       body.Stream,
 		Priority:     x.priority,
 		Tenant:       x.identity.Tenant,
+		Subset:       x.subset,
 		OnQueued:     x.extendTimeout,
 	})
 	if err != nil {
 		if x.ctx.Err() != nil {
-			return nil // Envoy ended the stream while the request waited
+			return nil, false // Envoy ended the stream while the request waited
 		}
-		return x.fail(err)
+		return x.fail(err), false
 	}
 	x.claim, x.claimedAt = claim, x.srv.now()
-	cluster := x.srv.opts.ClusterFor(claim.Worker(), body.Model)
-	common := &extprocv3.CommonResponse{
-		HeaderMutation: &extprocv3.HeaderMutation{
-			SetHeaders: []*corev3.HeaderValueOption{setHeader(headerCluster, cluster)},
-		},
-		ClearRouteCache: true,
+	return nil, true
+}
+
+// upstreamBody returns the request body the worker should receive when the
+// router changes it, else nil.
+func (x *exchange) upstreamBody(raw []byte) []byte {
+	if !x.srv.opts.RequestUsage || !x.body.Stream || x.body.IncludeUsage || (x.endpoint != EndpointChat && x.endpoint != EndpointCompletions) {
+		return nil
 	}
-	if x.srv.opts.RequestUsage && body.Stream && !body.IncludeUsage && (x.endpoint == EndpointChat || x.endpoint == EndpointCompletions) {
-		// Exact completion tokens come from the worker's usage chunk;
-		// without it the router counts deltas, which engines may batch.
-		if withUsage, err := sjson.SetBytes(b.Body, "stream_options.include_usage", true); err == nil {
-			common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: withUsage}}
-			// Envoy checks the declared length against the mutated body.
-			common.HeaderMutation.SetHeaders = append(common.HeaderMutation.SetHeaders,
-				setHeader("content-length", strconv.Itoa(len(withUsage))))
-			x.strip = &usageStripper{}
-		}
+	// Exact completion tokens come from the worker's usage chunk; without
+	// it the router counts deltas, which engines may batch.
+	withUsage, err := sjson.SetBytes(raw, "stream_options.include_usage", true)
+	if err != nil {
+		return nil
 	}
-	return &extprocv3.ProcessingResponse{
-		Response: &extprocv3.ProcessingResponse_RequestBody{RequestBody: &extprocv3.BodyResponse{Response: common}},
-		// Tells Envoy's fail-open path this request was decided by the
-		// router (a client cannot forge dynamic metadata).
-		DynamicMetadata: decidedMetadata,
-	}
+	x.strip = &usageStripper{}
+	return withUsage
 }
 
 func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
@@ -207,6 +241,9 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processi
 		SetHeaders:    []*corev3.HeaderValueOption{setHeader(headerRequestID, x.requestID)},
 	}
 	resp := &extprocv3.ProcessingResponse{}
+	if upstreamHost == "" {
+		upstreamHost = x.served // the endpoint-picker protocol's report
+	}
 	x.upstream = upstream != "" || upstreamHost != ""
 	if x.claim != nil {
 		if actual := x.actualWorker(upstream, upstreamHost); actual != "" {
@@ -237,19 +274,28 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processi
 }
 
 func (x *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResponse {
+	resp := &extprocv3.BodyResponse{}
+	if out, changed := x.passBody(b); changed {
+		resp.Response = &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{
+			Mutation: &extprocv3.BodyMutation_Body{Body: out},
+		}}
+	}
+	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: resp}}
+}
+
+// passBody observes one response body chunk on its way to the client and
+// returns what the client should get instead when the router changes it.
+func (x *exchange) passBody(b *extprocv3.HttpBody) (out []byte, changed bool) {
 	if x.stream != nil {
 		x.stream.observe(b.Body, x.srv.now())
 	}
-	resp := &extprocv3.BodyResponse{}
 	if x.strip != nil {
-		resp.Response = &extprocv3.CommonResponse{BodyMutation: &extprocv3.BodyMutation{
-			Mutation: &extprocv3.BodyMutation_Body{Body: x.strip.filter(b.Body, b.EndOfStream)},
-		}}
+		out, changed = x.strip.filter(b.Body, b.EndOfStream), true
 	}
 	if b.EndOfStream {
 		x.finish(false)
 	}
-	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_ResponseBody{ResponseBody: resp}}
+	return out, changed
 }
 
 // finish releases the claim once, with what the response phases observed.
@@ -285,7 +331,8 @@ func (x *exchange) finish(aborted bool) {
 // request waits in the queue, and Envoy's per-message timeout must not cut
 // it short.
 func (x *exchange) extendTimeout(maxWait time.Duration) {
-	if x.send == nil {
+	if x.send == nil || (x.epp != nil && x.epp.duplexReq) {
+		// In full-duplex mode Envoy runs no per-message timer to extend.
 		return
 	}
 	_ = x.send(&extprocv3.ProcessingResponse{OverrideMessageTimeout: durationpb.New(maxWait + queueMargin)})

@@ -84,9 +84,17 @@ type Options struct {
 	RequestUsage bool
 	// ClusterFor names the Envoy cluster for a worker and model.
 	ClusterFor func(worker, model string) string
-	Logger     *zap.Logger
-	Metrics    *metrics.Metrics
-	Now        func() time.Time
+	// EndpointPicker speaks the Gateway API Inference Extension's
+	// endpoint-picker protocol instead of naming a cluster (epp.go).
+	EndpointPicker bool
+	// Fallbacks is how many endpoints follow the pick in endpoint-picker
+	// mode.
+	Fallbacks int
+	// AddressOf maps a worker to its ip:port, for endpoint-picker mode.
+	AddressOf func(worker string) (string, bool)
+	Logger    *zap.Logger
+	Metrics   *metrics.Metrics
+	Now       func() time.Time
 }
 
 // Server implements Envoy's ExternalProcessor service.

@@ -15,24 +15,6 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// Priority classes, best first.
-const (
-	PriorityCritical = "critical"
-	PriorityStandard = "standard"
-	PriorityBatch    = "batch"
-)
-
-// Rank maps a priority class to its queue rank (unknown: standard).
-func Rank(priority string) int {
-	switch priority {
-	case PriorityCritical:
-		return state.RankCritical
-	case PriorityBatch:
-		return state.RankBatch
-	}
-	return state.RankStandard
-}
-
 // Request is what the scheduler needs to know about one inference request.
 type Request struct {
 	ID           string // request id, for logs and explain
@@ -42,8 +24,12 @@ type Request struct {
 	// Blocks are the prompt's block hashes, for prefix-aware strategies.
 	Blocks   []uint64
 	Stream   bool
-	Priority string // critical, standard (default) or batch
+	Priority state.Priority // "" is standard
 	Tenant   string
+	// Subset, when non-nil, restricts the pick to the workers at these
+	// addresses (host:port); an empty non-nil list leaves nothing eligible.
+	// The endpoint-picker protocol's subset hint arrives here.
+	Subset []string
 	// OnQueued, when set, is called once if the request has to wait, with
 	// the longest it may wait (the ext_proc adapter extends Envoy's message
 	// timeout with it).
@@ -60,9 +46,7 @@ const retryAfterBusy = time.Second
 // calls are harmless). A cancelled ctx (the client left) ends the wait.
 func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	start := s.now()
-	if r.Priority == "" {
-		r.Priority = PriorityStandard
-	}
+	r.Priority = r.Priority.OrStandard()
 	v := s.view.Load()
 	if v == nil {
 		return nil, fmt.Errorf("no worker snapshot yet: %w", ErrStore)
@@ -73,6 +57,9 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	}
 
 	workers := v.candidates(r.Model, start)
+	if r.Subset != nil {
+		workers = v.within(workers, r.Subset)
+	}
 	// Random order: ties in the plan go to the lower index.
 	rand.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
 	job := scoring.Job{Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks}
@@ -82,7 +69,7 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		RequestID: r.ID, Time: start, Replica: s.opts.ReplicaID, Model: r.Model,
 		Priority: r.Priority, Tenant: r.Tenant, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens,
 		Stream: r.Stream, Strategy: plan.Strategy, Fallback: plan.Fallback, Excluded: plan.Excluded,
-		SnapshotAge: start.Sub(v.snap.At).Seconds(),
+		SnapshotAge: start.Sub(v.snap.At).Seconds(), LearnedCaps: v.learnedCaps(r.Model),
 	}
 	if len(plan.Candidates) == 0 {
 		return nil, s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
@@ -97,7 +84,6 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	if s.opts.NonAtomicClaim {
 		res, err = s.claimNonAtomic(ctx, id, plan.Candidates, snapActive, snapPick)
 	} else {
-		s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
 		req := state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Queue: s.queueSpec(r)}
 		if plan.UsesAffinity() {
 			if n := s.opts.MaxAffinityBlocks; n > 0 && len(job.Blocks) > n {
@@ -110,7 +96,6 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		res, err = s.store.Claim(ctx, req)
 	}
 	if err != nil {
-		s.m.StoreErrors.WithLabelValues("claim").Inc()
 		return nil, s.fail(d, OutcomeStoreFailed, "store_error", fmt.Errorf("claim for %s: %w: %w", r.Model, ErrStore, err))
 	}
 	live := toScoringLive(res.Live)
@@ -146,15 +131,14 @@ func (s *Scheduler) queueSpec(r Request) *state.QueueSpec {
 	if q.MaxSize <= 0 {
 		return nil
 	}
-	rank := Rank(r.Priority)
 	allow := q.MaxSize
-	switch rank {
-	case state.RankCritical:
+	switch r.Priority {
+	case state.PriorityCritical:
 		allow = int(math.Ceil(float64(q.MaxSize) * q.CriticalMultiplier))
-	case state.RankBatch:
+	case state.PriorityBatch:
 		allow = int(math.Floor(float64(q.MaxSize) * q.BatchShare))
 	}
-	return &state.QueueSpec{Model: r.Model, Rank: rank, Allow: allow, Replica: s.opts.ReplicaID}
+	return &state.QueueSpec{Model: r.Model, Priority: r.Priority.OrStandard(), Allow: allow, Replica: s.opts.ReplicaID}
 }
 
 // admitted records a claim held for r and returns its ticket.
@@ -176,8 +160,7 @@ func (s *Scheduler) admitted(d *Decision, r Request, id, worker string) *Ticket 
 // binding: whichever eligible worker frees first), its priority's timeout
 // passes, it is shed, or the client leaves.
 func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string, start time.Time) (*Ticket, error) {
-	rank := Rank(r.Priority)
-	timeout := s.opts.Queue.Timeouts[rank]
+	timeout := s.opts.Queue.Timeouts[r.Priority.Rank()]
 	ch := make(chan state.Notice, 1)
 	s.mu.Lock()
 	s.waiters[id] = ch
@@ -191,7 +174,7 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 		r.OnQueued(timeout)
 	}
 	if ce := s.log.Check(zap.DebugLevel, "queued"); ce != nil {
-		ce.Write(zap.String("request_id", r.ID), zap.String("model", r.Model), zap.String("priority", r.Priority), zap.Int("position", d.QueuePosition))
+		ce.Write(zap.String("request_id", r.ID), zap.String("model", r.Model), zap.String("priority", string(r.Priority)), zap.Int("position", d.QueuePosition))
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -201,7 +184,7 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 	granted := func(worker string) (*Ticket, error) {
 		waited := s.now().Sub(start)
 		d.WaitSeconds = waited.Seconds()
-		s.m.QueueWait.WithLabelValues(r.Model, r.Priority).Observe(waited.Seconds())
+		s.m.QueueWait.WithLabelValues(r.Model, string(r.Priority)).Observe(waited.Seconds())
 		return s.admitted(d, r, id, worker), nil
 	}
 	// leave takes the request out of the queue; a slot handed to it in the
@@ -209,10 +192,8 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 	leave := func(keep bool) (string, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
-		s.m.StoreRoundTrips.WithLabelValues("cancel").Inc()
 		st, err := s.store.Cancel(cctx, id)
 		if err != nil {
-			s.m.StoreErrors.WithLabelValues("cancel").Inc()
 			return "", err
 		}
 		if st.State != state.WaiterGranted {
@@ -221,7 +202,6 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 		if keep {
 			return st.Worker, nil
 		}
-		s.m.StoreRoundTrips.WithLabelValues("release").Inc()
 		_, err = s.store.Release(cctx, state.Release{ID: id})
 		return "", err
 	}
@@ -234,7 +214,6 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 			}
 			return granted(n.Worker)
 		case <-poll.C:
-			s.m.StoreRoundTrips.WithLabelValues("poll").Inc()
 			st, err := s.store.Poll(ctx, id)
 			if err != nil {
 				continue
@@ -289,6 +268,7 @@ func toStateCandidates(cs []scoring.Candidate) []state.Candidate {
 		out[i] = state.Candidate{
 			Worker: c.Worker, Cap: c.Cap, Base: c.Curve.Base, Slope: c.Curve.Slope, Mult: c.Curve.Mult,
 			Prefix: a.Prefix, TokenLoad: a.TokenLoad(), PrefillLimit: a.PrefillLimit, KVBlocks: a.KVBlocks,
+			PrefixTrust: a.MatchTrust(),
 		}
 	}
 	return out
@@ -361,7 +341,6 @@ func (s *Scheduler) claimNonAtomic(ctx context.Context, id string, cands []scori
 	}
 	one := toStateCandidates(cands[pick : pick+1])
 	one[0].Cap = math.MaxInt32
-	s.m.StoreRoundTrips.WithLabelValues("claim").Inc()
 	r, err := s.store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: one})
 	if err != nil || r.Index < 0 {
 		return res, err

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
 )
 
 // Decision is the full record of one scheduling decision: what was asked,
@@ -19,7 +20,7 @@ type Decision struct {
 	Time          time.Time          `json:"time"`
 	Replica       string             `json:"replica"`
 	Model         string             `json:"model"`
-	Priority      string             `json:"priority"`
+	Priority      state.Priority     `json:"priority"`
 	Tenant        string             `json:"tenant,omitempty"`
 	PromptTokens  int                `json:"prompt_tokens_est"`
 	MaxTokens     int                `json:"max_tokens"`
@@ -36,6 +37,10 @@ type Decision struct {
 	Unknown       []string           `json:"unknown_terms,omitempty"`
 	Candidates    []scoring.Line     `json:"candidates"`
 	Excluded      []scoring.Excluded `json:"excluded,omitempty"`
+	// LearnedCaps are the candidates' learned concurrency limits below
+	// their configured max_concurrency (adaptive caps): the cap each line
+	// shows is the lower one.
+	LearnedCaps map[string]int `json:"learned_caps,omitempty"`
 	// Result is filled in a second record when the request ends.
 	Result *Result `json:"result,omitempty"`
 }
@@ -85,7 +90,7 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 	ce.Write(
 		zap.String("request_id", d.RequestID),
 		zap.String("model", d.Model),
-		zap.String("priority", d.Priority),
+		zap.String("priority", string(d.Priority)),
 		zap.String("tenant", d.Tenant),
 		zap.String("strategy", d.Strategy),
 		zap.String("fallback", d.Fallback),
@@ -100,6 +105,7 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.Int("candidates_total", len(d.Candidates)),
 		zap.Array("candidates", lines(cands)),
 		zap.Array("excluded", excluded(d.Excluded)),
+		zap.Object("learned_caps", learnedCaps(d.LearnedCaps)),
 	)
 }
 

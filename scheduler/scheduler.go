@@ -66,7 +66,8 @@ type QueueOptions struct {
 	// while the queue is under half full), and batch waiters are shed when
 	// a higher priority finds the queue full: batch goes first.
 	BatchShare float64
-	// Timeouts by priority rank (state.RankCritical...).
+	// Timeouts by priority rank (state.Priority.Rank), each required
+	// when MaxSize > 0; the defaults are the config's.
 	Timeouts [3]time.Duration
 	// PollEvery is how often a waiter checks its place in case a
 	// notification was lost.
@@ -163,9 +164,12 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	if opts.EMAAlpha <= 0 {
 		opts.EMAAlpha = 0.2
 	}
-	for i, d := range opts.Queue.Timeouts {
-		if d <= 0 {
-			opts.Queue.Timeouts[i] = 30 * time.Second
+	if opts.Queue.MaxSize > 0 {
+		// No fallback here: the defaults live in the config (one place).
+		for rank, d := range opts.Queue.Timeouts {
+			if d <= 0 {
+				return nil, fmt.Errorf("queue timeout of rank %d is %v: every priority needs one when queueing is on", rank, d)
+			}
 		}
 	}
 	if opts.Queue.PollEvery <= 0 {
@@ -180,7 +184,7 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		opts:     opts,
-		store:    store,
+		store:    instrument(store, opts.Metrics),
 		strategy: strategy,
 		log:      opts.Logger,
 		m:        opts.Metrics,
@@ -219,9 +223,10 @@ func (c scoreTerms) Collect(ch chan<- prometheus.Metric) {
 // Strategy names the active strategy.
 func (s *Scheduler) Strategy() string { return s.strategy.Name() }
 
-// Run listens for queue notices, refreshes the snapshot, renews leases and
-// pumps the queues until ctx ends.
+// Run listens for queue notices, refreshes the snapshot (and publishes its
+// gauges), renews leases and pumps the queues until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
+	s.publish(s.Snapshot())
 	if err := s.store.Subscribe(ctx, s.opts.ReplicaID, s.onNotice); err != nil {
 		s.log.Warn("subscribe to queue notices; waiters will poll", zap.Error(err))
 	}
@@ -236,7 +241,10 @@ func (s *Scheduler) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-refresh.C:
-			if err := s.Refresh(ctx); err != nil && ctx.Err() == nil {
+			switch err := s.Refresh(ctx); {
+			case err == nil:
+				s.publish(s.Snapshot())
+			case ctx.Err() == nil:
 				s.log.Warn("refresh worker snapshot", zap.Error(err))
 			}
 		case <-renew.C:
@@ -245,10 +253,7 @@ func (s *Scheduler) Run(ctx context.Context) {
 			// Slots freed where no release runs (a lapsed lease, a cap
 			// raised, a worker registered) reach waiters here.
 			if s.opts.Queue.MaxSize > 0 {
-				s.m.StoreRoundTrips.WithLabelValues("pump").Inc()
-				if err := s.store.Pump(ctx); err != nil && ctx.Err() == nil {
-					s.m.StoreErrors.WithLabelValues("pump").Inc()
-				}
+				_ = s.store.Pump(ctx) // a failure is counted; the next tick retries
 			}
 		}
 	}
@@ -267,51 +272,64 @@ func (s *Scheduler) onNotice(n state.Notice) {
 	}
 }
 
-// Refresh rereads the worker snapshot used for scoring.
+// Refresh rereads the worker snapshot used for scoring, and does nothing
+// else (Run publishes the snapshot's gauges after each).
 func (s *Scheduler) Refresh(ctx context.Context) error {
-	s.m.StoreRoundTrips.WithLabelValues("snapshot").Inc()
 	snap, err := s.store.Snapshot(ctx)
 	if err != nil {
-		s.m.StoreErrors.WithLabelValues("snapshot").Inc()
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	def := fleetDefaults{kvBlocks: s.opts.KVBlocks, prefillRate: s.opts.PrefillTokensPerSecond}
 	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap), def))
+	return nil
+}
+
+// publish sets the snapshot's gauges. Every model a worker serves gets a
+// series for every priority, and every worker for every health state, 0
+// when nothing is there, so dashboards show 0 rather than "no data".
+func (s *Scheduler) publish(snap state.Snapshot) {
 	healthy := map[string]int{}
 	for _, w := range snap.Workers {
 		for _, m := range w.Spec.Models {
-			if w.Health == state.Healthy && !w.Draining {
+			if w.Health == scoring.Healthy && !w.Draining {
 				healthy[m]++
 			} else {
 				healthy[m] += 0
 			}
 		}
 	}
-	for m, n := range healthy {
-		s.m.ModelHealthyWorkers.WithLabelValues(m).Set(float64(n))
-		if spec := s.queueSpec(Request{Model: m, Priority: PriorityStandard}); spec != nil {
-			for _, p := range []string{PriorityCritical, PriorityStandard, PriorityBatch} {
-				s.m.QueueCapacity.WithLabelValues(m, p).Set(float64(s.queueSpec(Request{Model: m, Priority: p}).Allow))
-			}
-		}
+	queues := map[string][3]int{}
+	for _, q := range snap.Queues {
+		queues[q.Model] = [3]int{q.Critical, q.Standard, q.Batch}
+		healthy[q.Model] += 0 // waiters for a model no worker serves any more
 	}
 	s.m.QueueDepth.Reset()
-	for _, q := range snap.Queues {
-		s.m.QueueDepth.WithLabelValues(q.Model, "critical").Set(float64(q.Critical))
-		s.m.QueueDepth.WithLabelValues(q.Model, "standard").Set(float64(q.Standard))
-		s.m.QueueDepth.WithLabelValues(q.Model, "batch").Set(float64(q.Batch))
+	for m, n := range healthy {
+		s.m.ModelHealthyWorkers.WithLabelValues(m).Set(float64(n))
+		depth := queues[m]
+		for i, p := range state.Priorities() {
+			allow := 0 // queueing off
+			if spec := s.queueSpec(Request{Model: m, Priority: p}); spec != nil {
+				allow = spec.Allow
+			}
+			s.m.QueueCapacity.WithLabelValues(m, string(p)).Set(float64(allow))
+			s.m.QueueDepth.WithLabelValues(m, string(p)).Set(float64(depth[i]))
+		}
 	}
 	for _, w := range snap.Workers {
 		s.m.NodeActiveRequests.WithLabelValues(w.Spec.ID).Set(float64(w.InFlight))
-		for _, h := range []string{state.Healthy, state.Unhealthy, state.Recovering} {
+		s.m.NodeConcurrencyLimit.WithLabelValues(w.Spec.ID).Set(float64(state.CapWith(w.Spec.MaxConcurrency, w.Limit.Value)))
+		if r := w.Telemetry.HitRatio; !r.At.IsZero() {
+			s.m.NodePrefixHitRatio.WithLabelValues(w.Spec.ID).Set(r.Value)
+		}
+		for _, h := range scoring.HealthStates() {
 			v := 0.0
 			if w.Health == h {
 				v = 1
 			}
-			s.m.NodeHealth.WithLabelValues(w.Spec.ID, h).Set(v)
+			s.m.NodeHealth.WithLabelValues(w.Spec.ID, string(h)).Set(v)
 		}
 	}
-	return nil
 }
 
 // Snapshot returns the last snapshot read (for /health and /stats).
@@ -330,6 +348,19 @@ func (s *Scheduler) WorkerByAddress(addr string) (string, bool) {
 	}
 	id, ok := v.byAddr[addr]
 	return id, ok
+}
+
+// AddressOf returns a worker's address (host:port).
+func (s *Scheduler) AddressOf(id string) (string, bool) {
+	v := s.view.Load()
+	if v == nil {
+		return "", false
+	}
+	i, ok := v.index[id]
+	if !ok {
+		return "", false
+	}
+	return v.snap.Workers[i].Spec.Address, true
 }
 
 // HasWorker reports whether id is a known worker.
@@ -372,9 +403,7 @@ func (s *Scheduler) renew(ctx context.Context) {
 	if len(ids)+len(waiting) == 0 {
 		return
 	}
-	s.m.StoreRoundTrips.WithLabelValues("renew").Inc()
 	if err := s.store.Renew(ctx, ids, waiting); err != nil {
-		s.m.StoreErrors.WithLabelValues("renew").Inc()
 		s.log.Warn("renew leases", zap.Int("claims", len(ids)), zap.Int("waiters", len(waiting)), zap.Error(err))
 	}
 }

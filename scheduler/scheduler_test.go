@@ -73,7 +73,7 @@ func TestAdmitErrors(t *testing.T) {
 	t1.Finish(Outcome{Status: 200})
 	t1.Finish(Outcome{Status: 200}) // harmless
 
-	if err := store.SetHealth(ctx, "b", state.Unhealthy); err != nil {
+	if err := store.SetHealth(ctx, "b", scoring.Unhealthy); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Refresh(ctx); err != nil {
@@ -85,7 +85,7 @@ func TestAdmitErrors(t *testing.T) {
 	}
 	// The snapshot can lag the store: a worker unhealthy only in the live
 	// state is still refused at claim time.
-	if err := store.SetHealth(ctx, "a", state.Unhealthy); err != nil {
+	if err := store.SetHealth(ctx, "a", scoring.Unhealthy); err != nil {
 		t.Fatal(err)
 	}
 	if _, err = s.Admit(ctx, Request{ID: "r5", Model: "m"}); !errors.Is(err, ErrNoHealthyWorker) {
@@ -283,5 +283,30 @@ func TestStaleTelemetryIsUnknown(t *testing.T) {
 	if tk.Worker() != "stale" {
 		// 15·0.9 for fresh against an unknown (0) for stale.
 		t.Fatalf("picked %s", tk.Worker())
+	}
+}
+
+// TestQueueTimeoutsHaveNoHiddenDefault: the queue timeouts' defaults live
+// in one place, the config (60/30/15 s); a scheduler asked to queue without
+// them refuses rather than fall back to a second, different default.
+func TestQueueTimeoutsHaveNoHiddenDefault(t *testing.T) {
+	store := state.NewMemory(nil, state.Limits{})
+	tests := []struct {
+		name     string
+		queue    QueueOptions
+		wantFail bool
+	}{
+		{"queueing off needs none", QueueOptions{}, false},
+		{"queueing on, none set", QueueOptions{MaxSize: 4}, true},
+		{"queueing on, one missing", QueueOptions{MaxSize: 4, Timeouts: [3]time.Duration{time.Second, time.Second, 0}}, true},
+		{"queueing on, all set", QueueOptions{MaxSize: 4, Timeouts: [3]time.Duration{3 * time.Second, 2 * time.Second, time.Second}}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(store, Options{Strategy: scoring.Scored, Queue: tc.queue})
+			if (err != nil) != tc.wantFail {
+				t.Fatalf("err %v, want failure %v", err, tc.wantFail)
+			}
+		})
 	}
 }

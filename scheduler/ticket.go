@@ -1,13 +1,16 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -47,6 +50,30 @@ func (t *Ticket) Worker() string {
 	return t.worker
 }
 
+// Fallbacks returns up to n other workers to try, best first, should the
+// claimed one fail: the decision's other candidates ranked by the same
+// totals the claim compared, leaving out those that were at their cap.
+// They hold no claim; when Envoy serves the request on one, Moved moves
+// the claim there.
+func (t *Ticket) Fallbacks(n int) []string {
+	if n <= 0 || t.Decision == nil {
+		return nil
+	}
+	worker := t.Worker()
+	lines := make([]scoring.Line, 0, len(t.Decision.Candidates))
+	for _, l := range t.Decision.Candidates {
+		if l.Worker != worker && !l.Full && l.Active < l.Cap {
+			lines = append(lines, l)
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b scoring.Line) int { return cmp.Compare(a.Total, b.Total) })
+	out := make([]string, 0, min(n, len(lines)))
+	for _, l := range lines[:min(n, len(lines))] {
+		out = append(out, l.Worker)
+	}
+	return out
+}
+
 // Moved re-attributes the claim when Envoy served the request on another
 // worker (a retry after a failure). Unknown workers are ignored.
 func (t *Ticket) Moved(to string) {
@@ -61,9 +88,7 @@ func (t *Ticket) Moved(to string) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	t.s.m.StoreRoundTrips.WithLabelValues("move").Inc()
 	if err := t.s.store.Move(ctx, t.ID, to); err != nil {
-		t.s.m.StoreErrors.WithLabelValues("move").Inc()
 		t.s.log.Warn("move claim", zap.String("request_id", t.Decision.RequestID), zap.String("from", from), zap.String("to", to), zap.Error(err))
 	}
 	t.s.m.RetriedElsewhere.WithLabelValues(from).Inc()
@@ -97,9 +122,7 @@ func (t *Ticket) Finish(o Outcome) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	s.m.StoreRoundTrips.WithLabelValues("release").Inc()
 	if _, err := s.store.Release(ctx, rel); err != nil {
-		s.m.StoreErrors.WithLabelValues("release").Inc()
 		s.log.Warn("release claim", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
 	}
 	if s.observer != nil {

@@ -55,13 +55,14 @@ func newView(snap state.Snapshot, zone, region string, stale time.Duration, join
 			Health:         scoring.Health(w.Health),
 			Draining:       w.Draining,
 			Joining:        joining[w.Spec.ID],
-			MaxConcurrency: w.Spec.MaxConcurrency,
+			MaxConcurrency: state.CapWith(w.Spec.MaxConcurrency, w.Limit.Value), // a learned limit lowers it
 			Active:         w.InFlight,
 			Distance:       scoring.Distance(w.Spec.Zone, w.Spec.Region, zone, region),
 			Latency:        scoring.Average{Value: w.Stats.Latency.Value, Samples: w.Stats.Latency.Samples},
 			TTFT:           scoring.Average{Value: w.Stats.TTFT.Value, Samples: w.Stats.TTFT.Samples},
 			TokensPerSec:   scoring.Average{Value: w.Stats.TokensPerSec.Value, Samples: w.Stats.TokensPerSec.Samples},
-			KVBlocks:       cmp.Or(w.Spec.KVBlocks, def.kvBlocks, state.DefaultKVBlocks),
+			KVBlocks:       kvBlocks(w, def),
+			PrefixTrust:    prefixTrust(w),
 			PrefillRate:    cmp.Or(w.Spec.PrefillTokensPerSecond, def.prefillRate),
 			PrefillTokens:  w.PrefillTokens,
 			DecodeTokens:   w.DecodeTokens,
@@ -92,6 +93,17 @@ func (v *view) candidates(model string, now time.Time) []scoring.Worker {
 		out[i] = w
 	}
 	return out
+}
+
+// within keeps the workers whose address is in addrs.
+func (v *view) within(ws []scoring.Worker, addrs []string) []scoring.Worker {
+	keep := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		if id, ok := v.byAddr[a]; ok {
+			keep[id] = true
+		}
+	}
+	return slices.DeleteFunc(ws, func(w scoring.Worker) bool { return !keep[w.ID] })
 }
 
 func age(now, t time.Time) time.Duration {

@@ -5,8 +5,9 @@ package scoring
 // the prompt's prefix match on the worker's index and the worker's
 // in-flight tokens. The store adds to the curve
 //
-//	Prefix·(1 − match/blocks) + TokenWeight·(prefill + decode + uncached)/CapacityTokens
+//	Prefix·(1 − trust·match/blocks) + TokenWeight·(prefill + decode + uncached)/CapacityTokens
 //
+// (trust: Trust, the share of predicted hits the engine confirmed)
 // where uncached = max(0, prompt_tokens − BlockTokens·match) and a worker
 // whose prefill + uncached exceeds PrefillLimit (> 0) counts as matching
 // nothing ("sticky until saturated"). The zero value adds nothing.
@@ -16,6 +17,17 @@ type Affinity struct {
 	CapacityTokens float64 // the worker's KV capacity in tokens (> 0 when TokenWeight is set)
 	PrefillLimit   float64 // in-flight prefill tokens past which the match yields (0: never)
 	KVBlocks       int     // the worker's KV capacity in blocks, the bound of its prefix index
+	// Trust scales the match the prefix term counts: the share of
+	// predicted hits the engine confirmed (0..1; 0: unknown, counted 1).
+	Trust float64
+}
+
+// MatchTrust is the factor on the match the prefix term counts.
+func (a Affinity) MatchTrust() float64 {
+	if a.Trust <= 0 || a.Trust > 1 {
+		return 1
+	}
+	return a.Trust
 }
 
 // TokenLoad is the weight of one in-flight token.
@@ -66,7 +78,10 @@ func affinityTerms(a Affinity, job Job, l Live) []Term {
 	if n > 0 {
 		terms = append(terms,
 			Term{Name: "prefix_match", Value: float64(l.Match) / float64(n)},
-			Term{Name: "prefix_miss", Weight: a.Prefix, Value: 1 - float64(match)/float64(n)})
+			Term{Name: "prefix_miss", Weight: a.Prefix, Value: 1 - a.MatchTrust()*float64(match)/float64(n)})
+		if tr := a.MatchTrust(); tr < 1 {
+			terms = append(terms, Term{Name: "prefix_trust", Value: tr})
+		}
 	}
 	if guarded {
 		terms = append(terms, Term{Name: "prefill_guard", Value: 1})

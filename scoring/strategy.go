@@ -64,6 +64,11 @@ const (
 	QueueKVMaxScore = "queue_kv_max_score"
 )
 
+// Names lists the strategies New builds, the product's own first.
+func Names() []string {
+	return []string{RoundRobin, LeastLoaded, LatencyBased, InferenceAware, Scored, QueueKVMaxScore}
+}
+
 // New returns the named strategy.
 func New(name string, p Params) (Strategy, error) {
 	switch name {
@@ -265,7 +270,7 @@ func (s scored) affinity(w Worker) Affinity {
 	if wt.Prefix == 0 && wt.TokenLoad == 0 {
 		return Affinity{}
 	}
-	a := Affinity{Prefix: wt.Prefix, KVBlocks: w.KVBlocks}
+	a := Affinity{Prefix: wt.Prefix, KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
 	if wt.TokenLoad != 0 && w.KVBlocks > 0 {
 		a.TokenWeight, a.CapacityTokens = wt.TokenLoad, float64(w.KVBlocks*BlockTokens)
 	}

@@ -58,6 +58,9 @@ const (
 	Recovering Health = "recovering"
 )
 
+// HealthStates lists every health state.
+func HealthStates() [3]Health { return [3]Health{Healthy, Unhealthy, Recovering} }
+
 // Worker is the scoring view of one candidate.
 type Worker struct {
 	ID       string
@@ -88,6 +91,9 @@ type Worker struct {
 	// configured defaults (0: unknown).
 	KVBlocks    int
 	PrefillRate float64
+	// PrefixTrust is the share of the index's predicted prefix hits the
+	// worker's engine confirms (0..1; 0: unknown, full trust).
+	PrefixTrust float64
 	// PrefillTokens and DecodeTokens are in flight in the snapshot, for
 	// explanation only: the store scores the live figures.
 	PrefillTokens, DecodeTokens int

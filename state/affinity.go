@@ -71,8 +71,9 @@ type Live struct {
 // AffinityScore is the part of a candidate's score that depends on the
 // live prefix match and token load, added to its curve:
 //
-//	Prefix·(1 − match/len(blocks)) + TokenLoad·(prefill + decode + uncached)
+//	Prefix·(1 − trust·match/len(blocks)) + TokenLoad·(prefill + decode + uncached)
 //
+// (trust: PrefixTrust)
 // where a worker whose in-flight prefill plus this request's uncached
 // tokens exceed PrefillLimit (> 0) is scored as if it held no match
 // ("sticky until saturated": affinity yields to load). With no blocks the
@@ -84,9 +85,17 @@ func (c Candidate) AffinityScore(a Affinity, l Live) float64 {
 	}
 	s := c.TokenLoad * float64(l.Prefill+l.Decode+a.Uncached(match))
 	if n := len(a.Blocks); n > 0 {
-		s += c.Prefix * (1 - float64(match)/float64(n))
+		s += c.Prefix * (1 - c.trust()*float64(match)/float64(n))
 	}
 	return s
+}
+
+// trust is the factor on the match the prefix part counts.
+func (c Candidate) trust() float64 {
+	if c.PrefixTrust <= 0 || c.PrefixTrust > 1 {
+		return 1
+	}
+	return c.PrefixTrust
 }
 
 // kvBlocks is a candidate's index bound in blocks.

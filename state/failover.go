@@ -6,6 +6,8 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // Failover is the Redis store with a local fallback for Redis outages.
@@ -80,7 +82,7 @@ func (f *Failover) liveCopy() map[string]string {
 
 type flagChange struct {
 	worker, what string
-	health       string
+	health       scoring.Health
 	draining     bool
 }
 
@@ -338,7 +340,7 @@ func (f *Failover) Renew(ctx context.Context, claims, waiters []string) error {
 }
 
 // SetHealth records health in Redis, or locally (replayed on recovery).
-func (f *Failover) SetHealth(ctx context.Context, worker, health string) error {
+func (f *Failover) SetHealth(ctx context.Context, worker string, health scoring.Health) error {
 	return f.setFlag(ctx, flagChange{worker: worker, what: "health", health: health})
 }
 
@@ -349,7 +351,7 @@ func (f *Failover) SetDraining(ctx context.Context, worker string, draining bool
 
 func (f *Failover) setFlag(ctx context.Context, c flagChange) error {
 	apply := func(s interface {
-		SetHealth(context.Context, string, string) error
+		SetHealth(context.Context, string, scoring.Health) error
 		SetDraining(context.Context, string, bool) error
 	},
 	) error {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // This file holds the failover store's fleet bookkeeping: health reports,
@@ -11,7 +13,7 @@ import (
 // or, while it is unreachable, locally.
 
 // ReportHealth feeds a health check to Redis, or locally while degraded.
-func (f *Failover) ReportHealth(ctx context.Context, worker string, ok bool) (string, error) {
+func (f *Failover) ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error) {
 	f.mu.Lock()
 	if f.degraded {
 		defer f.mu.Unlock()

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // Memory is the embedded store: all state in this process, guarded by one
@@ -108,7 +110,7 @@ func (m *Memory) Register(_ context.Context, specs []WorkerSpec) error {
 		if w, ok := m.workers[s.ID]; ok {
 			w.Spec = s
 		} else {
-			m.workers[s.ID] = &memWorker{Worker: Worker{Spec: s, Health: Healthy}}
+			m.workers[s.ID] = &memWorker{Worker: Worker{Spec: s, Health: scoring.Healthy}}
 			m.order = append(m.order, s.ID)
 		}
 		m.pumpWorker(s.ID, now)
@@ -138,10 +140,10 @@ func (m *Memory) Snapshot(_ context.Context) (Snapshot, error) {
 		}
 		d := QueueDepth{Model: model}
 		for _, w := range q {
-			switch w.rank {
-			case RankCritical:
+			switch w.priority {
+			case PriorityCritical:
 				d.Critical++
-			case RankStandard:
+			case PriorityStandard:
 				d.Standard++
 			default:
 				d.Batch++
@@ -168,7 +170,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	ahead := false
 	if q := req.Queue; q != nil {
 		m.pumpModel(q.Model, now)
-		if wq := m.queues[q.Model]; len(wq) > 0 && wq[0].rank <= q.Rank {
+		if wq := m.queues[q.Model]; len(wq) > 0 && wq[0].priority.Rank() <= q.Priority.Rank() {
 			ahead = true
 		}
 	}
@@ -204,6 +206,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		if aff {
 			tok = claimTokens{prefill: req.Affinity.Uncached(res.Live[best].Match), decode: req.Affinity.DecodeTokens}
 			m.workers[c.Worker].recordBlocks(req.Affinity.Blocks, c.kvBlocks())
+			m.workers[c.Worker].PredictedHitTokens += req.Affinity.PredictedHits(res.Live[best].Match)
 		}
 		m.hold(req.ID, c.Worker, now, tok)
 		return res, nil
@@ -212,7 +215,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	if q == nil {
 		return res, nil
 	}
-	if len(m.queues[q.Model]) >= q.Allow && q.Rank < RankBatch {
+	if len(m.queues[q.Model]) >= q.Allow && q.Priority != PriorityBatch {
 		m.shedNewestBatch(q.Model)
 	}
 	if len(m.queues[q.Model]) >= q.Allow {
@@ -221,7 +224,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	}
 	m.seq++
 	w := &memWaiter{
-		id: req.ID, model: q.Model, replica: q.Replica, rank: q.Rank, seq: m.seq, expiry: now.Add(m.limits.Lease),
+		id: req.ID, model: q.Model, replica: q.Replica, priority: q.Priority.OrStandard(), seq: m.seq, expiry: now.Add(m.limits.Lease),
 		tok: claimTokens{prefill: req.Affinity.PromptTokens, decode: req.Affinity.DecodeTokens},
 	}
 	m.waiters[req.ID] = w
@@ -255,13 +258,14 @@ func (w *memWorker) recordBlocks(blocks []uint64, bound int) {
 
 // available: healthy or recovering (half-open), and not draining.
 func (w *memWorker) available() bool {
-	return (w.Health == Healthy || w.Health == Recovering) && !w.Draining
+	return (w.Health == scoring.Healthy || w.Health == scoring.Recovering) && !w.Draining
 }
 
-// capFor is the worker's cap given its health: a recovering worker takes
-// one request at a time (a probe).
+// capFor is the worker's cap given its health and learned limit: a
+// recovering worker takes one request at a time (a probe).
 func (w *memWorker) capFor(c int) int {
-	if w.Health == Recovering {
+	c = CapWith(c, w.Limit.Value)
+	if w.Health == scoring.Recovering {
 		return min(c, 1)
 	}
 	return c
@@ -367,7 +371,7 @@ func (m *Memory) Renew(_ context.Context, claims, waiters []string) error {
 }
 
 // SetHealth records a worker's health.
-func (m *Memory) SetHealth(_ context.Context, worker, health string) error {
+func (m *Memory) SetHealth(_ context.Context, worker string, health scoring.Health) error {
 	return m.update(worker, func(w *memWorker) { w.Health = health })
 }
 
@@ -387,7 +391,7 @@ func (m *Memory) update(worker string, f func(*memWorker)) error {
 	f(w)
 	if w.Health != before {
 		w.since, w.afail, w.pfail, w.asucc = m.now(), 0, 0, 0
-		if w.Health == Unhealthy {
+		if w.Health == scoring.Unhealthy {
 			w.index = nil // it may restart with an empty cache
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // This file holds the in-memory store's fleet bookkeeping: registered
@@ -67,7 +69,7 @@ type monitorLease struct {
 
 // healthEvent is the health state machine (see health_event in
 // lua/prelude.lua and HealthPolicy).
-func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) string {
+func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) scoring.Health {
 	p := m.limits.Health
 	cur := w.Health
 	next := cur
@@ -79,10 +81,10 @@ func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) stri
 			w.asucc++
 		}
 		switch {
-		case cur == Unhealthy && !passive && now.Sub(w.since) >= p.HoldDown:
-			next, w.asucc = Recovering, 1
-		case cur == Recovering && (passive || w.asucc >= 2):
-			next = Healthy
+		case cur == scoring.Unhealthy && !passive && now.Sub(w.since) >= p.HoldDown:
+			next, w.asucc = scoring.Recovering, 1
+		case cur == scoring.Recovering && (passive || w.asucc >= 2):
+			next = scoring.Healthy
 		}
 	} else {
 		w.asucc = 0
@@ -91,16 +93,16 @@ func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) stri
 		} else {
 			w.afail++
 		}
-		if cur == Recovering || (cur == Healthy && (w.afail >= p.ActiveFailures || w.pfail >= p.PassiveFailures)) {
-			next = Unhealthy
+		if cur == scoring.Recovering || (cur == scoring.Healthy && (w.afail >= p.ActiveFailures || w.pfail >= p.PassiveFailures)) {
+			next = scoring.Unhealthy
 		}
 	}
 	if next != cur {
 		w.Health, w.since = next, now
-		if next == Unhealthy {
+		if next == scoring.Unhealthy {
 			w.index = nil // it may restart with an empty cache
 		}
-		if next != Unhealthy {
+		if next != scoring.Unhealthy {
 			w.afail, w.pfail = 0, 0
 			m.pumpWorker(w.Spec.ID, now)
 		}
@@ -109,7 +111,7 @@ func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) stri
 }
 
 // ReportHealth feeds an active health check's result to the state machine.
-func (m *Memory) ReportHealth(_ context.Context, worker string, ok bool) (string, error) {
+func (m *Memory) ReportHealth(_ context.Context, worker string, ok bool) (scoring.Health, error) {
 	m.lock()
 	defer m.unlock()
 	w, found := m.workers[worker]
@@ -155,6 +157,9 @@ func (m *Memory) PutTelemetry(_ context.Context, ts map[string]Telemetry) error 
 		w.Telemetry = Telemetry{
 			KVUsage: keep(t.KVUsage, old.KVUsage), Waiting: keep(t.Waiting, old.Waiting),
 			Running: keep(t.Running, old.Running), GPUUtil: keep(t.GPUUtil, old.GPUUtil),
+			PrefixHits: keep(t.PrefixHits, old.PrefixHits), KVBlocks: keep(t.KVBlocks, old.KVBlocks),
+			StartTime: keep(t.StartTime, old.StartTime), HitMark: keep(t.HitMark, old.HitMark),
+			PredictedMark: keep(t.PredictedMark, old.PredictedMark), HitRatio: keep(t.HitRatio, old.HitRatio),
 			At: t.At, By: t.By, Error: t.Error,
 		}
 	}

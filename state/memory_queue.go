@@ -14,15 +14,15 @@ import (
 // memWaiter is a request waiting in its model's queue.
 type memWaiter struct {
 	id, model, replica string
-	rank               int
+	priority           Priority
 	seq                int64
 	expiry             time.Time
 	tok                claimTokens // held on the worker it is granted
 }
 
 func waiterOrder(a, b *memWaiter) int {
-	if a.rank != b.rank {
-		return a.rank - b.rank
+	if ra, rb := a.priority.Rank(), b.priority.Rank(); ra != rb {
+		return ra - rb
 	}
 	switch {
 	case a.seq < b.seq:
@@ -88,7 +88,7 @@ func (m *Memory) grant(id, worker string, now time.Time) {
 
 func (m *Memory) shedNewestBatch(model string) {
 	q := m.queues[model]
-	if len(q) == 0 || q[len(q)-1].rank != RankBatch {
+	if len(q) == 0 || q[len(q)-1].priority != PriorityBatch {
 		return
 	}
 	victim := m.dropWaiter(q[len(q)-1].id)

@@ -6,8 +6,9 @@ import (
 )
 
 // packCandidates encodes candidates for claim.lua as one MessagePack array
-// of five arrays {ids, caps, bases, slopes, mults}, and with affinity four
-// more {prefix weights, token-load weights, prefill limits, index bounds}
+// of five arrays {ids, caps, bases, slopes, mults}, and with affinity five
+// more {prefix weights, token-load weights, prefill limits, index bounds,
+// prefix trusts}
 // (read only by claims that carry an Affinity): Redis's Lua decodes it
 // in C, far cheaper than five script arguments per candidate. Numbers are
 // float64 (Lua numbers are doubles), so the script computes with exactly
@@ -26,6 +27,7 @@ func packCandidates(cs []Candidate, affinity bool) string {
 			func(c Candidate) float64 { return c.TokenLoad },
 			func(c Candidate) float64 { return c.PrefillLimit },
 			func(c Candidate) float64 { return float64(c.kvBlocks()) },
+			func(c Candidate) float64 { return c.trust() },
 		)
 	}
 	b := make([]byte, 0, 16+n*(24+len(fields)*9))

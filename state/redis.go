@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // Redis is the shared store: every replica reads and claims through the
@@ -178,7 +180,7 @@ func (r *Redis) Ping(ctx context.Context) error {
 func (r *Redis) Register(ctx context.Context, specs []WorkerSpec) error {
 	ws := make([]Worker, len(specs))
 	for i, s := range specs {
-		ws[i] = Worker{Spec: s, Health: Healthy}
+		ws[i] = Worker{Spec: s, Health: scoring.Healthy}
 	}
 	return r.restore(ctx, ws, false)
 }
@@ -221,9 +223,9 @@ func (r *Redis) restoreShard(ctx context.Context, sh *shard, ws []Worker, withSt
 		}
 		health := w.Health
 		if health == "" {
-			health = Healthy
+			health = scoring.Healthy
 		}
-		args = append(args, w.Spec.ID, string(spec), w.Spec.MaxConcurrency, health, drain, len(w.Spec.Models))
+		args = append(args, w.Spec.ID, string(spec), w.Spec.MaxConcurrency, string(health), drain, len(w.Spec.Models))
 		for _, m := range w.Spec.Models {
 			args = append(args, m)
 		}
@@ -256,15 +258,15 @@ func statsFields(s Stats) []any {
 
 // Claim picks and claims atomically, or queues (see claim.lua).
 func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
-	q, queue := QueueSpec{}, "0"
+	q, queue, rank := QueueSpec{}, "0", 0
 	if req.Queue != nil {
-		q, queue = *req.Queue, "1"
+		q, queue, rank = *req.Queue, "1", req.Queue.Priority.Rank()
 	}
 	sh := r.shardOfClaim(ctx, req)
 	aff := req.wantsAffinity()
 	args := []any{
 		req.ID, packCandidates(req.Candidates, aff),
-		q.Model, queue, q.Rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
+		q.Model, queue, rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
 	}
 	if aff {
 		a := req.Affinity
@@ -407,8 +409,8 @@ func (r *Redis) Adopt(ctx context.Context, claims map[string]string) (int, error
 }
 
 // SetHealth records a worker's health.
-func (r *Redis) SetHealth(ctx context.Context, worker, health string) error {
-	return scriptError(r.run(ctx, r.shardOfWorker(ctx, worker), scriptSetFlag, worker, "health", health).Err())
+func (r *Redis) SetHealth(ctx context.Context, worker string, health scoring.Health) error {
+	return scriptError(r.run(ctx, r.shardOfWorker(ctx, worker), scriptSetFlag, worker, "health", string(health)).Err())
 }
 
 // SetDraining sets or clears a worker's drain flag.

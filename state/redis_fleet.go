@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // This file holds the Redis store's fleet bookkeeping: registered
@@ -31,19 +33,21 @@ func parseTelemetry(kvs [][2]string) Telemetry {
 	}
 	return Telemetry{
 		KVUsage: sample("kv"), Waiting: sample("wait"), Running: sample("run"), GPUUtil: sample("gpu"),
+		PrefixHits: sample("phit"), KVBlocks: sample("kvb"), StartTime: sample("start"),
+		HitMark: sample("hmark"), PredictedMark: sample("pmark"), HitRatio: sample("hratio"),
 		At: ms("at"), By: m["by"], Error: m["err"],
 	}
 }
 
 // ReportHealth feeds an active health check's result to the state machine
 // and returns the worker's health afterwards.
-func (r *Redis) ReportHealth(ctx context.Context, worker string, ok bool) (string, error) {
+func (r *Redis) ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error) {
 	v := "0"
 	if ok {
 		v = "1"
 	}
 	st, err := r.run(ctx, r.shardOfWorker(ctx, worker), scriptHealth, worker, v).Text()
-	return st, scriptError(err)
+	return scoring.Health(st), scriptError(err)
 }
 
 // AcquireMonitors takes or keeps the monitor lease of each worker and
@@ -98,6 +102,12 @@ func telemetryFields(t Telemetry) []any {
 	add("wait", t.Waiting)
 	add("run", t.Running)
 	add("gpu", t.GPUUtil)
+	add("phit", t.PrefixHits)
+	add("kvb", t.KVBlocks)
+	add("start", t.StartTime)
+	add("hmark", t.HitMark)
+	add("pmark", t.PredictedMark)
+	add("hratio", t.HitRatio)
 	out = append(out, "at", t.At.UnixMilli(), "by", t.By)
 	if t.Error != "" {
 		out = append(out, "err", t.Error)

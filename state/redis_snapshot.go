@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // This file reads the Redis store's snapshot: each shard's workers, queues
@@ -43,7 +45,7 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 12 {
+	if len(res) != 14 {
 		return Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
 	leases := pairs(res[8])
@@ -54,16 +56,20 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 	tokp, tokd := pairs(res[9]), pairs(res[10])
 	pblocks, _ := res[11].([]any)
 	statsLists, _ := res[5].([]any)
+	limits := parseLimits(pairs(res[12]))
+	predicted := pairs(res[13])
 	snap := Snapshot{At: time.UnixMilli(now)}
 	for i, kv := range workers {
 		var spec WorkerSpec
 		if err := json.Unmarshal([]byte(kv[1]), &spec); err != nil {
 			return Snapshot{}, fmt.Errorf("redis snapshot: worker %s: %w", kv[0], err)
 		}
-		w := Worker{Spec: spec, Health: lookup(health, kv[0]), Draining: lookup(drain, kv[0]) == "1"}
+		w := Worker{Spec: spec, Health: scoring.Health(lookup(health, kv[0])), Draining: lookup(drain, kv[0]) == "1"}
 		w.InFlight, _ = strconv.Atoi(lookup(inflight, kv[0]))
 		w.PrefillTokens, _ = strconv.Atoi(lookup(tokp, kv[0]))
 		w.DecodeTokens, _ = strconv.Atoi(lookup(tokd, kv[0]))
+		w.Limit = limits[kv[0]]
+		w.PredictedHitTokens, _ = strconv.ParseInt(lookup(predicted, kv[0]), 10, 64)
 		if i < len(statsLists) {
 			w.Stats = parseStats(pairs(statsLists[i]))
 		}

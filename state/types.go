@@ -22,6 +22,8 @@ package state
 import (
 	"errors"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
 )
 
 // WorkerSpec is a worker's static description, from config or registration.
@@ -48,13 +50,6 @@ type WorkerSpec struct {
 	// guard of prefix affinity (0: the scheduler's default).
 	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second,omitempty"`
 }
-
-// Health values stored per worker.
-const (
-	Healthy    = "healthy"
-	Unhealthy  = "unhealthy"
-	Recovering = "recovering"
-)
 
 // EMA is an exponential moving average with its sample count and the time of
 // its last sample.
@@ -88,18 +83,25 @@ type Stats struct {
 
 // Worker is one worker's full state as a snapshot shows it.
 type Worker struct {
-	Spec     WorkerSpec `json:"spec"`
-	Health   string     `json:"health"`
-	Draining bool       `json:"draining"`
-	InFlight int        `json:"in_flight"`
+	Spec     WorkerSpec     `json:"spec"`
+	Health   scoring.Health `json:"health"`
+	Draining bool           `json:"draining"`
+	InFlight int            `json:"in_flight"`
 	// In-flight tokens held by claims with an Affinity (all replicas).
 	PrefillTokens int `json:"prefill_tokens"`
 	DecodeTokens  int `json:"decode_tokens"`
 	// PrefixBlocks is the size of the worker's prefix index (at most its
 	// kv_blocks).
-	PrefixBlocks int       `json:"prefix_blocks"`
-	Stats        Stats     `json:"stats"`
-	Telemetry    Telemetry `json:"telemetry"`
+	PrefixBlocks int `json:"prefix_blocks"`
+	// PredictedHitTokens counts the prompt tokens the prefix index
+	// predicted cached on the worker (the matches of the claims it won),
+	// to compare with the engine's own prefix-cache hits.
+	PredictedHitTokens int64 `json:"predicted_hit_tokens"`
+	// Limit is the worker's learned concurrency limit (adaptive caps;
+	// Value 0: none, the configured cap applies).
+	Limit     Limit     `json:"limit"`
+	Stats     Stats     `json:"stats"`
+	Telemetry Telemetry `json:"telemetry"`
 	// Registered workers joined through the admin API and must heartbeat
 	// before LeaseExpires; the others come from the config.
 	Registered   bool      `json:"registered,omitempty"`
@@ -119,13 +121,25 @@ func (s Sample) Known(now time.Time, bound time.Duration) bool {
 
 // Telemetry is what the worker's own metrics said when last scraped.
 type Telemetry struct {
-	KVUsage Sample    `json:"kv_usage"` // fraction of the KV cache in use
-	Waiting Sample    `json:"waiting"`  // requests queued inside the engine
-	Running Sample    `json:"running"`
-	GPUUtil Sample    `json:"gpu_util"` // fraction, from DCGM
-	At      time.Time `json:"scraped_at"`
-	By      string    `json:"scraped_by,omitempty"` // the replica that scraped
-	Error   string    `json:"error,omitempty"`      // the last scrape's error
+	KVUsage Sample `json:"kv_usage"` // fraction of the KV cache in use
+	Waiting Sample `json:"waiting"`  // requests queued inside the engine
+	Running Sample `json:"running"`
+	GPUUtil Sample `json:"gpu_util"` // fraction, from DCGM
+	// The engine's prefix cache against the router's prefix index
+	// (internal/telemetry/prefix.go). PrefixHits is the engine's hit-token
+	// counter, KVBlocks its KV cache in 16-token blocks, StartTime its
+	// process start (unix seconds). HitMark and PredictedMark open the
+	// current comparison window (the engine's and the index's hit tokens);
+	// HitRatio is engine over predicted hits, smoothed over windows.
+	PrefixHits    Sample    `json:"prefix_hits,omitzero"`
+	KVBlocks      Sample    `json:"kv_blocks,omitzero"`
+	StartTime     Sample    `json:"start_time,omitzero"`
+	HitMark       Sample    `json:"hit_mark,omitzero"`
+	PredictedMark Sample    `json:"predicted_mark,omitzero"`
+	HitRatio      Sample    `json:"prefix_hit_ratio,omitzero"`
+	At            time.Time `json:"scraped_at"`
+	By            string    `json:"scraped_by,omitempty"` // the replica that scraped
+	Error         string    `json:"error,omitempty"`      // the last scrape's error
 }
 
 // Snapshot is every worker's state at one moment, read in one batch.
@@ -153,6 +167,9 @@ type Candidate struct {
 	PrefillLimit float64
 	// KVBlocks bounds the worker's prefix index (0: DefaultKVBlocks).
 	KVBlocks int
+	// PrefixTrust scales the match the prefix part counts: the share of
+	// predicted hits the worker's engine confirmed (0..1; 0: counted 1).
+	PrefixTrust float64
 }
 
 // Score evaluates the candidate's curve at a in-flight requests.
@@ -198,19 +215,12 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// Priority ranks of queued requests: lower is served first.
-const (
-	RankCritical = 0
-	RankStandard = 1
-	RankBatch    = 2
-)
-
 // QueueSpec asks Claim to queue the request when nothing is available.
 type QueueSpec struct {
-	Model   string
-	Rank    int    // RankCritical, RankStandard or RankBatch
-	Allow   int    // the request may join while the queue is shorter than this
-	Replica string // whose notifications channel hears about the grant
+	Model    string
+	Priority Priority // its Rank orders the queue
+	Allow    int      // the request may join while the queue is shorter than this
+	Replica  string   // whose notifications channel hears about the grant
 }
 
 // ClaimRequest asks for the best available candidate.

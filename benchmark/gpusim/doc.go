@@ -78,6 +78,9 @@
 // both (vllm); as the hit ratio since start for SGLang
 // (sglang:cache_hit_rate) and TensorRT-LLM (trtllm_kv_cache_hit_rate);
 // llama.cpp has no such metric. llama.cpp slots mode has no prefix cache.
+// The vLLM formats also show the cache size as vLLM does,
+// vllm:cache_config_info{block_size="16",num_gpu_blocks=...}, and the
+// server's process_start_time_seconds, by which a scraper tells a restart.
 //
 // Offline, Simulate and FindSaturation replay the cache when SimRequests
 // carry their Blocks. PrefixCache is the lookup alone, for a trace's

@@ -102,6 +102,15 @@ func renderMetrics(format string, sn snapshot) []byte {
 			p.perModel(sn, "vllm:gpu_prefix_cache_queries_total", "counter", "GPU prefix cache queries, in terms of number of queried tokens.", queries)
 			p.perModel(sn, "vllm:gpu_prefix_cache_hits_total", "counter", "GPU prefix cache hits, in terms of number of cached tokens.", hits)
 		}
+		// vLLM's engine publishes its cache configuration as an info
+		// gauge; num_gpu_blocks is what its KV cache holds, in blocks of
+		// block_size tokens.
+		p.family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
+		p.sample("vllm:cache_config_info", 1, "block_size", "16", "num_gpu_blocks", strconv.Itoa(sn.KVCapacityTokens/16))
+		if sn.startedUnix > 0 {
+			p.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.")
+			p.sample("process_start_time_seconds", sn.startedUnix)
+		}
 		p.family("vllm:request_success_total", "counter", "Count of successfully processed requests.")
 		for _, name := range sn.models {
 			m := sn.perModel[name]

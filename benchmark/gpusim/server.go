@@ -20,6 +20,7 @@ type Server struct {
 	eng      *Engine
 	log      *zap.Logger
 	loadedAt time.Time
+	started  time.Time
 
 	rngMu sync.Mutex
 	rng   *rand.Rand
@@ -42,6 +43,7 @@ func NewServer(cfg Config, log *zap.Logger) (*Server, error) {
 	return &Server{
 		cfg: cfg, eng: eng, log: log.With(zap.String("gpu", cfg.ID)),
 		loadedAt: time.Now().Add(time.Duration(cfg.LoadingMs) * time.Millisecond),
+		started:  time.Now(),
 		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		exited:   make(chan struct{}),
 	}, nil
@@ -288,6 +290,7 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	sn := s.eng.snapshot()
 	sn.ServedTotal = s.served.Load()
+	sn.startedUnix = float64(s.started.UnixMilli()) / 1000
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(renderMetrics(s.cfg.MetricsFormat, sn))
 }

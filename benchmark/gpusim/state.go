@@ -43,6 +43,9 @@ type snapshot struct {
 	genThroughput  float64
 	slotProcessing []bool // nil unless slots mode
 	slotCtx        int
+	// startedUnix is the server process's start (unix seconds; 0: not
+	// shown): a scraper tells a restart by it.
+	startedUnix float64
 }
 
 // State returns the engine's current state.

@@ -1,5 +1,11 @@
-// Package admin serves the router's admin HTTP endpoints: /health, /stats,
-// /metrics and /decisions/{request_id}.
+// Package admin serves the router's admin port, one surface: /health and
+// /metrics; the native API of proto/llmrouter/v1 (the fleet's workers with
+// their live state, registration with leases kept by heartbeats, drains,
+// decisions explained, stats) over gRPC and, through its grpc-gateway
+// mapping, as HTTP/JSON under /v1/; and two endpoints kept for the older
+// brief and existing scripts: /stats (the fleet in the brief's snake_case
+// shape; /v1/stats is the API's) and /decisions/{request_id} (the decision
+// record as the scheduler logs it; /v1/decisions/{request_id} is the API's).
 package admin
 
 import (
@@ -14,6 +20,7 @@ import (
 
 	"github.com/llm-router/llm-router/internal/decisions"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -54,10 +61,10 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		snap := src.Snapshot()
 		type worker struct {
-			ID       string `json:"id"`
-			Health   string `json:"health"`
-			Draining bool   `json:"draining"`
-			InFlight int    `json:"in_flight"`
+			ID       string         `json:"id"`
+			Health   scoring.Health `json:"health"`
+			Draining bool           `json:"draining"`
+			InFlight int            `json:"in_flight"`
 		}
 		type queue struct {
 			Model    string `json:"model"`
@@ -88,15 +95,18 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
 		snap := src.Snapshot()
 		type worker struct {
-			ID       string      `json:"id"`
-			Address  string      `json:"address"`
-			Models   []string    `json:"models"`
-			Zone     string      `json:"zone,omitempty"`
-			Health   string      `json:"health"`
-			Draining bool        `json:"draining"`
-			InFlight int         `json:"in_flight"`
-			MaxConc  int         `json:"max_concurrency"`
-			Stats    state.Stats `json:"moving_averages"`
+			ID       string         `json:"id"`
+			Address  string         `json:"address"`
+			Models   []string       `json:"models"`
+			Zone     string         `json:"zone,omitempty"`
+			Health   scoring.Health `json:"health"`
+			Draining bool           `json:"draining"`
+			InFlight int            `json:"in_flight"`
+			MaxConc  int            `json:"max_concurrency"`
+			Stats    state.Stats    `json:"moving_averages"`
+			// Learned is the concurrency limit adaptive caps learned (nil:
+			// none, max_concurrency applies).
+			Learned *state.Limit `json:"learned_limit,omitempty"`
 		}
 		out := struct {
 			Replica    string    `json:"replica"`
@@ -105,10 +115,15 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 			Workers    []worker  `json:"workers"`
 		}{Replica: replica, Strategy: src.Strategy(), SnapshotAt: snap.At, Workers: []worker{}}
 		for _, wk := range snap.Workers {
-			out.Workers = append(out.Workers, worker{
+			ow := worker{
 				ID: wk.Spec.ID, Address: wk.Spec.Address, Models: wk.Spec.Models, Zone: wk.Spec.Zone,
 				Health: wk.Health, Draining: wk.Draining, InFlight: wk.InFlight, MaxConc: wk.Spec.MaxConcurrency, Stats: wk.Stats,
-			})
+			}
+			if wk.Limit.Value > 0 {
+				l := wk.Limit
+				ow.Learned = &l
+			}
+			out.Workers = append(out.Workers, ow)
 		}
 		writeJSON(w, http.StatusOK, out)
 	})

@@ -11,22 +11,23 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/envoy/xds"
 	"github.com/llm-router/llm-router/extproc"
 	"github.com/llm-router/llm-router/internal/admin"
-	"github.com/llm-router/llm-router/internal/adminapi"
 	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/internal/decisions"
@@ -38,28 +39,28 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// Router is a running router process.
+// Router is a running router process: it wires the parts together and
+// runs them. The parts do the work: the scheduler decides, the explainer
+// explains, replicaStatus reports, the xDS server follows the registry.
 type Router struct {
 	cfg       config.Config
 	log       *zap.Logger
 	metrics   *metrics.Metrics
-	store     routerStore
-	storeRun  func(context.Context)
-	degraded  func() bool
+	backend   backend
 	sched     *scheduler.Scheduler
 	extproc   *extproc.Server
 	grpc      *grpc.Server
 	health    *health.Server
 	admin     *http.Server
-	draining  atomic.Bool
+	status    *replicaStatus
 	ready     chan struct{}
-	authState string
-	api       *adminapi.Service
+	api       *admin.Service
 	adminGRPC *grpc.Server
 	xds       *xds.Server // nil with static discovery
 	decisions *decisions.Ring
-	stream    *decisions.Stream // nil without Redis
 	monitor   *telemetry.Monitor
+	certs     *certSource   // nil without TLS
+	discovery *discoveryRun // nil without discovery
 }
 
 // Metrics exposes the router's metrics.
@@ -71,18 +72,6 @@ func (r *Router) Monitor() *telemetry.Monitor { return r.monitor }
 // Decision returns the decision this replica recorded for a request id.
 func (r *Router) Decision(requestID string) (*scheduler.Decision, bool) {
 	return r.decisions.Get(requestID)
-}
-
-// Explain finds the decision for a request id: this replica's memory
-// first, then the shared decision stream (another replica decided).
-func (r *Router) Explain(ctx context.Context, requestID string) (*scheduler.Decision, error) {
-	if d, ok := r.decisions.Get(requestID); ok {
-		return d, nil
-	}
-	if r.stream == nil {
-		return nil, decisions.ErrNotFound
-	}
-	return r.stream.Get(ctx, requestID)
 }
 
 // NewLogger builds the JSON logger for level.
@@ -104,6 +93,8 @@ type Option func(*options)
 
 type options struct {
 	store Store
+	kube  kubernetes.Interface
+	dyn   dynamic.Interface
 }
 
 // WithStore makes the router use store instead of building one from the
@@ -120,26 +111,17 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	m := metrics.New()
 	ring := decisions.NewRing(cfg.DecisionLogSize)
 	var recorder scheduler.Recorder = ring
-	var stream *decisions.Stream
-	store, storeRun, degraded := o.store, func(context.Context) {}, func() bool { return false }
-	if store == nil {
+	be := memoryBackend(o.store)
+	if o.store == nil {
 		var err error
-		if store, storeRun, degraded, err = newStore(cfg, log.Named("store"), m); err != nil {
+		if be, err = newBackend(cfg, log.Named("store"), m); err != nil {
 			return nil, err
 		}
-		if f, ok := store.(*state.Failover); ok {
-			// Any replica can explain any decision: they share a bounded
-			// stream, written in batches off the request path.
-			stream = decisions.NewStream(f.Primary().Client(), f.Primary().Prefix(), cfg.DecisionLogSize, log.Named("decisions"))
-			stream.OnFlush = func(err error) {
-				m.StoreRoundTrips.WithLabelValues("decisions").Inc()
-				if err != nil {
-					m.StoreErrors.WithLabelValues("decisions").Inc()
-				}
-			}
-			recorder = decisions.Fanout{ring, stream}
-		}
 	}
+	if be.stream != nil {
+		recorder = decisions.Fanout{ring, be.stream}
+	}
+	store := be.store
 	// Merged into the shared registry without clobbering live state; with
 	// Redis down this registers locally and restores into Redis later.
 	if err := store.Register(ctx, specs(cfg.Workers)); err != nil {
@@ -165,7 +147,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 			MaxSize:            cfg.Queue.MaxQueueSize,
 			CriticalMultiplier: cfg.Queue.CriticalMultiplier,
 			BatchShare:         cfg.Queue.BatchShare,
-			Timeouts:           [3]time.Duration{cfg.Queue.Timeout.Critical.D(), cfg.Queue.Timeout.Standard.D(), cfg.Queue.Timeout.Batch.D()},
+			Timeouts:           cfg.Queue.Timeout.ByRank(),
 		},
 		EMAAlpha: cfg.EMAAlpha,
 		Logger:   log.Named("scheduler"),
@@ -177,7 +159,10 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	if err := sched.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	r := &Router{cfg: cfg, log: log, metrics: m, store: store, storeRun: storeRun, degraded: degraded, sched: sched, ready: make(chan struct{}), decisions: ring, stream: stream}
+	r := &Router{cfg: cfg, log: log, metrics: m, backend: be, sched: sched, ready: make(chan struct{}), decisions: ring, status: &replicaStatus{degraded: be.degraded}}
+	if r.discovery, err = newDiscovery(cfg, store, o, log.Named("discovery")); err != nil {
+		return nil, err
+	}
 	r.monitor = telemetry.NewMonitor(store, sched, telemetry.Options{
 		Replica:        cfg.ReplicaID,
 		ScrapeInterval: cfg.Telemetry.ScrapeInterval.D(),
@@ -185,6 +170,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		HealthInterval: cfg.Health.CheckInterval.D(),
 		Logger:         log.Named("telemetry"),
 		Metrics:        m,
+		Learner:        newLearner(cfg, store),
 	})
 	keys, err := auth.New(cfg.Auth)
 	if err != nil {
@@ -192,12 +178,12 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	}
 	switch {
 	case keys.Enabled():
-		r.authState = fmt.Sprintf("enabled (%d keys)", keys.Count())
+		r.status.auth = fmt.Sprintf("enabled (%d keys)", keys.Count())
 	case keys.Count() > 0:
-		r.authState = "disabled (auth.enabled: false)"
+		r.status.auth = "disabled (auth.enabled: false)"
 		log.Warn("API key auth is switched off by auth.enabled: false; any client may use the router")
 	default:
-		r.authState = "disabled (no API keys configured)"
+		r.status.auth = "disabled (no API keys configured)"
 		log.Warn("API key auth is off: no keys configured (auth.keys, auth.keys_file or AUTH_TOKEN); any client may use the router, at standard priority at most")
 	}
 	r.extproc = extproc.New(extproc.FromScheduler(sched), extproc.Options{
@@ -206,13 +192,25 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		ForwardAuthorization: cfg.Auth.ForwardAuthorization,
 		RequestUsage:         cfg.Telemetry.RequestUsage,
 		ClusterFor:           envoy.ClusterFor,
+		EndpointPicker:       cfg.Envoy.Mode == config.ModeEndpointPicker,
+		Fallbacks:            cfg.Envoy.Fallbacks,
+		AddressOf:            sched.AddressOf,
 		Logger:               log.Named("extproc"),
 		Metrics:              m,
 	})
-	r.grpc = grpc.NewServer(
+	if cfg.TLS.ExtProc || cfg.TLS.Admin {
+		if r.certs, err = newCertSource(cfg.TLS, log.Named("tls")); err != nil {
+			return nil, err
+		}
+	}
+	grpcOpts := []grpc.ServerOption{
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-	)
+	}
+	if cfg.TLS.ExtProc {
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(r.certs.tlsConfig("h2"))))
+	}
+	r.grpc = grpc.NewServer(grpcOpts...)
 	extprocv3.RegisterExternalProcessorServer(r.grpc, r.extproc)
 	r.health = health.NewServer()
 	healthpb.RegisterHealthServer(r.grpc, r.health)
@@ -220,9 +218,10 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	for _, w := range cfg.Workers {
 		configIDs = append(configIDs, w.ID)
 	}
-	r.api = adminapi.New(store, sched, r, adminapi.Options{
+	explainer := decisions.NewExplainer(ring, be.stream)
+	r.api = admin.New(store, sched, explainer, admin.Options{
 		Replica: cfg.ReplicaID, Token: cfg.Admin.Token, Dynamic: cfg.Envoy.Discovery == "xds",
-		ConfigWorkers: configIDs, Status: r.Status,
+		ConfigWorkers: configIDs, Status: r.status.Status,
 	})
 	if cfg.Envoy.Discovery == "xds" {
 		r.xds = xds.New(ctx, log.Named("xds"))
@@ -230,8 +229,10 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	}
 	r.adminGRPC = grpc.NewServer()
 	pb.RegisterAdminServiceServer(r.adminGRPC, r.api)
-	mux := admin.Handler(sched, r, r, cfg.ReplicaID, m.Registry)
-	r.api.Routes(mux)
+	mux := admin.Handler(sched, r.status, explainer, cfg.ReplicaID, m.Registry)
+	if err := r.api.Routes(mux); err != nil {
+		return nil, err
+	}
 	if cfg.Admin.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -244,6 +245,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
+	protocols.SetHTTP2(true)
 	r.admin = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 			if req.ProtoMajor == 2 && strings.HasPrefix(req.Header.Get("Content-Type"), "application/grpc") {
@@ -255,31 +257,10 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 5 * time.Second,
 	}
-	return r, nil
-}
-
-// syncXDS keeps the clusters served over ADS in step with the registry.
-func (r *Router) syncXDS(ctx context.Context) {
-	t := time.NewTicker(r.cfg.RefreshInterval.D())
-	defer t.Stop()
-	for {
-		cfg := r.cfg
-		cfg.Workers = nil
-		for _, w := range r.sched.Snapshot().Workers {
-			cfg.Workers = append(cfg.Workers, config.Worker{
-				ID: w.Spec.ID, Address: w.Spec.Address, Models: w.Spec.Models, Zone: w.Spec.Zone,
-				Region: w.Spec.Region, MaxConcurrency: w.Spec.MaxConcurrency,
-			})
-		}
-		if err := r.xds.Update(ctx, cfg); err != nil && ctx.Err() == nil {
-			r.log.Warn("update xds clusters", zap.Error(err))
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	if cfg.TLS.Admin {
+		r.admin.TLSConfig = r.certs.tlsConfig("h2", "http/1.1")
 	}
+	return r, nil
 }
 
 // Params converts the config into scoring parameters.
@@ -311,25 +292,11 @@ func specs(ws []config.Worker) []state.WorkerSpec {
 	return out
 }
 
-// Status implements admin.Status.
-func (r *Router) Status() string {
-	switch {
-	case r.draining.Load():
-		return "draining"
-	case r.degraded():
-		return "degraded"
-	}
-	return "ok"
-}
-
-// Auth describes the API-key auth state, for /health.
-func (r *Router) Auth() string { return r.authState }
-
 // Ready is closed once both listeners accept connections.
 func (r *Router) Ready() <-chan struct{} { return r.ready }
 
 // Store exposes the store (tests read and change worker state through it).
-func (r *Router) Store() Store { return r.store }
+func (r *Router) Store() Store { return r.backend.store }
 
 // Scheduler exposes the scheduler (tests and the demo read decisions).
 func (r *Router) Scheduler() *scheduler.Scheduler { return r.sched }
@@ -347,25 +314,45 @@ func (r *Router) Serve(ctx context.Context) error {
 		_ = grpcLn.Close()
 		return fmt.Errorf("admin_listen: %w", err)
 	}
-	r.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	r.health.SetServingStatus(extprocv3.ExternalProcessor_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	// The endpoint-picker protocol's health services besides the standard
+	// ones. Every replica is ready at once: the state is shared, so there is
+	// no leader to wait for (active-active).
+	for _, svc := range []string{"", extprocv3.ExternalProcessor_ServiceDesc.ServiceName, "liveness", "readiness"} {
+		r.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
+	}
 
 	bgCtx, stopBg := context.WithCancel(context.Background())
 	defer stopBg()
+	if r.discovery != nil {
+		// Ready only once every ready pod is registered: a replica that
+		// started with an empty fleet would answer 503s.
+		if err := r.discovery.run(bgCtx); err != nil {
+			_ = grpcLn.Close()
+			_ = adminLn.Close()
+			return err
+		}
+		if err := r.sched.Refresh(ctx); err != nil {
+			r.log.Warn("refresh after discovery", zap.Error(err))
+		}
+	}
 	go r.sched.Run(bgCtx)
-	go r.storeRun(bgCtx)
-	if r.stream != nil {
-		go r.stream.Run(bgCtx, 200*time.Millisecond)
+	go r.backend.run(bgCtx)
+	if r.backend.stream != nil {
+		go r.backend.stream.Run(bgCtx, 200*time.Millisecond)
 	}
 	go r.monitor.Run(bgCtx)
 	if r.xds != nil {
-		go r.syncXDS(bgCtx)
+		go r.xds.Follow(bgCtx, r.sched, r.cfg, r.cfg.RefreshInterval.D())
 	}
 
 	errc := make(chan error, 2)
 	go func() { errc <- r.grpc.Serve(grpcLn) }()
 	go func() {
-		if err := r.admin.Serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
+		serve := r.admin.Serve
+		if r.cfg.TLS.Admin {
+			serve = func(ln net.Listener) error { return r.admin.ServeTLS(ln, "", "") }
+		}
+		if err := serve(adminLn); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 	}()
@@ -386,7 +373,7 @@ func (r *Router) Serve(ctx context.Context) error {
 func (r *Router) shutdown() error {
 	grace := r.cfg.ShutdownGrace.D()
 	r.log.Info("shutting down", zap.Duration("grace", grace), zap.Int("open_claims", r.sched.LiveClaims()))
-	r.draining.Store(true)
+	r.status.draining.Store(true)
 	r.health.Shutdown() // NOT_SERVING: Envoy's health checks move traffic away
 	if d := r.cfg.ShutdownDelay.D(); d > 0 {
 		// Keep serving while Envoy notices the failing health check, so no
@@ -414,8 +401,8 @@ func (r *Router) shutdown() error {
 
 // SetHealth records a worker's health in the store and refreshes the
 // snapshot, so the change applies to the next decision.
-func (r *Router) SetHealth(ctx context.Context, worker, health string) error {
-	if err := r.store.SetHealth(ctx, worker, health); err != nil {
+func (r *Router) SetHealth(ctx context.Context, worker string, health scoring.Health) error {
+	if err := r.backend.store.SetHealth(ctx, worker, health); err != nil {
 		return err
 	}
 	return r.sched.Refresh(ctx)

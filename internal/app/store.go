@@ -8,11 +8,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/llm-router/llm-router/internal/adminapi"
+	"github.com/llm-router/llm-router/internal/admin"
+	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/internal/decisions"
 	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/internal/telemetry"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -23,10 +26,11 @@ type Store = routerStore
 type routerStore interface {
 	scheduler.Store
 	Register(ctx context.Context, specs []state.WorkerSpec) error
-	SetHealth(ctx context.Context, worker, health string) error
+	SetHealth(ctx context.Context, worker string, health scoring.Health) error
 	SetDraining(ctx context.Context, worker string, draining bool) error
 	telemetry.Store
-	adminapi.Store
+	admin.Store
+	caps.Store
 }
 
 var (
@@ -64,9 +68,20 @@ func RedisClient(c config.Redis) (redis.UniversalClient, error) {
 	return redis.NewUniversalClient(opts), nil
 }
 
-// newStore returns the in-memory store, or Redis wrapped for outages, and
-// a background loop to run (nil for memory).
-func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerStore, func(context.Context), func() bool, error) {
+// backend is the store the process runs on and what shares its Redis
+// client.
+type backend struct {
+	store    routerStore
+	run      func(context.Context) // the store's background loop; closes the client after
+	degraded func() bool
+	// stream is the shared decision stream, on the store's client and hash
+	// tag; nil without Redis.
+	stream *decisions.Stream
+}
+
+// newBackend returns the in-memory store, or Redis wrapped for outages with
+// the decision stream beside it: one Redis client, built here, for both.
+func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend, error) {
 	limits := state.Limits{
 		Lease:     cfg.ClaimLease.D(),
 		GlobalCap: cfg.Queue.MaxConcurrentRequests,
@@ -77,15 +92,16 @@ func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerSto
 		},
 	}
 	if !cfg.Redis.Enabled() {
-		return state.NewMemory(nil, limits), func(context.Context) {}, func() bool { return false }, nil
+		return memoryBackend(state.NewMemory(nil, limits)), nil
 	}
 	client, err := RedisClient(cfg.Redis)
 	if err != nil {
-		return nil, nil, nil, err
+		return backend{}, err
 	}
 	primary, err := state.NewPooledRedis(client, cfg.Redis.KeyPrefix, limits, cfg.Redis.Pools)
 	if err != nil {
-		return nil, nil, nil, err
+		_ = client.Close()
+		return backend{}, err
 	}
 	f := state.NewFailover(primary, func(degraded bool, err error) {
 		if degraded {
@@ -100,9 +116,23 @@ func newStore(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (routerSto
 		log.Warn("redis state repaired after "+r.Reason,
 			zap.Int("claims_readded", r.Added), zap.Int("lost_releases_dropped", r.Dropped))
 	})
+	// Any replica can explain any decision: they share a bounded stream,
+	// written in batches off the request path.
+	stream := decisions.NewStream(client, primary.Prefix(), cfg.DecisionLogSize, log.Named("decisions"))
+	stream.OnFlush = func(err error) {
+		m.StoreRoundTrips.WithLabelValues("decisions").Inc()
+		if err != nil {
+			m.StoreErrors.WithLabelValues("decisions").Inc()
+		}
+	}
 	run := func(ctx context.Context) {
 		f.Run(ctx, 250*time.Millisecond)
 		_ = client.Close()
 	}
-	return f, run, f.Degraded, nil
+	return backend{store: f, run: run, degraded: f.Degraded, stream: stream}, nil
+}
+
+// memoryBackend runs on store alone: no background loop, never degraded.
+func memoryBackend(store routerStore) backend {
+	return backend{store: store, run: func(context.Context) {}, degraded: func() bool { return false }}
 }

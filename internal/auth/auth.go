@@ -14,16 +14,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/state"
 )
-
-// Priorities, best first.
-const (
-	Critical = "critical"
-	Standard = "standard"
-	Batch    = "batch"
-)
-
-var rank = map[string]int{Critical: 0, Standard: 1, Batch: 2}
 
 // ErrUnauthenticated: no key, or a key the router does not know.
 var ErrUnauthenticated = errors.New("missing or invalid API key")
@@ -34,7 +26,7 @@ var ErrBadPriority = errors.New("x-llm-priority must be critical, standard or ba
 // Identity is who a key belongs to and the highest priority it may use.
 type Identity struct {
 	Tenant      string
-	MaxPriority string
+	MaxPriority state.Priority
 }
 
 type entry struct {
@@ -51,7 +43,7 @@ type Keys struct {
 // Anonymous is the identity of requests when auth is off: they may lower
 // their priority but never raise it above standard, so a header alone
 // never buys priority.
-var Anonymous = Identity{Tenant: "anonymous", MaxPriority: Standard}
+var Anonymous = Identity{Tenant: "anonymous", MaxPriority: state.PriorityStandard}
 
 // New loads the keys from the config, its keys file and AUTH_TOKEN.
 func New(c config.Auth) (*Keys, error) {
@@ -73,30 +65,23 @@ func New(c config.Auth) (*Keys, error) {
 			if len(k.Key) < 8 || k.Tenant == "" {
 				return nil, fmt.Errorf("auth.keys_file %s: entry %d needs a key of 8+ characters and a tenant", c.KeysFile, i)
 			}
-			if _, ok := rank[orStandard(k.MaxPriority)]; !ok {
+			if !k.MaxPriority.OrStandard().Valid() {
 				return nil, fmt.Errorf("auth.keys_file %s: entry %d: max_priority %q", c.KeysFile, i, k.MaxPriority)
 			}
 		}
 		keys = append(keys, fromFile...)
 	}
 	if c.Token != "" {
-		keys = append(keys, config.APIKey{Key: c.Token, Tenant: "default", MaxPriority: Critical})
+		keys = append(keys, config.APIKey{Key: c.Token, Tenant: "default", MaxPriority: state.PriorityCritical})
 	}
 	k := &Keys{enabled: len(keys) > 0 && (c.Enabled == nil || *c.Enabled)}
 	for _, key := range keys {
 		k.entries = append(k.entries, entry{
 			digest: sha256.Sum256([]byte(key.Key)),
-			id:     Identity{Tenant: key.Tenant, MaxPriority: orStandard(key.MaxPriority)},
+			id:     Identity{Tenant: key.Tenant, MaxPriority: key.MaxPriority.OrStandard()},
 		})
 	}
 	return k, nil
-}
-
-func orStandard(p string) string {
-	if p == "" {
-		return Standard
-	}
-	return p
 }
 
 // Enabled reports whether requests must carry a key.
@@ -131,17 +116,13 @@ func (k *Keys) Authenticate(authorization string) (Identity, error) {
 // Priority resolves the priority of a request: the x-llm-priority header
 // (empty: standard) lowered to the identity's maximum. A request may lower
 // its own priority freely and raise it only as far as its key allows.
-func Priority(header string, id Identity) (string, error) {
-	want := strings.ToLower(strings.TrimSpace(header))
-	if want == "" {
-		want = Standard
-	}
-	r, ok := rank[want]
-	if !ok {
+func Priority(header string, id Identity) (state.Priority, error) {
+	want := state.Priority(strings.ToLower(strings.TrimSpace(header))).OrStandard()
+	if !want.Valid() {
 		return "", ErrBadPriority
 	}
-	if maxRank := rank[orStandard(id.MaxPriority)]; r < maxRank {
-		return id.MaxPriority, nil
+	if limit := id.MaxPriority.OrStandard(); want.Rank() < limit.Rank() {
+		return limit, nil
 	}
 	return want, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/state"
 )
 
 func TestAuthenticate(t *testing.T) {
@@ -41,21 +42,21 @@ func TestAuthenticate(t *testing.T) {
 }
 
 func TestPriorityNeverAboveTheKey(t *testing.T) {
-	std := Identity{Tenant: "t", MaxPriority: Standard}
-	crit := Identity{Tenant: "t", MaxPriority: Critical}
-	batch := Identity{Tenant: "t", MaxPriority: Batch}
+	std := Identity{Tenant: "t", MaxPriority: state.PriorityStandard}
+	crit := Identity{Tenant: "t", MaxPriority: state.PriorityCritical}
+	batch := Identity{Tenant: "t", MaxPriority: state.PriorityBatch}
 	tests := []struct {
 		header string
 		id     Identity
-		want   string
+		want   state.Priority
 	}{
-		{"", std, Standard},
-		{"critical", std, Standard}, // asks more than the key allows
-		{"critical", crit, Critical},
-		{"batch", crit, Batch}, // lowering is always allowed
-		{"", batch, Batch},
-		{"STANDARD", batch, Batch},
-		{"critical", Anonymous, Standard}, // no key: a header buys nothing
+		{"", std, state.PriorityStandard},
+		{"critical", std, state.PriorityStandard}, // asks more than the key allows
+		{"critical", crit, state.PriorityCritical},
+		{"batch", crit, state.PriorityBatch}, // lowering is always allowed
+		{"", batch, state.PriorityBatch},
+		{"STANDARD", batch, state.PriorityBatch},
+		{"critical", Anonymous, state.PriorityStandard}, // no key: a header buys nothing
 	}
 	for _, tc := range tests {
 		got, err := Priority(tc.header, tc.id)
@@ -82,7 +83,7 @@ func TestDisabledIsExplicitOrLoud(t *testing.T) {
 		t.Fatalf("auth off: %+v %v", id, err)
 	}
 	tok, _ := New(config.Auth{Token: "single-token"})
-	if id, err := tok.Authenticate("Bearer single-token"); err != nil || id.MaxPriority != Critical {
+	if id, err := tok.Authenticate("Bearer single-token"); err != nil || id.MaxPriority != state.PriorityCritical {
 		t.Fatalf("AUTH_TOKEN: %+v %v", id, err)
 	}
 }
@@ -95,7 +96,7 @@ func TestKeysFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, err := k.Authenticate("Bearer sk-file-1234"); err != nil || id.MaxPriority != Batch {
+	if id, err := k.Authenticate("Bearer sk-file-1234"); err != nil || id.MaxPriority != state.PriorityBatch {
 		t.Fatalf("%+v %v", id, err)
 	}
 	empty := filepath.Join(dir, "empty.yaml")

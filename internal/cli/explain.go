@@ -1,7 +1,9 @@
 // Package cli implements the operator commands of llm-router that talk to a
-// running router's admin endpoint (--admin URL): each prints a readable
-// table by default and JSON with -o json, and names what went wrong when it
-// fails (connection refused, unknown worker, unauthorised).
+// running router's admin port (--admin URL): the fleet commands through the
+// native API's generated gRPC client, explain through /decisions/{id} (the
+// record as the scheduler logs it). Each prints a readable table by default
+// and JSON with -o json, and names what went wrong when it fails
+// (connection refused, unknown worker, unauthorised).
 package cli
 
 import (

@@ -1,17 +1,20 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -19,93 +22,117 @@ import (
 	pb "github.com/llm-router/llm-router/proto/llmrouter/v1"
 )
 
-// call sends a JSON request of the admin API and decodes the answer into
-// out (protojson, the standard mapping).
-func (c *Client) call(ctx context.Context, method, path string, in, out proto.Message) error {
-	var body io.Reader
-	if in != nil {
-		b, err := protojson.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
+// api calls the admin API with its generated gRPC client, on the admin
+// port (the same one that serves HTTP), the token sent as metadata.
+func (c *Client) api(ctx context.Context, call func(context.Context, pb.AdminServiceClient) error) error {
+	target := c.Base
+	if u, err := url.Parse(c.Base); err == nil && u.Host != "" {
+		target = u.Host
 	}
-	var raw jsonRaw
-	if err := c.do(ctx, method, path, body, &raw); err != nil {
-		return err
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("bad --admin address %q: %w", c.Base, err)
 	}
-	if out == nil {
-		return nil
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if c.Token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+c.Token)
 	}
-	return protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(raw, out)
+	return c.rpcError(call(ctx, pb.NewAdminServiceClient(conn)))
 }
 
-// jsonRaw keeps an answer's bytes for protojson.
-type jsonRaw []byte
-
-func (j *jsonRaw) UnmarshalJSON(b []byte) error {
-	*j = append((*j)[:0], b...)
-	return nil
+// rpcError turns a gRPC failure into a message that says what went wrong.
+func (c *Client) rpcError(err error) error {
+	if err == nil {
+		return nil
+	}
+	st := status.Convert(err)
+	switch st.Code() {
+	case codes.NotFound:
+		return fmt.Errorf("%w: %s", ErrNotFound, st.Message())
+	case codes.Unauthenticated, codes.PermissionDenied:
+		return ErrUnauthorised
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("timed out talking to %s", c.Base)
+	case codes.Unavailable:
+		if strings.Contains(st.Message(), "connection refused") {
+			return fmt.Errorf("connection refused: no router admin listening at %s", c.Base)
+		}
+	}
+	return fmt.Errorf("%s: %s", strings.ToLower(st.Code().String()), st.Message())
 }
 
 // Workers lists the fleet.
 func (c *Client) Workers(ctx context.Context, model string) ([]*pb.Worker, error) {
-	path := "/v1/workers"
-	if model != "" {
-		path += "?model=" + url.QueryEscape(model)
-	}
-	var out pb.ListWorkersResponse
-	if err := c.call(ctx, http.MethodGet, path, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.GetWorkers(), nil
+	var out *pb.ListWorkersResponse
+	err := c.api(ctx, func(ctx context.Context, api pb.AdminServiceClient) (err error) {
+		out, err = api.ListWorkers(ctx, &pb.ListWorkersRequest{Model: model})
+		return err
+	})
+	return out.GetWorkers(), err
 }
 
 // Worker returns one worker.
 func (c *Client) Worker(ctx context.Context, id string) (*pb.Worker, error) {
-	var out pb.Worker
-	if err := c.call(ctx, http.MethodGet, "/v1/workers/"+url.PathEscape(id), nil, &out); err != nil {
-		return nil, notFound(err, "worker", id)
-	}
-	return &out, nil
+	var out *pb.Worker
+	err := c.api(ctx, func(ctx context.Context, api pb.AdminServiceClient) (err error) {
+		out, err = api.GetWorker(ctx, &pb.GetWorkerRequest{Id: id})
+		return err
+	})
+	return out, notFound(err, "worker", id)
 }
 
 // Register registers a worker with a lease.
 func (c *Client) Register(ctx context.Context, spec *pb.WorkerSpec, lease time.Duration) (*pb.RegisterWorkerResponse, error) {
-	var out pb.RegisterWorkerResponse
-	err := c.call(ctx, http.MethodPost, "/v1/workers", &pb.RegisterWorkerRequest{Spec: spec, Lease: durationpb.New(lease)}, &out)
-	return &out, err
+	var out *pb.RegisterWorkerResponse
+	err := c.api(ctx, func(ctx context.Context, api pb.AdminServiceClient) (err error) {
+		out, err = api.RegisterWorker(ctx, &pb.RegisterWorkerRequest{Spec: spec, Lease: durationpb.New(lease)})
+		return err
+	})
+	return out, err
 }
 
 // Heartbeat extends a registered worker's lease.
 func (c *Client) Heartbeat(ctx context.Context, id string, lease time.Duration) error {
-	err := c.call(ctx, http.MethodPost, "/v1/workers/"+url.PathEscape(id)+":heartbeat", &pb.HeartbeatRequest{Lease: durationpb.New(lease)}, nil)
+	err := c.api(ctx, func(ctx context.Context, api pb.AdminServiceClient) error {
+		_, err := api.Heartbeat(ctx, &pb.HeartbeatRequest{Id: id, Lease: durationpb.New(lease)})
+		return err
+	})
 	return notFound(err, "worker", id)
 }
 
 // Deregister removes a worker.
 func (c *Client) Deregister(ctx context.Context, id string) error {
-	return notFound(c.call(ctx, http.MethodDelete, "/v1/workers/"+url.PathEscape(id), nil, nil), "worker", id)
+	err := c.api(ctx, func(ctx context.Context, api pb.AdminServiceClient) error {
+		_, err := api.DeregisterWorker(ctx, &pb.DeregisterWorkerRequest{Id: id})
+		return err
+	})
+	return notFound(err, "worker", id)
 }
 
 // SetDrain drains or undrains a worker.
 func (c *Client) SetDrain(ctx context.Context, id string, drain bool) (*pb.Worker, error) {
-	verb := ":undrain"
-	if drain {
-		verb = ":drain"
-	}
-	var out pb.Worker
-	if err := c.call(ctx, http.MethodPost, "/v1/workers/"+url.PathEscape(id)+verb, nil, &out); err != nil {
-		return nil, notFound(err, "worker", id)
-	}
-	return &out, nil
+	var out *pb.Worker
+	err := c.api(ctx, func(ctx context.Context, api pb.AdminServiceClient) (err error) {
+		if drain {
+			out, err = api.DrainWorker(ctx, &pb.DrainWorkerRequest{Id: id})
+		} else {
+			out, err = api.UndrainWorker(ctx, &pb.UndrainWorkerRequest{Id: id})
+		}
+		return err
+	})
+	return out, notFound(err, "worker", id)
 }
 
 // Stats returns the fleet at a glance.
 func (c *Client) Stats(ctx context.Context) (*pb.Stats, error) {
-	var out pb.Stats
-	err := c.call(ctx, http.MethodGet, "/v1/stats", nil, &out)
-	return &out, err
+	var out *pb.Stats
+	err := c.api(ctx, func(ctx context.Context, api pb.AdminServiceClient) (err error) {
+		out, err = api.GetStats(ctx, &pb.GetStatsRequest{})
+		return err
+	})
+	return out, err
 }
 
 func notFound(err error, what, id string) error {

@@ -5,13 +5,19 @@
 // an unknown key, a wrong type or an out-of-range value fails at start with
 // a message that names the key (for example "workers[1].max_concurrency:
 // must be at least 1"). Every key, its default and its environment variable
-// are listed once, in Keys, which also generates the README table.
+// are listed once, in Keys, which also generates docs/configuration.md's table.
 package config
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/emulate"
+	"github.com/llm-router/llm-router/state"
 )
 
 // Config is the whole router configuration.
@@ -50,8 +56,11 @@ type Config struct {
 	Redis          Redis          `yaml:"redis"`
 	Locality       Locality       `yaml:"locality"`
 	Envoy          Envoy          `yaml:"envoy"`
+	TLS            TLS            `yaml:"tls"`
+	Discovery      Discovery      `yaml:"discovery"`
 	Scoring        Scoring        `yaml:"scoring"`
 	InferenceAware InferenceAware `yaml:"inference_aware"`
+	AdaptiveCaps   AdaptiveCaps   `yaml:"adaptive_caps"`
 	Workers        []Worker       `yaml:"workers"`
 }
 
@@ -98,6 +107,26 @@ type Timeouts struct {
 	Batch    Duration `yaml:"batch"`
 }
 
+// For is the timeout of priority p ("" and unknown: standard's).
+func (t Timeouts) For(p state.Priority) time.Duration {
+	switch p {
+	case state.PriorityCritical:
+		return t.Critical.D()
+	case state.PriorityBatch:
+		return t.Batch.D()
+	}
+	return t.Standard.D()
+}
+
+// ByRank lists the timeouts by priority rank (state.Priority.Rank).
+func (t Timeouts) ByRank() [3]time.Duration {
+	var out [3]time.Duration
+	for _, p := range state.Priorities() {
+		out[p.Rank()] = t.For(p)
+	}
+	return out
+}
+
 // Max is the longest of the three.
 func (t Timeouts) Max() time.Duration {
 	return max(t.Critical.D(), t.Standard.D(), t.Batch.D())
@@ -130,9 +159,9 @@ type Auth struct {
 
 // APIKey is one client credential.
 type APIKey struct {
-	Key         string `yaml:"key"`
-	Tenant      string `yaml:"tenant"`
-	MaxPriority string `yaml:"max_priority"` // critical, standard (default) or batch
+	Key         string         `yaml:"key"`
+	Tenant      string         `yaml:"tenant"`
+	MaxPriority state.Priority `yaml:"max_priority"` // critical, standard (default) or batch
 }
 
 // Redis configures the shared store. Empty (no url, no addrs): the
@@ -187,6 +216,73 @@ type Envoy struct {
 	ConnectTimeout Duration `yaml:"connect_timeout"`
 	NumRetries     int      `yaml:"num_retries"`
 	MessageTimeout Duration `yaml:"message_timeout"`
+	// Mode is how the router tells Envoy where a request goes:
+	// cluster_header (x-llm-cluster names a rendered cluster) or
+	// endpoint_picker (the Gateway API Inference Extension's endpoint-picker
+	// protocol: ip:port in x-gateway-destination-endpoint and envoy.lb
+	// metadata, fallbacks after it).
+	Mode string `yaml:"mode"`
+	// Fallbacks is how many endpoints follow the pick in endpoint_picker
+	// mode, best first by the same scores.
+	Fallbacks int `yaml:"fallbacks"`
+	// ExtProcCAFile, when set, makes the rendered Envoy verify the router's
+	// certificate against it (with tls.extproc); unset, Envoy encrypts
+	// without verifying, as gateways do with a picker's self-signed
+	// certificate.
+	ExtProcCAFile string `yaml:"extproc_ca_file"`
+}
+
+// Modes are the accepted envoy.mode values.
+const (
+	ModeClusterHeader  = "cluster_header"
+	ModeEndpointPicker = "endpoint_picker"
+)
+
+// Discovery takes workers from Kubernetes pods (internal/discovery), beside
+// any listed under workers.
+type Discovery struct {
+	// InferencePool names the pool whose selector and target port are
+	// followed; Selector ("k=v,k2=v2") with TargetPort is the alternative.
+	InferencePool string `yaml:"inference_pool"`
+	Selector      string `yaml:"selector"`
+	TargetPort    int    `yaml:"target_port"`
+	// Namespace of the pool and pods; empty: the router's own.
+	Namespace string `yaml:"namespace"`
+	// Models every discovered pod serves, with its cap and metrics format.
+	Models         []string `yaml:"models"`
+	MaxConcurrency int      `yaml:"max_concurrency"`
+	MetricsFormat  string   `yaml:"metrics_format"`
+}
+
+// Enabled reports whether workers are discovered from Kubernetes.
+func (d Discovery) Enabled() bool { return d.InferencePool != "" || d.Selector != "" }
+
+// Labels parses Selector.
+func (d Discovery) Labels() (map[string]string, error) {
+	out := map[string]string{}
+	for part := range strings.SplitSeq(d.Selector, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("%q: want key=value", part)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// TLS configures the router's own listeners.
+type TLS struct {
+	// ExtProc serves the ext_proc listener over TLS.
+	ExtProc bool `yaml:"extproc"`
+	// Admin serves the admin listener over TLS (its token is a header).
+	Admin bool `yaml:"admin"`
+	// CertFile and KeyFile hold the certificate (PEM), reloaded when the
+	// files change; unset, a self-signed certificate is made at start.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 // Scoring configures the scored strategy.
@@ -256,20 +352,17 @@ type Worker struct {
 	PrefillTokensPerSecond float64 `yaml:"prefill_tokens_per_second"`
 }
 
-// Strategies lists the accepted values of strategy.
-// The last three are the benchmark's emulations of other routers'
-// cache-aware schedulers (scoring/emulate).
-var Strategies = []string{
-	"round_robin", "least_loaded", "latency_based", "inference_aware", "scored", "queue_kv_max_score",
-	"prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",
-}
+// Strategies lists the accepted values of strategy: scoring's and, last,
+// the benchmark's emulations of other routers' cache-aware schedulers
+// (scoring/emulate). The names are defined there, once.
+var Strategies = append(scoring.Names(), emulate.Names()...)
 
 // Default returns the configuration every loaded file starts from.
 func Default() Config {
 	return Config{
 		ExtProcListen:         "127.0.0.1:9002",
 		AdminListen:           "127.0.0.1:9090",
-		Strategy:              "scored",
+		Strategy:              scoring.Scored,
 		LogLevel:              "info",
 		MaxBodyBytes:          4 << 20,
 		ShutdownGrace:         Duration(30 * time.Second),
@@ -313,7 +406,10 @@ func Default() Config {
 			FailureModeAllow: true,
 			XDSJoinDelay:     Duration(500 * time.Millisecond),
 			MessageTimeout:   Duration(time.Second),
+			Mode:             ModeClusterHeader,
+			Fallbacks:        2,
 		},
+		Discovery: Discovery{MaxConcurrency: 4, MetricsFormat: "vllm"},
 		Scoring: Scoring{
 			Weights: Weights{
 				Active: 100, Queue: 10, Latency: 5, JobCost: 2,
@@ -325,6 +421,7 @@ func Default() Config {
 			KVBlocks:               4096,
 			MaxPrefixBlocks:        1024,
 		},
+		AdaptiveCaps: defaultAdaptiveCaps(),
 		InferenceAware: InferenceAware{
 			MinSamples:  3,
 			Staleness:   Duration(60 * time.Second),

@@ -126,30 +126,30 @@ func TestEmptyFileIsAllDefaults(t *testing.T) {
 	}
 }
 
-var updateReadme = flag.Bool("update-readme", false, "rewrite the README's configuration table from Keys")
+var updateReadme = flag.Bool("update-readme", false, "rewrite docs/configuration.md's table from Keys")
 
-// TestReadmeDocumentsEveryKey keeps the README's configuration table equal
-// to Keys (`go test ./config -run Readme -update-readme` rewrites it).
-func TestReadmeDocumentsEveryKey(t *testing.T) {
+// TestConfigReferenceDocumentsEveryKey keeps the configuration reference's table (docs/configuration.md) equal
+// to Keys (`go test ./internal/config -run ConfigReference -update-readme` rewrites it).
+func TestConfigReferenceDocumentsEveryKey(t *testing.T) {
 	const start, end = "<!-- config-table:start -->\n", "<!-- config-table:end -->"
-	raw, err := os.ReadFile("../../README.md")
+	raw, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(raw)
 	i, j := strings.Index(readme, start), strings.Index(readme, end)
 	if i < 0 || j < i {
-		t.Fatal("README.md lacks the config-table markers")
+		t.Fatal("docs/configuration.md lacks the config-table markers")
 	}
 	want := readme[:i+len(start)] + MarkdownTable() + readme[j:]
 	if *updateReadme {
-		if err := os.WriteFile("../../README.md", []byte(want), 0o600); err != nil {
+		if err := os.WriteFile("../../docs/configuration.md", []byte(want), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	if want != readme {
-		t.Fatalf("README.md's configuration table is stale: run go test ./config -run Readme -update-readme")
+		t.Fatalf("docs/configuration.md's configuration table is stale: run go test ./internal/config -run ConfigReference -update-readme")
 	}
 }
 
@@ -201,5 +201,16 @@ func TestEmulationsAreAcceptedStrategies(t *testing.T) {
 	}
 	if Default().Strategy != scoring.Scored {
 		t.Error("the default strategy must stay scored")
+	}
+	// The key's documentation (and so docs/configuration.md) names each one.
+	for _, k := range Keys {
+		if k.Path != "strategy" {
+			continue
+		}
+		for _, name := range Strategies {
+			if !strings.Contains(k.Doc, name) {
+				t.Errorf("the strategy key's doc does not name %s", name)
+			}
+		}
 	}
 }

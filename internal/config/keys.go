@@ -18,8 +18,8 @@ type Key struct {
 	apply   func(c *Config, v string) error
 }
 
-// Keys lists every configuration key. The README's table is generated from
-// it (TestReadmeDocumentsEveryKey keeps them equal).
+// Keys lists every configuration key. docs/configuration.md's table is generated from
+// it (TestConfigReferenceDocumentsEveryKey keeps them equal).
 var Keys = []Key{
 	{Path: "extproc_listen", Env: "EXTPROC_LISTEN", Default: "127.0.0.1:9002", Doc: "ext_proc gRPC listener (with the standard gRPC health service)", apply: setString(func(c *Config) *string { return &c.ExtProcListen })},
 	{Path: "admin_listen", Env: "ADMIN_LISTEN", Default: "127.0.0.1:9090", Doc: "admin HTTP listener: /health, /stats, /metrics", apply: setString(func(c *Config) *string { return &c.AdminListen })},
@@ -87,6 +87,20 @@ var Keys = []Key{
 	{Path: "envoy.connect_timeout", Env: "CONNECT_TIMEOUT_SECONDS", Default: "2s", Doc: "Envoy's connect timeout to a worker", apply: setDuration(func(c *Config) *Duration { return &c.Envoy.ConnectTimeout })},
 	{Path: "envoy.num_retries", Env: "MAX_RETRIES", Default: "2", Doc: "Envoy retries on connect failure, reset or 503, on another worker of the model", apply: setInt(func(c *Config) *int { return &c.Envoy.NumRetries })},
 	{Path: "envoy.message_timeout", Env: "EXTPROC_MESSAGE_TIMEOUT_SECONDS", Default: "1s", Doc: "Envoy's wait for each ext_proc reply", apply: setDuration(func(c *Config) *Duration { return &c.Envoy.MessageTimeout })},
+	{Path: "envoy.mode", Env: "ENVOY_MODE", Default: "cluster_header", Doc: "cluster_header: the x-llm-cluster header names a rendered cluster; endpoint_picker: the Gateway API Inference Extension's endpoint-picker protocol, for gateways that call a picker for an InferencePool (docs/gateways.md)", apply: setString(func(c *Config) *string { return &c.Envoy.Mode })},
+	{Path: "envoy.fallbacks", Env: "ENVOY_FALLBACKS", Default: "2", Doc: "endpoint_picker: endpoints listed after the pick for Envoy's retries, best first by the same scores", apply: setInt(func(c *Config) *int { return &c.Envoy.Fallbacks })},
+	{Path: "envoy.extproc_ca_file", Env: "ENVOY_EXTPROC_CA_FILE", Default: "", Doc: "with tls.extproc: the CA the rendered Envoy verifies the router's certificate with; unset, it encrypts without verifying (a self-signed certificate)", apply: setString(func(c *Config) *string { return &c.Envoy.ExtProcCAFile })},
+	{Path: "tls.extproc", Env: "TLS_EXTPROC", Default: "false", Doc: "serve the ext_proc listener over TLS (gateways connect to a picker over TLS by default); the rendered Envoy config then speaks TLS to it", apply: setBool(func(c *Config) *bool { return &c.TLS.ExtProc })},
+	{Path: "tls.admin", Env: "TLS_ADMIN", Default: "false", Doc: "serve the admin listener over TLS", apply: setBool(func(c *Config) *bool { return &c.TLS.Admin })},
+	{Path: "tls.cert_file", Env: "TLS_CERT_FILE", Default: "", Doc: "PEM certificate for the TLS listeners, reloaded when it changes; unset, a self-signed certificate is made at start", apply: setString(func(c *Config) *string { return &c.TLS.CertFile })},
+	{Path: "tls.key_file", Env: "TLS_KEY_FILE", Default: "", Doc: "PEM private key for tls.cert_file", apply: setString(func(c *Config) *string { return &c.TLS.KeyFile })},
+	{Path: "discovery.inference_pool", Env: "DISCOVERY_INFERENCE_POOL", Default: "", Doc: "take workers from the pods this InferencePool (inference.networking.k8s.io/v1) selects, on its target port: ready pods join, not-ready and deleted ones leave, terminating ones drain (docs/gateways.md)", apply: setString(func(c *Config) *string { return &c.Discovery.InferencePool })},
+	{Path: "discovery.selector", Env: "DISCOVERY_SELECTOR", Default: "", Doc: "instead of a pool: the pods' labels, k=v,k2=v2, with discovery.target_port", apply: setString(func(c *Config) *string { return &c.Discovery.Selector })},
+	{Path: "discovery.target_port", Env: "DISCOVERY_TARGET_PORT", Default: "", Doc: "the model server's port on each pod, with discovery.selector", apply: setInt(func(c *Config) *int { return &c.Discovery.TargetPort })},
+	{Path: "discovery.namespace", Env: "POD_NAMESPACE", Default: "", Doc: "namespace of the pool and its pods; empty: the router's own", apply: setString(func(c *Config) *string { return &c.Discovery.Namespace })},
+	{Path: "discovery.models", Env: "DISCOVERY_MODELS", Default: "", Doc: "the models every discovered pod serves (pods carry no model names), comma-separated in the env var", apply: setList(func(c *Config) *[]string { return &c.Discovery.Models })},
+	{Path: "discovery.max_concurrency", Env: "DISCOVERY_MAX_CONCURRENCY", Default: "4", Doc: "max_concurrency of each discovered pod", apply: setInt(func(c *Config) *int { return &c.Discovery.MaxConcurrency })},
+	{Path: "discovery.metrics_format", Env: "DISCOVERY_METRICS_FORMAT", Default: "vllm", Doc: "metrics_format of each discovered pod", apply: setString(func(c *Config) *string { return &c.Discovery.MetricsFormat })},
 	{Path: "scoring.weights.{active,queue,latency,job_cost,throughput,distance,kv_pressure,gpu_util}", Env: "", Default: "100,10,5,2,3,1,15,15", Doc: "weights of the scored formula (throughput is subtracted)"},
 	{Path: "scoring.weights.prefix", Env: "SCORING_WEIGHT_PREFIX", Default: "0", Doc: "weight of the share of the prompt's 16-token blocks a worker was not sent before (prefix-cache affinity), read live in the claim from an index shared by every replica; 0 (default) turns the index off: the benchmark has yet to set it", apply: setFloat(func(c *Config) *float64 { return &c.Scoring.Weights.Prefix })},
 	{Path: "scoring.weights.token_load", Env: "SCORING_WEIGHT_TOKEN_LOAD", Default: "0", Doc: "weight of a worker's in-flight tokens (uncached prompt + expected output, all replicas) relative to its KV capacity (kv_blocks·16), read live in the claim; 0 (default): off", apply: setFloat(func(c *Config) *float64 { return &c.Scoring.Weights.TokenLoad })},
@@ -98,7 +112,27 @@ var Keys = []Key{
 	{Path: "inference_aware.min_samples", Env: "INFERENCE_AWARE_MIN_SAMPLES", Default: "3", Doc: "completed requests before a worker is scored on its telemetry", apply: setInt(func(c *Config) *int { return &c.InferenceAware.MinSamples })},
 	{Path: "inference_aware.staleness", Env: "INFERENCE_AWARE_STALENESS_SECONDS", Default: "60s", Doc: "telemetry older than this counts as no data", apply: setDuration(func(c *Config) *Duration { return &c.InferenceAware.Staleness })},
 	{Path: "inference_aware.load_penalty", Env: "INFERENCE_AWARE_LOAD_PENALTY", Default: "0.1", Doc: "per-active-request multiplier on the estimated latency", apply: setFloat(func(c *Config) *float64 { return &c.InferenceAware.LoadPenalty })},
+	{Path: "adaptive_caps.enabled", Env: "ADAPTIVE_CAPS", Default: "false", Doc: "learn each worker's concurrency limit (1..max_concurrency) from its TTFT and inter-token latency, shared by every replica, shown in /stats, explain and llm_router_node_concurrency_limit; off by default: short runs on the Azure trace show it hurting (TTFT swings with prompt length), see docs/adaptive-caps.md", apply: setBool(func(c *Config) *bool { return &c.AdaptiveCaps.Enabled })},
+	{Path: "adaptive_caps.ttft_tolerance", Env: "ADAPTIVE_CAPS_TTFT_TOLERANCE", Default: "2", Doc: "a worker's TTFT may rise to this multiple of the lowest it showed before its limit shrinks (by the ratio, at most halved an update)", apply: setFloat(func(c *Config) *float64 { return &c.AdaptiveCaps.TTFTTolerance })},
+	{Path: "adaptive_caps.itl_tolerance", Env: "ADAPTIVE_CAPS_ITL_TOLERANCE", Default: "1.5", Doc: "the same for its inter-token latency (1 / tokens per second)", apply: setFloat(func(c *Config) *float64 { return &c.AdaptiveCaps.ITLTolerance })},
+	{Path: "adaptive_caps.min_samples", Env: "ADAPTIVE_CAPS_MIN_SAMPLES", Default: "8", Doc: "new TTFT or tokens/s samples (streamed responses) a worker needs before its limit moves", apply: setInt(func(c *Config) *int { return &c.AdaptiveCaps.MinSamples })},
+	{Path: "adaptive_caps.floor", Env: "ADAPTIVE_CAPS_FLOOR", Default: "1", Doc: "lowest learned limit", apply: setInt(func(c *Config) *int { return &c.AdaptiveCaps.Floor })},
 	{Path: "workers[].{id,address,models,zone,region,max_concurrency,metrics_format,metrics_url,health_url,dcgm_url,dcgm_gpu,kv_blocks,prefill_tokens_per_second}", Env: "VLLM_NODES, MODEL_NAME", Default: "", Doc: "the GPU workers; id is also the Envoy cluster name; kv_blocks and prefill_tokens_per_second default to the scoring keys of the same names; metrics_format vllm (default), sglang, llamacpp, trtllm or none; metrics_url/health_url default to the address's /metrics and /health; dcgm_url with dcgm_gpu (gpu index or UUID) feeds gpu_util. VLLM_NODES (comma-separated URLs) with MODEL_NAME replaces the list, with ids node-0.. and max_concurrency from MAX_CONCURRENCY_PER_NODE (default 4)", apply: nil},
+}
+
+// Set applies one key by its path (scoring.weights.prefix=...), as the
+// environment would: for tools that vary one setting, such as the
+// benchmark's configurations.
+func Set(c *Config, path, value string) error {
+	for _, k := range Keys {
+		if k.Path == path && k.apply != nil {
+			if err := k.apply(c, strings.TrimSpace(value)); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: no such settable key", path)
 }
 
 func applyEnv(c *Config, getenv func(string) string) error {
@@ -218,7 +252,7 @@ func setDuration(field func(*Config) *Duration) func(*Config, string) error {
 	}
 }
 
-// MarkdownTable renders Keys as the README's configuration table.
+// MarkdownTable renders Keys as the table of docs/configuration.md.
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| key | env var | default | what it does |\n|---|---|---|---|\n")

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$`)
@@ -73,9 +75,9 @@ func (c *Config) Validate() error {
 	if c.Queue.BatchShare < 0 || c.Queue.BatchShare > 1 {
 		bad("queue.batch_share", "must be in [0, 1], got %g", c.Queue.BatchShare)
 	}
-	for name, d := range map[string]Duration{"critical": c.Queue.Timeout.Critical, "standard": c.Queue.Timeout.Standard, "batch": c.Queue.Timeout.Batch} {
-		if d.D() <= 0 || d.D() > time.Hour {
-			bad("queue.timeout."+name, "must be between 0 and 1h, got %s", d)
+	for _, p := range state.Priorities() {
+		if d := c.Queue.Timeout.For(p); d <= 0 || d > time.Hour {
+			bad("queue.timeout."+string(p), "must be between 0 and 1h, got %s", Duration(d))
 		}
 	}
 	if c.Queue.MaxConcurrentRequests < 0 {
@@ -135,6 +137,35 @@ func (c *Config) Validate() error {
 	if c.Envoy.Discovery != "static" && c.Envoy.Discovery != "xds" {
 		bad("envoy.discovery", "want static or xds, got %q", c.Envoy.Discovery)
 	}
+	if c.Envoy.Mode != ModeClusterHeader && c.Envoy.Mode != ModeEndpointPicker {
+		bad("envoy.mode", "want %s or %s, got %q", ModeClusterHeader, ModeEndpointPicker, c.Envoy.Mode)
+	}
+	if c.Envoy.Mode == ModeEndpointPicker && c.Envoy.Discovery == "xds" {
+		bad("envoy.mode", "endpoint_picker takes endpoints from the gateway (or the rendered pool cluster), not the router's xDS: set envoy.discovery: static")
+	}
+	if d := c.Discovery; d.Enabled() {
+		if d.InferencePool != "" && d.Selector != "" {
+			bad("discovery.selector", "set discovery.inference_pool or discovery.selector, not both")
+		}
+		if _, err := d.Labels(); err != nil {
+			bad("discovery.selector", "%v", err)
+		}
+		if d.Selector != "" && (d.TargetPort <= 0 || d.TargetPort > 65535) {
+			bad("discovery.target_port", "a port is needed with discovery.selector, got %d", d.TargetPort)
+		}
+		if len(d.Models) == 0 {
+			bad("discovery.models", "name the models the discovered pods serve")
+		}
+		if d.MaxConcurrency < 1 {
+			bad("discovery.max_concurrency", "must be at least 1, got %d", d.MaxConcurrency)
+		}
+	}
+	if c.Envoy.Fallbacks < 0 || c.Envoy.Fallbacks > 16 {
+		bad("envoy.fallbacks", "must be in [0, 16], got %d", c.Envoy.Fallbacks)
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls.cert_file", "tls.cert_file and tls.key_file go together")
+	}
 	if c.Envoy.NumRetries < 0 || c.Envoy.NumRetries > 10 {
 		bad("envoy.num_retries", "must be in [0, 10], got %d", c.Envoy.NumRetries)
 	}
@@ -165,6 +196,7 @@ func (c *Config) Validate() error {
 	if c.Scoring.KVBlocks < 1 {
 		bad("scoring.kv_blocks", "must be at least 1, got %d", c.Scoring.KVBlocks)
 	}
+	c.AdaptiveCaps.validate(bad)
 	c.validateWorkers(bad, checkAddr)
 	return errors.Join(errs...)
 }
@@ -227,7 +259,7 @@ func (c *Config) validateAuth(bad func(string, string, ...any)) {
 		if k.Tenant == "" {
 			bad(key+".tenant", "required")
 		}
-		if k.MaxPriority != "" && !slices.Contains([]string{"critical", "standard", "batch"}, k.MaxPriority) {
+		if !k.MaxPriority.OrStandard().Valid() {
 			bad(key+".max_priority", "want critical, standard or batch, got %q", k.MaxPriority)
 		}
 	}

@@ -58,6 +58,8 @@ type Metrics struct {
 	RequestsRejected     *prometheus.CounterVec   // model, reason
 	RequestsPerNode      *prometheus.CounterVec   // node
 	NodeActiveRequests   *prometheus.GaugeVec     // node
+	NodeConcurrencyLimit *prometheus.GaugeVec     // node
+	NodePrefixHitRatio   *prometheus.GaugeVec     // node
 	NodeFailures         *prometheus.CounterVec   // node
 	UpstreamErrors       *prometheus.CounterVec   // code, node
 	TimeToFirstToken     *prometheus.HistogramVec // node
@@ -68,7 +70,6 @@ type Metrics struct {
 	DecisionDuration     *prometheus.HistogramVec // strategy
 	Picks                *prometheus.CounterVec   // strategy, outcome
 	ClaimConflicts       prometheus.Counter
-	ClaimRetries         prometheus.Counter
 	StoreRoundTrips      *prometheus.CounterVec // op
 	StoreErrors          *prometheus.CounterVec // op
 	StoreDegraded        prometheus.Gauge
@@ -94,34 +95,35 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 	types := map[string]string{Namespace + "_node_score_term": "gauge"}
 	f := factory{reg, types}
 	return &Metrics{
-		Registry:            reg,
-		Types:               types,
-		RequestsTotal:       f.counter("requests_total", "Requests the router decided on, by model and final HTTP status.", labelsRequest),
-		RequestLatency:      f.histogram("request_latency_seconds", "End-to-end latency of requests as the router saw them, from the decision to the end of the response.", LatencyBuckets, labelsModel),
-		QueueDepth:          f.gauge("queue_depth", "Requests waiting for a worker, fleet-wide, as of the last snapshot.", labelsPriority),
-		RequestsRejected:    f.counter("requests_rejected_total", "Requests answered with an error by the router itself, by reason.", labelsReason),
-		RequestsPerNode:     f.counter("requests_per_node_total", "Requests served per worker (the worker that actually served, after any Envoy retry).", labelsNode),
-		NodeActiveRequests:  f.gauge("node_active_requests", "In-flight requests per worker across all replicas, as of the last snapshot.", labelsNode),
-		NodeFailures:        f.counter("node_failures_total", "Requests that failed on a worker (5xx, reset or connect failure).", labelsNode),
-		UpstreamErrors:      f.counter("upstream_errors_total", "Upstream error responses by HTTP status and worker.", labelsCodeNode),
-		TimeToFirstToken:    f.histogram("time_to_first_token_seconds", "Time from the claim to the first content token of a streamed response.", TTFTBuckets, labelsNode),
-		TokensPerSecond:     f.histogram("tokens_per_second", "Per-request decode rate of streamed responses.", TPSBuckets, labelsNode),
-		TokensGenerated:     f.counter("tokens_generated_total", "Completion tokens generated.", labelsModelNode),
-		TokensPrompt:        f.counter("tokens_prompt_total", "Prompt tokens sent.", labelsModelNode),
-		QueueWait:           f.histogram("queue_wait_seconds", "Time requests spent waiting for a worker.", QueueWaitBuckets, labelsPriority),
-		DecisionDuration:    f.histogram("decision_duration_seconds", "Time to score and claim a worker, store round trip included.", DecisionBuckets, labelsStrategy),
-		Picks:               f.counter("picks_total", "Scheduling decisions by strategy and outcome.", labelsPick),
-		ClaimConflicts:      f.counter1("claim_conflicts_total", "Claims where the live state changed the choice made on the cached snapshot."),
-		ClaimRetries:        f.counter1("claim_retries_total", "Claims retried because the first attempt found no worker available."),
-		StoreRoundTrips:     f.counter("store_round_trips_total", "Round trips to the state store by operation.", labelsStoreOp),
-		StoreErrors:         f.counter("store_errors_total", "Failed state store operations.", labelsStoreOp),
-		StoreDegraded:       f.gauge1("store_degraded", "1 while the shared store is unreachable and the router routes on local state."),
-		NodeHealth:          f.gauge("node_health", "1 for the worker's current health state, 0 for the others.", labelsNodeHealth),
-		ModelHealthyWorkers: f.gauge("model_healthy_workers", "Workers serving the model that are healthy and not draining, as of the last snapshot.", labelsModel),
-		QueueCapacity:       f.gauge("queue_capacity", "How many requests of each priority the model's queue admits (0: queueing off).", labelsPriority),
-		Scrapes:             f.counter("scrapes_total", "Scrapes of workers' own metrics made by this replica, by result.", []string{"node", "result"}),
-		ScrapeDuration:      f.histogram("scrape_duration_seconds", "Time to scrape one worker's metrics.", DecisionBuckets, []string{"format"}),
-		RetriedElsewhere:    f.counter("retried_elsewhere_total", "Requests Envoy served on another worker than the one the router picked.", labelsNode),
+		Registry:             reg,
+		Types:                types,
+		RequestsTotal:        f.counter("requests_total", "Requests the router decided on, by model and final HTTP status.", labelsRequest),
+		RequestLatency:       f.histogram("request_latency_seconds", "End-to-end latency of requests as the router saw them, from the decision to the end of the response.", LatencyBuckets, labelsModel),
+		QueueDepth:           f.gauge("queue_depth", "Requests waiting for a worker, fleet-wide, as of the last snapshot.", labelsPriority),
+		RequestsRejected:     f.counter("requests_rejected_total", "Requests answered with an error by the router itself, by reason.", labelsReason),
+		RequestsPerNode:      f.counter("requests_per_node_total", "Requests served per worker (the worker that actually served, after any Envoy retry).", labelsNode),
+		NodeActiveRequests:   f.gauge("node_active_requests", "In-flight requests per worker across all replicas, as of the last snapshot.", labelsNode),
+		NodeConcurrencyLimit: f.gauge("node_concurrency_limit", "Requests a worker may run at once: its max_concurrency, or the lower limit learned from its TTFT and inter-token latency (adaptive caps), as of the last snapshot.", labelsNode),
+		NodePrefixHitRatio:   f.gauge("node_prefix_hit_ratio", "Prefix-cache hit tokens the worker's engine reported over those the router's prefix index predicted, smoothed; it scales the prefix term (workers reporting no prefix-cache metrics are absent).", labelsNode),
+		NodeFailures:         f.counter("node_failures_total", "Requests that failed on a worker (5xx, reset or connect failure).", labelsNode),
+		UpstreamErrors:       f.counter("upstream_errors_total", "Upstream error responses by HTTP status and worker.", labelsCodeNode),
+		TimeToFirstToken:     f.histogram("time_to_first_token_seconds", "Time from the claim to the first content token of a streamed response.", TTFTBuckets, labelsNode),
+		TokensPerSecond:      f.histogram("tokens_per_second", "Per-request decode rate of streamed responses.", TPSBuckets, labelsNode),
+		TokensGenerated:      f.counter("tokens_generated_total", "Completion tokens generated.", labelsModelNode),
+		TokensPrompt:         f.counter("tokens_prompt_total", "Prompt tokens sent.", labelsModelNode),
+		QueueWait:            f.histogram("queue_wait_seconds", "Time requests spent waiting for a worker.", QueueWaitBuckets, labelsPriority),
+		DecisionDuration:     f.histogram("decision_duration_seconds", "Time to score and claim a worker, store round trip included.", DecisionBuckets, labelsStrategy),
+		Picks:                f.counter("picks_total", "Scheduling decisions by strategy and outcome.", labelsPick),
+		ClaimConflicts:       f.counter1("claim_conflicts_total", "Claims where the live state changed the choice made on the cached snapshot."),
+		StoreRoundTrips:      f.counter("store_round_trips_total", "Round trips to the state store by operation.", labelsStoreOp),
+		StoreErrors:          f.counter("store_errors_total", "Failed state store operations.", labelsStoreOp),
+		StoreDegraded:        f.gauge1("store_degraded", "1 while the shared store is unreachable and the router routes on local state."),
+		NodeHealth:           f.gauge("node_health", "1 for the worker's current health state, 0 for the others.", labelsNodeHealth),
+		ModelHealthyWorkers:  f.gauge("model_healthy_workers", "Workers serving the model that are healthy and not draining, as of the last snapshot.", labelsModel),
+		QueueCapacity:        f.gauge("queue_capacity", "How many requests of each priority the model's queue admits (0: queueing off).", labelsPriority),
+		Scrapes:              f.counter("scrapes_total", "Scrapes of workers' own metrics made by this replica, by result.", []string{"node", "result"}),
+		ScrapeDuration:       f.histogram("scrape_duration_seconds", "Time to scrape one worker's metrics.", DecisionBuckets, []string{"format"}),
+		RetriedElsewhere:     f.counter("retried_elsewhere_total", "Requests Envoy served on another worker than the one the router picked.", labelsNode),
 		ExtProcStreamsActive: f.gauge1("extproc_streams_active",
 			"Open ext_proc streams (one per HTTP request in flight through Envoy)."),
 	}

@@ -90,7 +90,6 @@ func recorded(t *testing.T) *metrics.Metrics {
 	m.Picks.WithLabelValues("scored", "claimed").Add(42)
 	m.Picks.WithLabelValues("scored", "queue_full").Add(3)
 	m.ClaimConflicts.Add(2)
-	m.ClaimRetries.Inc()
 	m.StoreRoundTrips.WithLabelValues("claim").Add(45)
 	m.StoreRoundTrips.WithLabelValues("release").Add(43)
 	m.StoreErrors.WithLabelValues("claim").Inc()
@@ -114,6 +113,9 @@ func recorded(t *testing.T) *metrics.Metrics {
 	m.ScrapeDuration.WithLabelValues("vllm").Observe(0.004)
 	m.RetriedElsewhere.WithLabelValues("gpu-1").Inc()
 	m.ExtProcStreamsActive.Set(6)
+	m.NodeConcurrencyLimit.WithLabelValues("gpu-0").Set(8)
+	m.NodeConcurrencyLimit.WithLabelValues("gpu-1").Set(3)
+	m.NodePrefixHitRatio.WithLabelValues("gpu-0").Set(0.75)
 	return m
 }
 

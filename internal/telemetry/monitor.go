@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/internal/metrics"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -19,7 +20,14 @@ import (
 type Store interface {
 	AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error)
 	PutTelemetry(ctx context.Context, ts map[string]state.Telemetry) error
-	ReportHealth(ctx context.Context, worker string, ok bool) (string, error)
+	ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error)
+	ForgetPrefixes(ctx context.Context, worker string) error
+}
+
+// Learner learns from the monitored workers' state once a cycle (adaptive
+// caps: internal/caps). mine are the workers this replica monitors.
+type Learner interface {
+	Learn(ctx context.Context, snap state.Snapshot, mine []string) error
 }
 
 // Workers lists the workers to monitor (the registry, from the snapshot).
@@ -37,6 +45,8 @@ type Options struct {
 	Logger         *zap.Logger
 	Metrics        *metrics.Metrics
 	Now            func() time.Time
+	// Learner (may be nil) runs after each cycle's scrapes.
+	Learner Learner
 }
 
 // Monitor scrapes and health-checks the workers this replica holds the
@@ -97,9 +107,11 @@ func (m *Monitor) Run(ctx context.Context) {
 func (m *Monitor) Cycle(ctx context.Context) {
 	snap := m.workers.Snapshot()
 	specs := map[string]state.WorkerSpec{}
+	prev := map[string]state.Worker{}
 	ids := make([]string, 0, len(snap.Workers))
 	for _, w := range snap.Workers {
 		specs[w.Spec.ID] = w.Spec
+		prev[w.Spec.ID] = w
 		ids = append(ids, w.Spec.ID)
 	}
 	if len(ids) == 0 {
@@ -119,6 +131,7 @@ func (m *Monitor) Cycle(ctx context.Context) {
 	var mu sync.Mutex
 	results := map[string]state.Telemetry{}
 	checks := map[string]bool{}
+	var restarted []string
 	dcgm := newDCGMCache(m)
 	var wg sync.WaitGroup
 	for _, id := range mine {
@@ -127,6 +140,7 @@ func (m *Monitor) Cycle(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			tm, scraped := m.scrape(cctx, spec, dcgm)
+			again := scraped && prefixCheck(prev[id], &tm, m.opts.Now())
 			var healthOK, checked bool
 			if m.dueForHealth(id, now) {
 				healthOK, checked = m.check(cctx, spec), true
@@ -135,6 +149,9 @@ func (m *Monitor) Cycle(ctx context.Context) {
 			defer mu.Unlock()
 			if scraped {
 				results[id] = tm
+			}
+			if again {
+				restarted = append(restarted, id)
 			}
 			if checked {
 				checks[id] = healthOK
@@ -145,6 +162,12 @@ func (m *Monitor) Cycle(ctx context.Context) {
 	if err := m.store.PutTelemetry(ctx, results); err != nil {
 		m.log.Warn("store telemetry", zap.Error(err))
 	}
+	m.forgetRestarted(ctx, restarted)
+	if m.opts.Learner != nil {
+		if err := m.opts.Learner.Learn(ctx, snap, mine); err != nil {
+			m.log.Warn("learn worker limits", zap.Error(err))
+		}
+	}
 	for id, ok := range checks {
 		st, err := m.store.ReportHealth(ctx, id, ok)
 		if err != nil {
@@ -152,7 +175,7 @@ func (m *Monitor) Cycle(ctx context.Context) {
 			continue
 		}
 		if !ok {
-			m.log.Info("health check failed", zap.String("worker", id), zap.String("health", st))
+			m.log.Info("health check failed", zap.String("worker", id), zap.String("health", string(st)))
 		}
 	}
 }
@@ -207,6 +230,15 @@ func (m *Monitor) scrape(ctx context.Context, spec state.WorkerSpec, dcgm *dcgmC
 		}
 		if r.Running != nil {
 			tm.Running = state.Sample{Value: *r.Running, At: at}
+		}
+		if r.PrefixHits != nil {
+			tm.PrefixHits = state.Sample{Value: *r.PrefixHits, At: at}
+		}
+		if r.KVBlocks != nil {
+			tm.KVBlocks = state.Sample{Value: *r.KVBlocks, At: at}
+		}
+		if r.StartTime != nil {
+			tm.StartTime = state.Sample{Value: *r.StartTime, At: at}
 		}
 	}
 	if err != nil {

@@ -40,6 +40,12 @@ type Reading struct {
 	KVUsage *float64 // fraction 0..1 of the KV cache in use
 	Waiting *float64 // requests queued inside the engine
 	Running *float64 // requests in the running batch
+	// The prefix-cache check (vLLM only; see prefix.go): prefix-cache hit
+	// tokens since the engine started (a counter), its KV cache in 16-token
+	// blocks, and its process start time (unix seconds).
+	PrefixHits *float64
+	KVBlocks   *float64
+	StartTime  *float64
 }
 
 // ErrNoMetrics: the exposition had none of the format's metrics; a worker
@@ -89,6 +95,7 @@ func ParseMetrics(format string, text []byte) (Reading, error) {
 		Waiting: firstOf(fams, n.waiting, sum),
 		Running: firstOf(fams, n.running, sum),
 	}
+	readEngineCache(format, fams, &r)
 	if r.KVUsage == nil && r.Waiting == nil && r.Running == nil {
 		return r, fmt.Errorf("%s: %w", format, ErrNoMetrics)
 	}

@@ -1,7 +1,7 @@
 -- Atomic pick-and-claim, or a place in the model's queue. ARGV (after the
 -- common header): claim id, candidates as one MessagePack array {ids, caps,
--- bases, slopes, mults} (with an affinity, four more: prefix weights,
--- token-load weights, prefill limits, index bounds), model, queue (0/1),
+-- bases, slopes, mults} (with an affinity, five more: prefix weights,
+-- token-load weights, prefill limits, index bounds, prefix trusts), model, queue (0/1),
 -- priority rank, queue allowance for that rank, replica, waiter lease ms,
 -- affinity ('' none, else '1'), prompt block hashes (8 bytes each,
 -- concatenated), prompt tokens, decode tokens.
@@ -30,7 +30,7 @@ local model, queue, rank, allow, replica, wlease =
   ARG[3], ARG[4] == '1', tonumber(ARG[5]), tonumber(ARG[6]), ARG[7], tonumber(ARG[8])
 local ids, caps, bases, slopes, mults = c[1], c[2], c[3], c[4], c[5]
 local aff = ARG[9] == '1'
-local pw, tw, plim, kvb = c[6], c[7], c[8], c[9]
+local pw, tw, plim, kvb, trust = c[6], c[7], c[8], c[9], c[10]
 local blocks, ptok, dtok = ARG[10] or '', tonumber(ARG[11]) or 0, tonumber(ARG[12]) or 0
 local nb = math.floor(#blocks / 8)
 -- The index keeps the last block of each group of STRIDE (state.IndexStride).
@@ -67,6 +67,7 @@ local function hmget(key)
 end
 local inflight = hmget(K_INFLIGHT)
 local ok = hmget(K_OK)
+local lims = hmget(K_LIM)
 local tokp, tokd
 if aff then
   tokp, tokd = hmget(K_TOKP), hmget(K_TOKD)
@@ -110,7 +111,7 @@ for i = 1, #ids do
   matched[i], pre[i], dec_[i] = 0, 0, 0
   if ok[i] then
     avail[i] = 1
-    if a < effective_cap(ok[i], caps[i]) then
+    if a < effective_cap(ok[i], caps[i], lims[i]) then
       local s = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
       if aff then
         local m, p, d = match(ids[i]), tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
@@ -118,7 +119,7 @@ for i = 1, #ids do
         -- AffinityScore: a warm worker past its prefill limit scores as cold.
         if plim[i] > 0 and p + uncached(m) > plim[i] then m = 0 end
         s = s + tw[i] * (p + d + uncached(m))
-        if nb > 0 then s = s + pw[i] * (1 - m / nb) end
+        if nb > 0 then s = s + pw[i] * (1 - trust[i] * m / nb) end
       end
       if best < 0 or s < bestScore then
         best, bestScore = i, s
@@ -137,6 +138,9 @@ if best > 0 and not ahead and global_room() then
   if aff then
     tok_hold(id, w, uncached(matched[best]), dtok)
     record(w, kvb[best])
+    -- Affinity.PredictedHits: the tokens the match predicts cached.
+    local hit = math.min(16 * matched[best], ptok - 1)
+    if hit > 0 then redis.call('HINCRBY', K_PHIT, w, hit) end
   end
   return {1, best, active, avail, 0, matched, pre, dec_}
 end

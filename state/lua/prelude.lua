@@ -112,9 +112,19 @@ local function refresh_ok(id)
   end
 end
 
--- effective_cap is a worker's cap given its availability: a recovering
--- worker takes one request at a time.
-local function effective_cap(ok, cap)
+-- A worker's learned concurrency limit (adaptive caps, state/limit.go):
+-- K_LIM holds the integer the scripts enforce, K_LIMST the limiter's JSON.
+local K_LIM, K_LIMST = PREFIX .. 'lim', PREFIX .. 'limst'
+-- Prompt tokens the prefix index predicted cached, per worker (a counter,
+-- compared with the engine's own prefix-cache hits).
+local K_PHIT = PREFIX .. 'phitp'
+
+-- effective_cap is a worker's cap given its availability and learned
+-- limit lim (nil or 0: none): a recovering worker takes one request at a
+-- time.
+local function effective_cap(ok, cap, lim)
+  lim = tonumber(lim) or 0
+  if lim > 0 and lim < cap then cap = lim end
   if ok == 'r' then return math.min(cap, 1) end
   return cap
 end
@@ -128,7 +138,7 @@ local function free(w)
   local ok = redis.call('HGET', K_OK, w)
   if not ok then return false end
   local a = tonumber(redis.call('HGET', K_INFLIGHT, w)) or 0
-  local cap = effective_cap(ok, tonumber(redis.call('HGET', K_CAP, w)) or 0)
+  local cap = effective_cap(ok, tonumber(redis.call('HGET', K_CAP, w)) or 0, redis.call('HGET', K_LIM, w))
   return a < cap, a, cap
 end
 
@@ -214,7 +224,7 @@ local function deregister(id)
   for m in string.gmatch(models, '[^\n]+') do
     redis.call('SREM', PREFIX .. 'model:' .. m, id)
   end
-  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE, K_TOKP, K_TOKD}) do
+  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE, K_TOKP, K_TOKD, K_LIM, K_LIMST, K_PHIT}) do
     redis.call('HDEL', k, id)
   end
   redis.call('ZREM', K_WKLEASES, id)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -126,10 +127,10 @@ func prefixForgotten(t *testing.T, s Store) {
 	register(t, s, workers(1, 8))
 	b := seqBlocks(1, 4)
 	matchOn(t, s, "w0", 0, b)
-	if err := s.SetHealth(ctx, "w0", state.Unhealthy); err != nil {
+	if err := s.SetHealth(ctx, "w0", scoring.Unhealthy); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetHealth(ctx, "w0", state.Healthy); err != nil {
+	if err := s.SetHealth(ctx, "w0", scoring.Healthy); err != nil {
 		t.Fatal(err)
 	}
 	if m := matchOn(t, s, "w0", 0, b); m != 0 {
@@ -209,7 +210,7 @@ func tokensQueued(t *testing.T, s Store) {
 	id2 := claimID()
 	res, err := s.Claim(context.Background(), state.ClaimRequest{
 		ID: id2, Candidates: cands, Affinity: state.Affinity{Blocks: seqBlocks(1, 4), PromptTokens: 100, DecodeTokens: 20},
-		Queue: &state.QueueSpec{Model: "m", Rank: state.RankStandard, Allow: 4, Replica: "r"},
+		Queue: &state.QueueSpec{Model: "m", Priority: state.PriorityStandard, Allow: 4, Replica: "r"},
 	})
 	if err != nil || !res.Queued {
 		t.Fatalf("queue: %+v %v", res, err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -24,7 +25,7 @@ func runHealth(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) S
 	t.Run("TelemetryKeepsItsDates", func(t *testing.T) { telemetry(t, newStore(t, policy)) })
 }
 
-func health(t *testing.T, s Store, id string) string {
+func health(t *testing.T, s Store, id string) scoring.Health {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {
@@ -61,7 +62,7 @@ func passiveFailures(t *testing.T, s Store) {
 	_, _ = s.Release(ctx, state.Release{ID: id, Latency: time.Second, Alpha: 0.2}) // resets
 	fail()
 	fail()
-	if h := health(t, s, "w0"); h != state.Healthy {
+	if h := health(t, s, "w0"); h != scoring.Healthy {
 		t.Fatalf("w0 %s after two failures in a row, threshold 3", h)
 	}
 	// The third failure: Envoy retried the request elsewhere.
@@ -69,7 +70,7 @@ func passiveFailures(t *testing.T, s Store) {
 	if err := s.Move(ctx, id, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	if h := health(t, s, "w0"); h != state.Unhealthy {
+	if h := health(t, s, "w0"); h != scoring.Unhealthy {
 		t.Fatalf("w0 %s after three failures in a row", h)
 	}
 	if _, w := mustClaim(t, s, one); w != "" {
@@ -89,10 +90,10 @@ func recovery(t *testing.T, s Store) {
 			t.Fatal(err)
 		}
 	}
-	if h := health(t, s, "w0"); h != state.Unhealthy {
+	if h := health(t, s, "w0"); h != scoring.Unhealthy {
 		t.Fatalf("two failed checks: %s", h)
 	}
-	if h, _ := s.ReportHealth(ctx, "w0", true); h != state.Recovering {
+	if h, _ := s.ReportHealth(ctx, "w0", true); h != scoring.Recovering {
 		t.Fatalf("a passing check after the hold-down: %s", h)
 	}
 	probe, w := mustClaim(t, s, candidates(specs))
@@ -105,7 +106,7 @@ func recovery(t *testing.T, s Store) {
 	if _, err := s.Release(ctx, state.Release{ID: probe, Latency: time.Second, Alpha: 0.2}); err != nil {
 		t.Fatal(err)
 	}
-	if h := health(t, s, "w0"); h != state.Healthy {
+	if h := health(t, s, "w0"); h != scoring.Healthy {
 		t.Fatalf("after serving the probe: %s", h)
 	}
 	// A failed probe sends it straight back.
@@ -115,7 +116,7 @@ func recovery(t *testing.T, s Store) {
 	_, _ = s.ReportHealth(ctx, "w0", true)
 	probe, _ = mustClaim(t, s, candidates(specs))
 	_, _ = s.Release(ctx, state.Release{ID: probe, Failed: true})
-	if h := health(t, s, "w0"); h != state.Unhealthy {
+	if h := health(t, s, "w0"); h != scoring.Unhealthy {
 		t.Fatalf("after a failed probe: %s", h)
 	}
 	if _, err := s.ReportHealth(ctx, "nope", true); err == nil {
@@ -128,7 +129,7 @@ func holdDown(t *testing.T, s Store) {
 	register(t, s, workers(1, 8))
 	_, _ = s.ReportHealth(ctx, "w0", false)
 	_, _ = s.ReportHealth(ctx, "w0", false)
-	if h, _ := s.ReportHealth(ctx, "w0", true); h != state.Unhealthy {
+	if h, _ := s.ReportHealth(ctx, "w0", true); h != scoring.Unhealthy {
 		t.Fatalf("recovered within the hold-down: %s", h)
 	}
 }
@@ -197,7 +198,7 @@ func registeredWorkers(t *testing.T, s Store) {
 			found = w
 		}
 	}
-	if !found.Registered || found.Health != state.Healthy || found.LeaseExpires.IsZero() {
+	if !found.Registered || found.Health != scoring.Healthy || found.LeaseExpires.IsZero() {
 		t.Fatalf("registered worker: %+v", found)
 	}
 	id, w := mustClaim(t, s, []state.Candidate{{Worker: "dyn", Cap: 2}})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -17,7 +18,7 @@ func manyCandidates(t *testing.T, s Store) {
 	const n = 40
 	specs := workers(n, 1)
 	register(t, s, specs)
-	if err := s.SetHealth(ctx, "w3", state.Unhealthy); err != nil {
+	if err := s.SetHealth(ctx, "w3", scoring.Unhealthy); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetDraining(ctx, "w7", true); err != nil {

@@ -59,11 +59,11 @@ func (n *notices) none(t *testing.T) {
 	}
 }
 
-func enqueue(t *testing.T, s Store, id string, cands []state.Candidate, rank, allow int, replica string) state.ClaimResult {
+func enqueue(t *testing.T, s Store, id string, cands []state.Candidate, priority state.Priority, allow int, replica string) state.ClaimResult {
 	t.Helper()
 	res, err := s.Claim(context.Background(), state.ClaimRequest{
 		ID: id, Candidates: cands,
-		Queue: &state.QueueSpec{Model: "m", Rank: rank, Allow: allow, Replica: replica},
+		Queue: &state.QueueSpec{Model: "m", Priority: priority, Allow: allow, Replica: replica},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -85,19 +85,19 @@ func queueOrder(t *testing.T, s, peer Store) {
 	register(t, s, workers(1, 1))
 	cands := candidates(workers(1, 1))
 	ra, rb := subscribe(t, s, "ra"), subscribe(t, peer, "rb")
-	if res := enqueue(t, s, "first", cands, state.RankStandard, 10, "ra"); res.Index != 0 {
+	if res := enqueue(t, s, "first", cands, state.PriorityStandard, 10, "ra"); res.Index != 0 {
 		t.Fatalf("the idle worker was not claimed: %+v", res)
 	}
-	if res := enqueue(t, s, "std-1", cands, state.RankStandard, 10, "ra"); !res.Queued || res.Position != 1 {
+	if res := enqueue(t, s, "std-1", cands, state.PriorityStandard, 10, "ra"); !res.Queued || res.Position != 1 {
 		t.Fatalf("std-1: %+v", res)
 	}
-	if res := enqueue(t, peer, "std-2", cands, state.RankStandard, 10, "rb"); !res.Queued || res.Position != 2 {
+	if res := enqueue(t, peer, "std-2", cands, state.PriorityStandard, 10, "rb"); !res.Queued || res.Position != 2 {
 		t.Fatalf("std-2: %+v", res)
 	}
-	if res := enqueue(t, s, "batch", cands, state.RankBatch, 10, "ra"); !res.Queued || res.Position != 3 {
+	if res := enqueue(t, s, "batch", cands, state.PriorityBatch, 10, "ra"); !res.Queued || res.Position != 3 {
 		t.Fatalf("batch: %+v", res)
 	}
-	if res := enqueue(t, peer, "crit", cands, state.RankCritical, 10, "rb"); !res.Queued || res.Position != 1 {
+	if res := enqueue(t, peer, "crit", cands, state.PriorityCritical, 10, "rb"); !res.Queued || res.Position != 1 {
 		t.Fatalf("critical must go to the front: %+v", res)
 	}
 	if st, _ := s.Poll(context.Background(), "std-2"); st.State != state.WaiterQueued || st.Position != 3 {
@@ -134,25 +134,25 @@ func queueAllowance(t *testing.T, s Store) {
 	register(t, s, workers(1, 1))
 	cands := candidates(workers(1, 1))
 	n := subscribe(t, s, "r")
-	enqueue(t, s, "busy", cands, state.RankStandard, 2, "r")
-	enqueue(t, s, "s1", cands, state.RankStandard, 2, "r")
-	enqueue(t, s, "s2", cands, state.RankStandard, 2, "r")
-	if res := enqueue(t, s, "s3", cands, state.RankStandard, 2, "r"); !res.QueueFull || res.Queued {
+	enqueue(t, s, "busy", cands, state.PriorityStandard, 2, "r")
+	enqueue(t, s, "s1", cands, state.PriorityStandard, 2, "r")
+	enqueue(t, s, "s2", cands, state.PriorityStandard, 2, "r")
+	if res := enqueue(t, s, "s3", cands, state.PriorityStandard, 2, "r"); !res.QueueFull || res.Queued {
 		t.Fatalf("standard past the cap: %+v", res)
 	}
-	if res := enqueue(t, s, "c1", cands, state.RankCritical, 4, "r"); !res.Queued || res.Position != 1 {
+	if res := enqueue(t, s, "c1", cands, state.PriorityCritical, 4, "r"); !res.Queued || res.Position != 1 {
 		t.Fatalf("critical within its allowance: %+v", res)
 	}
 	// Batch: shed first.
-	if res := enqueue(t, s, "b1", cands, state.RankBatch, 5, "r"); !res.Queued {
+	if res := enqueue(t, s, "b1", cands, state.PriorityBatch, 5, "r"); !res.Queued {
 		t.Fatalf("batch: %+v", res)
 	}
-	if res := enqueue(t, s, "b2", cands, state.RankBatch, 5, "r"); !res.Queued {
+	if res := enqueue(t, s, "b2", cands, state.PriorityBatch, 5, "r"); !res.Queued {
 		t.Fatalf("batch: %+v", res)
 	}
 	// The queue holds c1, s1, s2, b1, b2: full for a standard request
 	// (allow 5); the newest batch waiter, b2, gives up its place.
-	if res := enqueue(t, s, "s4", cands, state.RankStandard, 5, "r"); !res.Queued || res.Position != 4 {
+	if res := enqueue(t, s, "s4", cands, state.PriorityStandard, 5, "r"); !res.Queued || res.Position != 4 {
 		t.Fatalf("standard shedding batch: %+v", res)
 	}
 	if got := n.next(t); got.Waiter != "b2" || !got.Shed {
@@ -171,9 +171,9 @@ func cancel(t *testing.T, s Store) {
 	register(t, s, workers(1, 1))
 	cands := candidates(workers(1, 1))
 	n := subscribe(t, s, "r")
-	enqueue(t, s, "busy", cands, state.RankStandard, 10, "r")
-	enqueue(t, s, "gone", cands, state.RankStandard, 10, "r")
-	enqueue(t, s, "stays", cands, state.RankStandard, 10, "r")
+	enqueue(t, s, "busy", cands, state.PriorityStandard, 10, "r")
+	enqueue(t, s, "gone", cands, state.PriorityStandard, 10, "r")
+	enqueue(t, s, "stays", cands, state.PriorityStandard, 10, "r")
 	if st, err := s.Cancel(ctx, "gone"); err != nil || st.State != state.WaiterRemoved {
 		t.Fatalf("cancel: %+v %v", st, err)
 	}
@@ -200,9 +200,9 @@ func ghosts(t *testing.T, s Store) {
 	ctx := context.Background()
 	register(t, s, workers(1, 1))
 	cands := candidates(workers(1, 1))
-	enqueue(t, s, "busy", cands, state.RankStandard, 10, "r")
-	enqueue(t, s, "ghost", cands, state.RankStandard, 10, "dead")
-	enqueue(t, s, "alive", cands, state.RankStandard, 10, "r")
+	enqueue(t, s, "busy", cands, state.PriorityStandard, 10, "r")
+	enqueue(t, s, "ghost", cands, state.PriorityStandard, 10, "dead")
+	enqueue(t, s, "alive", cands, state.PriorityStandard, 10, "r")
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		if err := s.Renew(ctx, []string{"busy"}, []string{"alive"}); err != nil {
@@ -228,9 +228,9 @@ func globalCap(t *testing.T, s Store) {
 	register(t, s, workers(3, 4))
 	cands := candidates(workers(3, 4))
 	n := subscribe(t, s, "r")
-	enqueue(t, s, "a", cands, state.RankStandard, 10, "r")
-	enqueue(t, s, "b", cands, state.RankStandard, 10, "r")
-	if res := enqueue(t, s, "c", cands, state.RankStandard, 10, "r"); !res.Queued {
+	enqueue(t, s, "a", cands, state.PriorityStandard, 10, "r")
+	enqueue(t, s, "b", cands, state.PriorityStandard, 10, "r")
+	if res := enqueue(t, s, "c", cands, state.PriorityStandard, 10, "r"); !res.Queued {
 		t.Fatalf("past the global cap the request must queue: %+v", res)
 	}
 	release(t, s, "a")
@@ -257,8 +257,8 @@ func undrain(t *testing.T, s Store) {
 	if err := s.SetDraining(ctx, "w1", true); err != nil {
 		t.Fatal(err)
 	}
-	enqueue(t, s, "busy", cands, state.RankStandard, 10, "r")
-	if res := enqueue(t, s, "waits", cands, state.RankStandard, 10, "r"); !res.Queued {
+	enqueue(t, s, "busy", cands, state.PriorityStandard, 10, "r")
+	if res := enqueue(t, s, "waits", cands, state.PriorityStandard, 10, "r"); !res.Queued {
 		t.Fatalf("%+v", res)
 	}
 	if err := s.SetDraining(ctx, "w1", false); err != nil {

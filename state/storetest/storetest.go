@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -21,13 +22,13 @@ type Store interface {
 	Release(ctx context.Context, r state.Release) (bool, error)
 	Move(ctx context.Context, id, to string) error
 	Renew(ctx context.Context, claims, waiters []string) error
-	SetHealth(ctx context.Context, worker, health string) error
+	SetHealth(ctx context.Context, worker string, health scoring.Health) error
 	SetDraining(ctx context.Context, worker string, draining bool) error
 	Cancel(ctx context.Context, id string) (state.WaiterStatus, error)
 	Poll(ctx context.Context, id string) (state.WaiterStatus, error)
 	Pump(ctx context.Context) error
 	Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error
-	ReportHealth(ctx context.Context, worker string, ok bool) (string, error)
+	ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error)
 	AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error)
 	PutTelemetry(ctx context.Context, ts map[string]state.Telemetry) error
 	RegisterLeased(ctx context.Context, spec state.WorkerSpec, lease time.Duration) (time.Time, error)
@@ -63,6 +64,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s Store) Sto
 	runQueue(t, newStore, newPeer)
 	runAffinity(t, newStore, newPeer)
 	runHealth(t, newStore, newPeer)
+	runLimits(t, newStore, newPeer)
 	t.Run("RegisteredWorkersLeaveWhenHeartbeatsStop", func(t *testing.T) { registeredWorkers(t, newStore(t, def)) })
 }
 
@@ -201,7 +203,7 @@ func claimSkips(t *testing.T, s Store) {
 	ctx := context.Background()
 	specs := workers(3, 1)
 	register(t, s, specs)
-	if err := s.SetHealth(ctx, "w0", state.Unhealthy); err != nil {
+	if err := s.SetHealth(ctx, "w0", scoring.Unhealthy); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.SetDraining(ctx, "w1", true); err != nil {
@@ -225,7 +227,7 @@ func claimSkips(t *testing.T, s Store) {
 	if _, got := mustClaim(t, s, cands); got != "w1" {
 		t.Fatalf("undrained w1 not claimed: %s", got)
 	}
-	if err := s.SetHealth(ctx, "nope", state.Healthy); err == nil {
+	if err := s.SetHealth(ctx, "nope", scoring.Healthy); err == nil {
 		t.Fatal("setting health of an unknown worker must fail")
 	}
 }

@@ -21,6 +21,7 @@ type outcome struct {
 	node       string // x-routed-node: the router's (or fail-open's) record of the worker
 	served     string // x-gpusim-id: the worker that really answered
 	failOpen   bool
+	leaked     bool // an internal header (x-llm-upstream, x-llm-upstream-host) reached the client
 	cut        bool // a stream that ended without [DONE]
 	lost       bool // no answer within the client timeout
 }
@@ -80,6 +81,7 @@ func send(ctx context.Context, client *http.Client, url, model string, stream bo
 	defer resp.Body.Close()
 	o.status, o.node, o.served = resp.StatusCode, resp.Header.Get("x-routed-node"), resp.Header.Get("x-gpusim-id")
 	o.failOpen = resp.Header.Get("x-llm-fail-open") == "true"
+	o.leaked = resp.Header.Get("x-llm-upstream") != "" || resp.Header.Get("x-llm-upstream-host") != ""
 	if stream && resp.StatusCode == 200 {
 		done := false
 		sc := bufio.NewScanner(resp.Body)

@@ -143,6 +143,19 @@ func runOne(ctx context.Context, o RunOptions, sc Scenario) (Result, error) {
 		}
 	}
 	sc.judge(&r, out, t)
+	// Whatever dies, internal headers never reach a client and every
+	// answer a worker gave names that worker (x-routed-node).
+	leaked, unnamed := 0, 0
+	for _, oc := range out {
+		if oc.leaked {
+			leaked++
+		}
+		if oc.served != "" && oc.node != oc.served {
+			unnamed++
+		}
+	}
+	r.check("no internal header reaches a client", leaked == 0, fmt.Sprintf("%d of %d", leaked, len(out)))
+	r.check("x-routed-node names the worker that served", unnamed == 0, fmt.Sprintf("%d of %d do not", unnamed, len(out)))
 	if !t.detected.IsZero() {
 		r.DetectMS = msf(t.detected.Sub(t.fault))
 	}
@@ -208,7 +221,7 @@ func WriteReport(dir, command string, results []Result) error {
 	return os.WriteFile(filepath.Join(dir, "results.md"), []byte(Markdown(command, results)), 0o600)
 }
 
-// Markdown renders the results as the README's table.
+// Markdown renders the results as the table in docs/production.md.
 func Markdown(command string, results []Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "`%s`\n\n", command)

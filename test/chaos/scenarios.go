@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -318,14 +318,14 @@ func killWorker(ctx context.Context, s *Stack, _ *load, t *timeline) error {
 			t.probeClean++ // never ended: as bad as a silent end
 		}
 	}
-	t.detected = pollUntil(ctx, 10*time.Second, func() bool { return s.WorkerHealth(ctx, victim) == state.Unhealthy })
+	t.detected = pollUntil(ctx, 10*time.Second, func() bool { return s.WorkerHealth(ctx, victim) == scoring.Unhealthy })
 	t.recovered = t.detected
 	sleep(ctx, 3*time.Second-time.Since(t.fault))
 	restart := time.Now()
 	if err := s.RestartWorker(ctx, victim); err != nil {
 		return err
 	}
-	back := pollUntil(ctx, 15*time.Second, func() bool { return s.WorkerHealth(ctx, victim) == state.Healthy })
+	back := pollUntil(ctx, 15*time.Second, func() bool { return s.WorkerHealth(ctx, victim) == scoring.Healthy })
 	if !back.IsZero() {
 		t.notef("restarted worker healthy again %s after its start", ms(back.Sub(restart)))
 	}

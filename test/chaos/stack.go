@@ -18,6 +18,7 @@ import (
 
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -249,7 +250,7 @@ func (s *Stack) Snapshot(ctx context.Context) (state.Snapshot, error) {
 }
 
 // WorkerHealth is worker id's health in the shared state ("" when unknown).
-func (s *Stack) WorkerHealth(ctx context.Context, id string) string {
+func (s *Stack) WorkerHealth(ctx context.Context, id string) scoring.Health {
 	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return ""

@@ -255,7 +255,7 @@ func TestKeysAndPriorities(t *testing.T) {
 			t.Fatalf("%d %s", resp.StatusCode, b)
 		}
 		d, ok := e.Router.Decision(id)
-		if !ok || d.Priority != tc.want || d.Tenant == "" {
+		if !ok || string(d.Priority) != tc.want || d.Tenant == "" {
 			t.Fatalf("key %s asking %q: decision %+v, want priority %s", tc.key[:7], tc.asked, d, tc.want)
 		}
 	}

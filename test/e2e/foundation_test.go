@@ -17,7 +17,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/llm-router/llm-router/internal/config"
-	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/scoring"
 )
 
 func threeWorkers(args ...string) []workerSpec {
@@ -174,10 +174,10 @@ func TestErrorsAreOpenAIShaped(t *testing.T) {
 	})
 
 	t.Run("no healthy worker", func(t *testing.T) {
-		if err := e.Router.SetHealth(ctx, "b-0", state.Unhealthy); err != nil {
+		if err := e.Router.SetHealth(ctx, "b-0", scoring.Unhealthy); err != nil {
 			t.Fatal(err)
 		}
-		defer func() { _ = e.Router.SetHealth(ctx, "b-0", state.Healthy) }()
+		defer func() { _ = e.Router.SetHealth(ctx, "b-0", scoring.Healthy) }()
 		checkAPIError(t, chat([]byte(`{"model": "model-b", "messages": [{"role":"user","content":"hi"}]}`)), 503, "no_healthy_worker", true)
 	})
 }
@@ -351,6 +351,16 @@ func TestRouterDownFailsOpenByModel(t *testing.T) {
 	// The fail-open model parse is skipped for requests the router decided.
 	if n := e.envoyCounter("json_to_metadata.rq.success"); n != 0 {
 		t.Fatalf("json_to_metadata parsed %d bodies the router decided", n)
+	}
+	// The router's own error replies did not bypass it either.
+	for _, bad := range []struct {
+		body   string
+		status int
+	}{{body("nope", false), 404}, {`{"model":`, 400}} {
+		resp, b := e.post("/v1/chat/completions", bad.body, nil)
+		if resp.StatusCode != bad.status || resp.Header.Get("x-llm-fail-open") != "" {
+			t.Fatalf("router's %d reply: %d, fail-open %q: %s", bad.status, resp.StatusCode, resp.Header.Get("x-llm-fail-open"), b)
+		}
 	}
 	e.shutdownRouter()
 	for i := 0; i < 20; i++ {

@@ -68,6 +68,11 @@ type env struct {
 	Envoy   *stack.Envoy
 	Workers map[string]*stack.Gpusim
 	dir     string
+	// envoyYAML, when set, edits the rendered Envoy config before Envoy
+	// starts (tests that play a gateway's part).
+	envoyYAML func([]byte) []byte
+
+	routerProc *stack.Router // set by startRouterProcess instead of Router
 
 	stopRouter context.CancelFunc
 	routerDone chan error
@@ -155,10 +160,19 @@ func (e *env) startFront() {
 		t.Fatalf("test config: %v", err)
 	}
 	e.startRouter()
+	e.startEnvoy()
+}
 
+// startEnvoy starts an Envoy rendered from e.Cfg, in front of whatever
+// router listens on e.Cfg.ExtProcListen.
+func (e *env) startEnvoy() {
+	t := e.t
 	yaml, err := envoy.Render(e.Cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if e.envoyYAML != nil {
+		yaml = e.envoyYAML(yaml)
 	}
 	ev, err := stack.StartEnvoy(e.ctx, envoyBin, e.dir, yaml, e.Cfg.Envoy.Admin, e.Cfg.Envoy.Listen)
 	if err != nil {

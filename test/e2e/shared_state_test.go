@@ -387,7 +387,12 @@ func TestCommandsPerRequest(t *testing.T) {
 }
 
 // commandsPerRequest sends 600 requests of the given bodies through one
-// replica configured by mutate and fails above 2.1 round trips each.
+// replica configured by mutate and fails above 2.05 round trips each.
+// The router's time-driven work (snapshot refresh, lease renewals,
+// telemetry) also talks to Redis while the requests run, more of it the
+// slower a loaded machine makes the run; it is measured in an idle window
+// as long as the run, right after it, and subtracted, so the figure is
+// the requests' own round trips on a quiet or a busy machine alike.
 func commandsPerRequest(t *testing.T, mutate func(*config.Config), body func(i int) string) {
 	t.Helper()
 	rd := startRedis(t)
@@ -402,6 +407,7 @@ func commandsPerRequest(t *testing.T, mutate func(*config.Config), body func(i i
 		_ = r.respond(200)
 	}
 	before := totalCalls(t, client)
+	began := time.Now()
 	const n = 600
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
@@ -428,9 +434,12 @@ func commandsPerRequest(t *testing.T, mutate func(*config.Config), body func(i i
 	// request path); count the flushes, not the XADDs inside them.
 	flushes := roundTripsOf(t, f, "decisions")
 	roundTrips := after.roundTrips - before.roundTrips - 1 + flushes // -1: the INFO call itself
-	perRequest := float64(roundTrips) / n
-	t.Logf("%d round trips to Redis for %d requests: %.3f per request (by command: %v)", roundTrips, n, perRequest, after.byCommand)
-	if perRequest > 2.1 {
+	// The idle window: as long as the run, nothing sent.
+	time.Sleep(time.Since(began))
+	idle := totalCalls(t, client).roundTrips - after.roundTrips - 1 + roundTripsOf(t, f, "decisions") - flushes
+	perRequest := float64(roundTrips-idle) / n
+	t.Logf("%d round trips to Redis for %d requests, %d in the idle window after: %.3f per request (by command: %v)", roundTrips, n, idle, perRequest, after.byCommand)
+	if perRequest > 2.05 {
 		t.Fatalf("%.3f Redis round trips per request; want at most 2 (claim, release) plus the amortised refresh", perRequest)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/internal/config"
-	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -119,7 +119,7 @@ func TestFailingWorkerIsTakenOutAndComesBack(t *testing.T) {
 	})
 	e.adminConfig("bad", `{"error_rate": 1}`)
 	body := `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`
-	health := func() string {
+	health := func() scoring.Health {
 		for _, w := range e.Router.Scheduler().Snapshot().Workers {
 			if w.Spec.ID == "bad" {
 				return w.Health
@@ -128,13 +128,13 @@ func TestFailingWorkerIsTakenOutAndComesBack(t *testing.T) {
 		return ""
 	}
 	sent := 0
-	for ; sent < 20 && health() != state.Unhealthy; sent++ {
+	for ; sent < 20 && health() != scoring.Unhealthy; sent++ {
 		if resp, b := e.post("/v1/chat/completions", body, nil); resp.StatusCode != 200 {
 			t.Fatalf("client saw %d: %s", resp.StatusCode, b)
 		}
 		_ = e.Router.Scheduler().Refresh(e.ctx)
 	}
-	if health() != state.Unhealthy {
+	if health() != scoring.Unhealthy {
 		t.Fatalf("still %s after %d requests with every one on it failing", health(), sent)
 	}
 	t.Logf("unhealthy after %d requests (threshold 3 failures in a row)", sent)
@@ -154,7 +154,7 @@ func TestFailingWorkerIsTakenOutAndComesBack(t *testing.T) {
 			return fmt.Errorf("status %d", resp.StatusCode)
 		}
 		_ = e.Router.Scheduler().Refresh(e.ctx)
-		if h := health(); h != state.Healthy {
+		if h := health(); h != scoring.Healthy {
 			return fmt.Errorf("bad is %s", h)
 		}
 		return nil

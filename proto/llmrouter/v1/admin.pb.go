@@ -240,6 +240,12 @@ type Worker struct {
 	ScrapedAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=scraped_at,json=scrapedAt,proto3" json:"scraped_at,omitempty"`
 	// The terms of its score in the latest decision for each model.
 	LastScoreTerms []*ScoreTerm `protobuf:"bytes,15,rep,name=last_score_terms,json=lastScoreTerms,proto3" json:"last_score_terms,omitempty"`
+	// The concurrency limit learned from its TTFT and inter-token latency
+	// (adaptive caps), at most spec.max_concurrency; absent: none learned.
+	LearnedLimit *LearnedLimit `protobuf:"bytes,16,opt,name=learned_limit,json=learnedLimit,proto3" json:"learned_limit,omitempty"`
+	// Prefix-cache hit tokens its engine reported over those the router's
+	// prefix index predicted (smoothed); 0: not known.
+	PrefixHitRatio float64 `protobuf:"fixed64,17,opt,name=prefix_hit_ratio,json=prefixHitRatio,proto3" json:"prefix_hit_ratio,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -379,6 +385,102 @@ func (x *Worker) GetLastScoreTerms() []*ScoreTerm {
 	return nil
 }
 
+func (x *Worker) GetLearnedLimit() *LearnedLimit {
+	if x != nil {
+		return x.LearnedLimit
+	}
+	return nil
+}
+
+func (x *Worker) GetPrefixHitRatio() float64 {
+	if x != nil {
+		return x.PrefixHitRatio
+	}
+	return 0
+}
+
+// LearnedLimit is a worker's learned concurrency limit and what it was
+// learned from.
+type LearnedLimit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The limit the claims enforce (1..max_concurrency).
+	Value int32 `protobuf:"varint,1,opt,name=value,proto3" json:"value,omitempty"`
+	// Baseline over recent latency at the last update (0.5..1; 1: within
+	// tolerance).
+	Gradient float64 `protobuf:"fixed64,2,opt,name=gradient,proto3" json:"gradient,omitempty"`
+	// The lowest recent TTFT and inter-token latency seen, in seconds.
+	BaseTtftSeconds float64                `protobuf:"fixed64,3,opt,name=base_ttft_seconds,json=baseTtftSeconds,proto3" json:"base_ttft_seconds,omitempty"`
+	BaseItlSeconds  float64                `protobuf:"fixed64,4,opt,name=base_itl_seconds,json=baseItlSeconds,proto3" json:"base_itl_seconds,omitempty"`
+	Updated         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated,proto3" json:"updated,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *LearnedLimit) Reset() {
+	*x = LearnedLimit{}
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LearnedLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LearnedLimit) ProtoMessage() {}
+
+func (x *LearnedLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LearnedLimit.ProtoReflect.Descriptor instead.
+func (*LearnedLimit) Descriptor() ([]byte, []int) {
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *LearnedLimit) GetValue() int32 {
+	if x != nil {
+		return x.Value
+	}
+	return 0
+}
+
+func (x *LearnedLimit) GetGradient() float64 {
+	if x != nil {
+		return x.Gradient
+	}
+	return 0
+}
+
+func (x *LearnedLimit) GetBaseTtftSeconds() float64 {
+	if x != nil {
+		return x.BaseTtftSeconds
+	}
+	return 0
+}
+
+func (x *LearnedLimit) GetBaseItlSeconds() float64 {
+	if x != nil {
+		return x.BaseItlSeconds
+	}
+	return 0
+}
+
+func (x *LearnedLimit) GetUpdated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Updated
+	}
+	return nil
+}
+
 // ScoreTerm is one term of a worker's score (before weighting).
 type ScoreTerm struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -392,7 +494,7 @@ type ScoreTerm struct {
 
 func (x *ScoreTerm) Reset() {
 	*x = ScoreTerm{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[3]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -404,7 +506,7 @@ func (x *ScoreTerm) String() string {
 func (*ScoreTerm) ProtoMessage() {}
 
 func (x *ScoreTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[3]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -417,7 +519,7 @@ func (x *ScoreTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreTerm.ProtoReflect.Descriptor instead.
 func (*ScoreTerm) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{3}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ScoreTerm) GetModel() string {
@@ -458,7 +560,7 @@ type ListWorkersRequest struct {
 
 func (x *ListWorkersRequest) Reset() {
 	*x = ListWorkersRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[4]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +572,7 @@ func (x *ListWorkersRequest) String() string {
 func (*ListWorkersRequest) ProtoMessage() {}
 
 func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[4]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +585,7 @@ func (x *ListWorkersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkersRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{4}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListWorkersRequest) GetModel() string {
@@ -502,7 +604,7 @@ type ListWorkersResponse struct {
 
 func (x *ListWorkersResponse) Reset() {
 	*x = ListWorkersResponse{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[5]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -514,7 +616,7 @@ func (x *ListWorkersResponse) String() string {
 func (*ListWorkersResponse) ProtoMessage() {}
 
 func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[5]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -527,7 +629,7 @@ func (x *ListWorkersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListWorkersResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkersResponse) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{5}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListWorkersResponse) GetWorkers() []*Worker {
@@ -546,7 +648,7 @@ type GetWorkerRequest struct {
 
 func (x *GetWorkerRequest) Reset() {
 	*x = GetWorkerRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[6]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -558,7 +660,7 @@ func (x *GetWorkerRequest) String() string {
 func (*GetWorkerRequest) ProtoMessage() {}
 
 func (x *GetWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[6]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -571,7 +673,7 @@ func (x *GetWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkerRequest.ProtoReflect.Descriptor instead.
 func (*GetWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{6}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetWorkerRequest) GetId() string {
@@ -593,7 +695,7 @@ type RegisterWorkerRequest struct {
 
 func (x *RegisterWorkerRequest) Reset() {
 	*x = RegisterWorkerRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[7]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -605,7 +707,7 @@ func (x *RegisterWorkerRequest) String() string {
 func (*RegisterWorkerRequest) ProtoMessage() {}
 
 func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[7]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -618,7 +720,7 @@ func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{7}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RegisterWorkerRequest) GetSpec() *WorkerSpec {
@@ -646,7 +748,7 @@ type RegisterWorkerResponse struct {
 
 func (x *RegisterWorkerResponse) Reset() {
 	*x = RegisterWorkerResponse{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[8]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +760,7 @@ func (x *RegisterWorkerResponse) String() string {
 func (*RegisterWorkerResponse) ProtoMessage() {}
 
 func (x *RegisterWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[8]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +773,7 @@ func (x *RegisterWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{8}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RegisterWorkerResponse) GetWorker() *Worker {
@@ -700,7 +802,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[9]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +814,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[9]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -725,7 +827,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{9}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HeartbeatRequest) GetId() string {
@@ -751,7 +853,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[10]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +865,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[10]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +878,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{10}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HeartbeatResponse) GetLeaseExpires() *timestamppb.Timestamp {
@@ -795,7 +897,7 @@ type DeregisterWorkerRequest struct {
 
 func (x *DeregisterWorkerRequest) Reset() {
 	*x = DeregisterWorkerRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[11]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -807,7 +909,7 @@ func (x *DeregisterWorkerRequest) String() string {
 func (*DeregisterWorkerRequest) ProtoMessage() {}
 
 func (x *DeregisterWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[11]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -820,7 +922,7 @@ func (x *DeregisterWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorkerRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{11}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeregisterWorkerRequest) GetId() string {
@@ -838,7 +940,7 @@ type DeregisterWorkerResponse struct {
 
 func (x *DeregisterWorkerResponse) Reset() {
 	*x = DeregisterWorkerResponse{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[12]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +952,7 @@ func (x *DeregisterWorkerResponse) String() string {
 func (*DeregisterWorkerResponse) ProtoMessage() {}
 
 func (x *DeregisterWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[12]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +965,7 @@ func (x *DeregisterWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterWorkerResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{12}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{13}
 }
 
 type DrainWorkerRequest struct {
@@ -875,7 +977,7 @@ type DrainWorkerRequest struct {
 
 func (x *DrainWorkerRequest) Reset() {
 	*x = DrainWorkerRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[13]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -887,7 +989,7 @@ func (x *DrainWorkerRequest) String() string {
 func (*DrainWorkerRequest) ProtoMessage() {}
 
 func (x *DrainWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[13]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -900,7 +1002,7 @@ func (x *DrainWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainWorkerRequest.ProtoReflect.Descriptor instead.
 func (*DrainWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{13}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DrainWorkerRequest) GetId() string {
@@ -919,7 +1021,7 @@ type UndrainWorkerRequest struct {
 
 func (x *UndrainWorkerRequest) Reset() {
 	*x = UndrainWorkerRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[14]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -931,7 +1033,7 @@ func (x *UndrainWorkerRequest) String() string {
 func (*UndrainWorkerRequest) ProtoMessage() {}
 
 func (x *UndrainWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[14]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -944,7 +1046,7 @@ func (x *UndrainWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UndrainWorkerRequest.ProtoReflect.Descriptor instead.
 func (*UndrainWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{14}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UndrainWorkerRequest) GetId() string {
@@ -963,7 +1065,7 @@ type ExplainDecisionRequest struct {
 
 func (x *ExplainDecisionRequest) Reset() {
 	*x = ExplainDecisionRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[15]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1077,7 @@ func (x *ExplainDecisionRequest) String() string {
 func (*ExplainDecisionRequest) ProtoMessage() {}
 
 func (x *ExplainDecisionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[15]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1090,7 @@ func (x *ExplainDecisionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainDecisionRequest.ProtoReflect.Descriptor instead.
 func (*ExplainDecisionRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{15}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExplainDecisionRequest) GetRequestId() string {
@@ -1022,13 +1124,15 @@ type Decision struct {
 	MaxTokens            int32                  `protobuf:"varint,18,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
 	PromptTokensEstimate int32                  `protobuf:"varint,19,opt,name=prompt_tokens_estimate,json=promptTokensEstimate,proto3" json:"prompt_tokens_estimate,omitempty"`
 	Stream               bool                   `protobuf:"varint,20,opt,name=stream,proto3" json:"stream,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Candidates' learned concurrency limits below their max_concurrency.
+	LearnedCaps   map[string]int32 `protobuf:"bytes,21,rep,name=learned_caps,json=learnedCaps,proto3" json:"learned_caps,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
 	*x = Decision{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[16]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1040,7 +1144,7 @@ func (x *Decision) String() string {
 func (*Decision) ProtoMessage() {}
 
 func (x *Decision) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[16]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1157,7 @@ func (x *Decision) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Decision.ProtoReflect.Descriptor instead.
 func (*Decision) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{16}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Decision) GetRequestId() string {
@@ -1196,6 +1300,13 @@ func (x *Decision) GetStream() bool {
 	return false
 }
 
+func (x *Decision) GetLearnedCaps() map[string]int32 {
+	if x != nil {
+		return x.LearnedCaps
+	}
+	return nil
+}
+
 type Candidate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Worker        string                 `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
@@ -1209,7 +1320,7 @@ type Candidate struct {
 
 func (x *Candidate) Reset() {
 	*x = Candidate{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[17]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1332,7 @@ func (x *Candidate) String() string {
 func (*Candidate) ProtoMessage() {}
 
 func (x *Candidate) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[17]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1345,7 @@ func (x *Candidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidate.ProtoReflect.Descriptor instead.
 func (*Candidate) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{17}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Candidate) GetWorker() string {
@@ -1284,7 +1395,7 @@ type Term struct {
 
 func (x *Term) Reset() {
 	*x = Term{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[18]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1407,7 @@ func (x *Term) String() string {
 func (*Term) ProtoMessage() {}
 
 func (x *Term) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[18]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1420,7 @@ func (x *Term) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Term.ProtoReflect.Descriptor instead.
 func (*Term) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Term) GetName() string {
@@ -1350,7 +1461,7 @@ type Excluded struct {
 
 func (x *Excluded) Reset() {
 	*x = Excluded{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[19]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1473,7 @@ func (x *Excluded) String() string {
 func (*Excluded) ProtoMessage() {}
 
 func (x *Excluded) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[19]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1486,7 @@ func (x *Excluded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Excluded.ProtoReflect.Descriptor instead.
 func (*Excluded) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Excluded) GetWorker() string {
@@ -1407,7 +1518,7 @@ type DecisionResult struct {
 
 func (x *DecisionResult) Reset() {
 	*x = DecisionResult{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[20]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1530,7 @@ func (x *DecisionResult) String() string {
 func (*DecisionResult) ProtoMessage() {}
 
 func (x *DecisionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[20]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,7 +1543,7 @@ func (x *DecisionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecisionResult.ProtoReflect.Descriptor instead.
 func (*DecisionResult) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DecisionResult) GetStatus() int32 {
@@ -1492,7 +1603,7 @@ type GetStatsRequest struct {
 
 func (x *GetStatsRequest) Reset() {
 	*x = GetStatsRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[21]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1615,7 @@ func (x *GetStatsRequest) String() string {
 func (*GetStatsRequest) ProtoMessage() {}
 
 func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[21]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1628,7 @@ func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetStatsRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 // Stats is the fleet at a glance.
@@ -1535,7 +1646,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[22]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1658,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[22]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1671,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Stats) GetReplica() string {
@@ -1610,7 +1721,7 @@ type QueueDepth struct {
 
 func (x *QueueDepth) Reset() {
 	*x = QueueDepth{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[23]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1622,7 +1733,7 @@ func (x *QueueDepth) String() string {
 func (*QueueDepth) ProtoMessage() {}
 
 func (x *QueueDepth) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[23]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1635,7 +1746,7 @@ func (x *QueueDepth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueDepth.ProtoReflect.Descriptor instead.
 func (*QueueDepth) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *QueueDepth) GetModel() string {
@@ -1690,7 +1801,7 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"\rMovingAverage\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x01R\x05value\x12\x18\n" +
 	"\asamples\x18\x02 \x01(\x03R\asamples\x124\n" +
-	"\aupdated\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"\x96\x05\n" +
+	"\aupdated\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"\x81\x06\n" +
 	"\x06Worker\x12,\n" +
 	"\x04spec\x18\x01 \x01(\v2\x18.llmrouter.v1.WorkerSpecR\x04spec\x12\x16\n" +
 	"\x06health\x18\x02 \x01(\tR\x06health\x12\x1a\n" +
@@ -1708,7 +1819,15 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"\awaiting\x18\r \x01(\x01R\awaiting\x129\n" +
 	"\n" +
 	"scraped_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tscrapedAt\x12A\n" +
-	"\x10last_score_terms\x18\x0f \x03(\v2\x17.llmrouter.v1.ScoreTermR\x0elastScoreTerms\"e\n" +
+	"\x10last_score_terms\x18\x0f \x03(\v2\x17.llmrouter.v1.ScoreTermR\x0elastScoreTerms\x12?\n" +
+	"\rlearned_limit\x18\x10 \x01(\v2\x1a.llmrouter.v1.LearnedLimitR\flearnedLimit\x12(\n" +
+	"\x10prefix_hit_ratio\x18\x11 \x01(\x01R\x0eprefixHitRatio\"\xcc\x01\n" +
+	"\fLearnedLimit\x12\x14\n" +
+	"\x05value\x18\x01 \x01(\x05R\x05value\x12\x1a\n" +
+	"\bgradient\x18\x02 \x01(\x01R\bgradient\x12*\n" +
+	"\x11base_ttft_seconds\x18\x03 \x01(\x01R\x0fbaseTtftSeconds\x12(\n" +
+	"\x10base_itl_seconds\x18\x04 \x01(\x01R\x0ebaseItlSeconds\x124\n" +
+	"\aupdated\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"e\n" +
 	"\tScoreTerm\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -1740,7 +1859,7 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"7\n" +
 	"\x16ExplainDecisionRequest\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\"\xcb\x05\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\"\xd7\x06\n" +
 	"\bDecision\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12.\n" +
@@ -1766,7 +1885,11 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"\n" +
 	"max_tokens\x18\x12 \x01(\x05R\tmaxTokens\x124\n" +
 	"\x16prompt_tokens_estimate\x18\x13 \x01(\x05R\x14promptTokensEstimate\x12\x16\n" +
-	"\x06stream\x18\x14 \x01(\bR\x06stream\"\x8d\x01\n" +
+	"\x06stream\x18\x14 \x01(\bR\x06stream\x12J\n" +
+	"\flearned_caps\x18\x15 \x03(\v2'.llmrouter.v1.Decision.LearnedCapsEntryR\vlearnedCaps\x1a>\n" +
+	"\x10LearnedCapsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x8d\x01\n" +
 	"\tCandidate\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\x05R\x06active\x12\x10\n" +
@@ -1825,81 +1948,86 @@ func file_llmrouter_v1_admin_proto_rawDescGZIP() []byte {
 	return file_llmrouter_v1_admin_proto_rawDescData
 }
 
-var file_llmrouter_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_llmrouter_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_llmrouter_v1_admin_proto_goTypes = []any{
 	(*WorkerSpec)(nil),               // 0: llmrouter.v1.WorkerSpec
 	(*MovingAverage)(nil),            // 1: llmrouter.v1.MovingAverage
 	(*Worker)(nil),                   // 2: llmrouter.v1.Worker
-	(*ScoreTerm)(nil),                // 3: llmrouter.v1.ScoreTerm
-	(*ListWorkersRequest)(nil),       // 4: llmrouter.v1.ListWorkersRequest
-	(*ListWorkersResponse)(nil),      // 5: llmrouter.v1.ListWorkersResponse
-	(*GetWorkerRequest)(nil),         // 6: llmrouter.v1.GetWorkerRequest
-	(*RegisterWorkerRequest)(nil),    // 7: llmrouter.v1.RegisterWorkerRequest
-	(*RegisterWorkerResponse)(nil),   // 8: llmrouter.v1.RegisterWorkerResponse
-	(*HeartbeatRequest)(nil),         // 9: llmrouter.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),        // 10: llmrouter.v1.HeartbeatResponse
-	(*DeregisterWorkerRequest)(nil),  // 11: llmrouter.v1.DeregisterWorkerRequest
-	(*DeregisterWorkerResponse)(nil), // 12: llmrouter.v1.DeregisterWorkerResponse
-	(*DrainWorkerRequest)(nil),       // 13: llmrouter.v1.DrainWorkerRequest
-	(*UndrainWorkerRequest)(nil),     // 14: llmrouter.v1.UndrainWorkerRequest
-	(*ExplainDecisionRequest)(nil),   // 15: llmrouter.v1.ExplainDecisionRequest
-	(*Decision)(nil),                 // 16: llmrouter.v1.Decision
-	(*Candidate)(nil),                // 17: llmrouter.v1.Candidate
-	(*Term)(nil),                     // 18: llmrouter.v1.Term
-	(*Excluded)(nil),                 // 19: llmrouter.v1.Excluded
-	(*DecisionResult)(nil),           // 20: llmrouter.v1.DecisionResult
-	(*GetStatsRequest)(nil),          // 21: llmrouter.v1.GetStatsRequest
-	(*Stats)(nil),                    // 22: llmrouter.v1.Stats
-	(*QueueDepth)(nil),               // 23: llmrouter.v1.QueueDepth
-	(*timestamppb.Timestamp)(nil),    // 24: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 25: google.protobuf.Duration
+	(*LearnedLimit)(nil),             // 3: llmrouter.v1.LearnedLimit
+	(*ScoreTerm)(nil),                // 4: llmrouter.v1.ScoreTerm
+	(*ListWorkersRequest)(nil),       // 5: llmrouter.v1.ListWorkersRequest
+	(*ListWorkersResponse)(nil),      // 6: llmrouter.v1.ListWorkersResponse
+	(*GetWorkerRequest)(nil),         // 7: llmrouter.v1.GetWorkerRequest
+	(*RegisterWorkerRequest)(nil),    // 8: llmrouter.v1.RegisterWorkerRequest
+	(*RegisterWorkerResponse)(nil),   // 9: llmrouter.v1.RegisterWorkerResponse
+	(*HeartbeatRequest)(nil),         // 10: llmrouter.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),        // 11: llmrouter.v1.HeartbeatResponse
+	(*DeregisterWorkerRequest)(nil),  // 12: llmrouter.v1.DeregisterWorkerRequest
+	(*DeregisterWorkerResponse)(nil), // 13: llmrouter.v1.DeregisterWorkerResponse
+	(*DrainWorkerRequest)(nil),       // 14: llmrouter.v1.DrainWorkerRequest
+	(*UndrainWorkerRequest)(nil),     // 15: llmrouter.v1.UndrainWorkerRequest
+	(*ExplainDecisionRequest)(nil),   // 16: llmrouter.v1.ExplainDecisionRequest
+	(*Decision)(nil),                 // 17: llmrouter.v1.Decision
+	(*Candidate)(nil),                // 18: llmrouter.v1.Candidate
+	(*Term)(nil),                     // 19: llmrouter.v1.Term
+	(*Excluded)(nil),                 // 20: llmrouter.v1.Excluded
+	(*DecisionResult)(nil),           // 21: llmrouter.v1.DecisionResult
+	(*GetStatsRequest)(nil),          // 22: llmrouter.v1.GetStatsRequest
+	(*Stats)(nil),                    // 23: llmrouter.v1.Stats
+	(*QueueDepth)(nil),               // 24: llmrouter.v1.QueueDepth
+	nil,                              // 25: llmrouter.v1.Decision.LearnedCapsEntry
+	(*timestamppb.Timestamp)(nil),    // 26: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 27: google.protobuf.Duration
 }
 var file_llmrouter_v1_admin_proto_depIdxs = []int32{
-	24, // 0: llmrouter.v1.MovingAverage.updated:type_name -> google.protobuf.Timestamp
+	26, // 0: llmrouter.v1.MovingAverage.updated:type_name -> google.protobuf.Timestamp
 	0,  // 1: llmrouter.v1.Worker.spec:type_name -> llmrouter.v1.WorkerSpec
-	24, // 2: llmrouter.v1.Worker.lease_expires:type_name -> google.protobuf.Timestamp
+	26, // 2: llmrouter.v1.Worker.lease_expires:type_name -> google.protobuf.Timestamp
 	1,  // 3: llmrouter.v1.Worker.latency_seconds:type_name -> llmrouter.v1.MovingAverage
 	1,  // 4: llmrouter.v1.Worker.ttft_seconds:type_name -> llmrouter.v1.MovingAverage
 	1,  // 5: llmrouter.v1.Worker.tokens_per_second:type_name -> llmrouter.v1.MovingAverage
-	24, // 6: llmrouter.v1.Worker.scraped_at:type_name -> google.protobuf.Timestamp
-	3,  // 7: llmrouter.v1.Worker.last_score_terms:type_name -> llmrouter.v1.ScoreTerm
-	2,  // 8: llmrouter.v1.ListWorkersResponse.workers:type_name -> llmrouter.v1.Worker
-	0,  // 9: llmrouter.v1.RegisterWorkerRequest.spec:type_name -> llmrouter.v1.WorkerSpec
-	25, // 10: llmrouter.v1.RegisterWorkerRequest.lease:type_name -> google.protobuf.Duration
-	2,  // 11: llmrouter.v1.RegisterWorkerResponse.worker:type_name -> llmrouter.v1.Worker
-	25, // 12: llmrouter.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	25, // 13: llmrouter.v1.HeartbeatRequest.lease:type_name -> google.protobuf.Duration
-	24, // 14: llmrouter.v1.HeartbeatResponse.lease_expires:type_name -> google.protobuf.Timestamp
-	24, // 15: llmrouter.v1.Decision.time:type_name -> google.protobuf.Timestamp
-	17, // 16: llmrouter.v1.Decision.candidates:type_name -> llmrouter.v1.Candidate
-	19, // 17: llmrouter.v1.Decision.excluded:type_name -> llmrouter.v1.Excluded
-	20, // 18: llmrouter.v1.Decision.result:type_name -> llmrouter.v1.DecisionResult
-	18, // 19: llmrouter.v1.Candidate.terms:type_name -> llmrouter.v1.Term
-	2,  // 20: llmrouter.v1.Stats.workers:type_name -> llmrouter.v1.Worker
-	23, // 21: llmrouter.v1.Stats.queues:type_name -> llmrouter.v1.QueueDepth
-	4,  // 22: llmrouter.v1.AdminService.ListWorkers:input_type -> llmrouter.v1.ListWorkersRequest
-	6,  // 23: llmrouter.v1.AdminService.GetWorker:input_type -> llmrouter.v1.GetWorkerRequest
-	7,  // 24: llmrouter.v1.AdminService.RegisterWorker:input_type -> llmrouter.v1.RegisterWorkerRequest
-	9,  // 25: llmrouter.v1.AdminService.Heartbeat:input_type -> llmrouter.v1.HeartbeatRequest
-	11, // 26: llmrouter.v1.AdminService.DeregisterWorker:input_type -> llmrouter.v1.DeregisterWorkerRequest
-	13, // 27: llmrouter.v1.AdminService.DrainWorker:input_type -> llmrouter.v1.DrainWorkerRequest
-	14, // 28: llmrouter.v1.AdminService.UndrainWorker:input_type -> llmrouter.v1.UndrainWorkerRequest
-	15, // 29: llmrouter.v1.AdminService.ExplainDecision:input_type -> llmrouter.v1.ExplainDecisionRequest
-	21, // 30: llmrouter.v1.AdminService.GetStats:input_type -> llmrouter.v1.GetStatsRequest
-	5,  // 31: llmrouter.v1.AdminService.ListWorkers:output_type -> llmrouter.v1.ListWorkersResponse
-	2,  // 32: llmrouter.v1.AdminService.GetWorker:output_type -> llmrouter.v1.Worker
-	8,  // 33: llmrouter.v1.AdminService.RegisterWorker:output_type -> llmrouter.v1.RegisterWorkerResponse
-	10, // 34: llmrouter.v1.AdminService.Heartbeat:output_type -> llmrouter.v1.HeartbeatResponse
-	12, // 35: llmrouter.v1.AdminService.DeregisterWorker:output_type -> llmrouter.v1.DeregisterWorkerResponse
-	2,  // 36: llmrouter.v1.AdminService.DrainWorker:output_type -> llmrouter.v1.Worker
-	2,  // 37: llmrouter.v1.AdminService.UndrainWorker:output_type -> llmrouter.v1.Worker
-	16, // 38: llmrouter.v1.AdminService.ExplainDecision:output_type -> llmrouter.v1.Decision
-	22, // 39: llmrouter.v1.AdminService.GetStats:output_type -> llmrouter.v1.Stats
-	31, // [31:40] is the sub-list for method output_type
-	22, // [22:31] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	26, // 6: llmrouter.v1.Worker.scraped_at:type_name -> google.protobuf.Timestamp
+	4,  // 7: llmrouter.v1.Worker.last_score_terms:type_name -> llmrouter.v1.ScoreTerm
+	3,  // 8: llmrouter.v1.Worker.learned_limit:type_name -> llmrouter.v1.LearnedLimit
+	26, // 9: llmrouter.v1.LearnedLimit.updated:type_name -> google.protobuf.Timestamp
+	2,  // 10: llmrouter.v1.ListWorkersResponse.workers:type_name -> llmrouter.v1.Worker
+	0,  // 11: llmrouter.v1.RegisterWorkerRequest.spec:type_name -> llmrouter.v1.WorkerSpec
+	27, // 12: llmrouter.v1.RegisterWorkerRequest.lease:type_name -> google.protobuf.Duration
+	2,  // 13: llmrouter.v1.RegisterWorkerResponse.worker:type_name -> llmrouter.v1.Worker
+	27, // 14: llmrouter.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	27, // 15: llmrouter.v1.HeartbeatRequest.lease:type_name -> google.protobuf.Duration
+	26, // 16: llmrouter.v1.HeartbeatResponse.lease_expires:type_name -> google.protobuf.Timestamp
+	26, // 17: llmrouter.v1.Decision.time:type_name -> google.protobuf.Timestamp
+	18, // 18: llmrouter.v1.Decision.candidates:type_name -> llmrouter.v1.Candidate
+	20, // 19: llmrouter.v1.Decision.excluded:type_name -> llmrouter.v1.Excluded
+	21, // 20: llmrouter.v1.Decision.result:type_name -> llmrouter.v1.DecisionResult
+	25, // 21: llmrouter.v1.Decision.learned_caps:type_name -> llmrouter.v1.Decision.LearnedCapsEntry
+	19, // 22: llmrouter.v1.Candidate.terms:type_name -> llmrouter.v1.Term
+	2,  // 23: llmrouter.v1.Stats.workers:type_name -> llmrouter.v1.Worker
+	24, // 24: llmrouter.v1.Stats.queues:type_name -> llmrouter.v1.QueueDepth
+	5,  // 25: llmrouter.v1.AdminService.ListWorkers:input_type -> llmrouter.v1.ListWorkersRequest
+	7,  // 26: llmrouter.v1.AdminService.GetWorker:input_type -> llmrouter.v1.GetWorkerRequest
+	8,  // 27: llmrouter.v1.AdminService.RegisterWorker:input_type -> llmrouter.v1.RegisterWorkerRequest
+	10, // 28: llmrouter.v1.AdminService.Heartbeat:input_type -> llmrouter.v1.HeartbeatRequest
+	12, // 29: llmrouter.v1.AdminService.DeregisterWorker:input_type -> llmrouter.v1.DeregisterWorkerRequest
+	14, // 30: llmrouter.v1.AdminService.DrainWorker:input_type -> llmrouter.v1.DrainWorkerRequest
+	15, // 31: llmrouter.v1.AdminService.UndrainWorker:input_type -> llmrouter.v1.UndrainWorkerRequest
+	16, // 32: llmrouter.v1.AdminService.ExplainDecision:input_type -> llmrouter.v1.ExplainDecisionRequest
+	22, // 33: llmrouter.v1.AdminService.GetStats:input_type -> llmrouter.v1.GetStatsRequest
+	6,  // 34: llmrouter.v1.AdminService.ListWorkers:output_type -> llmrouter.v1.ListWorkersResponse
+	2,  // 35: llmrouter.v1.AdminService.GetWorker:output_type -> llmrouter.v1.Worker
+	9,  // 36: llmrouter.v1.AdminService.RegisterWorker:output_type -> llmrouter.v1.RegisterWorkerResponse
+	11, // 37: llmrouter.v1.AdminService.Heartbeat:output_type -> llmrouter.v1.HeartbeatResponse
+	13, // 38: llmrouter.v1.AdminService.DeregisterWorker:output_type -> llmrouter.v1.DeregisterWorkerResponse
+	2,  // 39: llmrouter.v1.AdminService.DrainWorker:output_type -> llmrouter.v1.Worker
+	2,  // 40: llmrouter.v1.AdminService.UndrainWorker:output_type -> llmrouter.v1.Worker
+	17, // 41: llmrouter.v1.AdminService.ExplainDecision:output_type -> llmrouter.v1.Decision
+	23, // 42: llmrouter.v1.AdminService.GetStats:output_type -> llmrouter.v1.Stats
+	34, // [34:43] is the sub-list for method output_type
+	25, // [25:34] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_llmrouter_v1_admin_proto_init() }
@@ -1913,7 +2041,7 @@ func file_llmrouter_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_llmrouter_v1_admin_proto_rawDesc), len(file_llmrouter_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

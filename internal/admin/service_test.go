@@ -1,8 +1,10 @@
-package adminapi
+package admin
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,7 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/llm-router/llm-router/internal/decisions"
+	pb "github.com/llm-router/llm-router/proto/llmrouter/v1"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
@@ -33,7 +39,9 @@ func newTestServer(t *testing.T, dynamic bool, token string) (*httptest.Server, 
 	_ = sched.Refresh(context.Background())
 	svc := New(store, sched, noExplain{}, Options{Replica: "r", Token: token, Dynamic: dynamic, ConfigWorkers: []string{"cfg-0"}})
 	mux := http.NewServeMux()
-	svc.Routes(mux)
+	if err := svc.Routes(mux); err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv, store
@@ -133,5 +141,36 @@ func TestNoTokenRefusesChangesAndStaticRefusesRegistration(t *testing.T) {
 	status, out := call(t, static, "POST", "/v1/workers", "tok-123", reg)
 	if status != 412 || !strings.Contains(out["error"].(map[string]any)["message"].(string), "envoy.discovery is static") {
 		t.Fatalf("%d %v", status, out)
+	}
+}
+
+// explainErr answers Explain with a fixed error.
+type explainErr struct{ err error }
+
+func (e explainErr) Explain(context.Context, string) (*scheduler.Decision, error) {
+	return nil, e.err
+}
+
+// TestExplainNotFoundIsAKind: "not found" is the decisions.ErrNotFound
+// kind, however it is worded or wrapped; any other failure is Unavailable,
+// whatever its text says.
+func TestExplainNotFoundIsAKind(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want codes.Code
+	}{
+		{"the sentinel", decisions.ErrNotFound, codes.NotFound},
+		{"wrapped, other words", fmt.Errorf("decision log of replica r2 has no %q: %w", "abc", decisions.ErrNotFound), codes.NotFound},
+		{"a store failure quoting the phrase", errors.New("redis: read no decision recorded: connection refused"), codes.Unavailable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := New(state.NewMemory(nil, state.Limits{}), nil, explainErr{tc.err}, Options{Replica: "r"})
+			_, err := svc.ExplainDecision(context.Background(), &pb.ExplainDecisionRequest{RequestId: "abc"})
+			if got := status.Code(err); got != tc.want {
+				t.Fatalf("%v: code %v, want %v", err, got, tc.want)
+			}
+		})
 	}
 }

@@ -1,8 +1,4 @@
-// Package adminapi implements the native admin API of proto/llmrouter/v1:
-// the fleet's workers with their live state, registration with leases kept
-// by heartbeats, drains, decisions explained, stats. It is served over
-// gRPC and as HTTP/JSON (protojson) on the admin port.
-package adminapi
+package admin
 
 import (
 	"context"
@@ -20,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/llm-router/llm-router/internal/decisions"
 	pb "github.com/llm-router/llm-router/proto/llmrouter/v1"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
@@ -39,11 +36,6 @@ type Fleet interface {
 	Strategy() string
 	Refresh(ctx context.Context) error
 	LastScoreTerms() map[string][]scheduler.ModelTerm
-}
-
-// Explainer finds a decision by request id on any replica.
-type Explainer interface {
-	Explain(ctx context.Context, requestID string) (*scheduler.Decision, error)
 }
 
 // Options configure the service.
@@ -265,7 +257,7 @@ func storeError(err error, id string) error {
 func (s *Service) ExplainDecision(ctx context.Context, req *pb.ExplainDecisionRequest) (*pb.Decision, error) {
 	d, err := s.explain.Explain(ctx, req.GetRequestId())
 	if err != nil {
-		if strings.Contains(err.Error(), "no decision recorded") {
+		if errors.Is(err, decisions.ErrNotFound) {
 			return nil, status.Errorf(codes.NotFound, "no decision recorded for request %q", req.GetRequestId())
 		}
 		return nil, status.Errorf(codes.Unavailable, "explain %s: %v", req.GetRequestId(), err)

@@ -1,4 +1,4 @@
-package adminapi
+package admin
 
 import (
 	"time"
@@ -35,13 +35,21 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 			MaxConcurrency: int32(w.Spec.MaxConcurrency), MetricsFormat: w.Spec.MetricsFormat, MetricsUrl: w.Spec.MetricsURL,
 			HealthUrl: w.Spec.HealthURL, DcgmUrl: w.Spec.DCGMURL, DcgmGpu: w.Spec.DCGMGPU,
 		},
-		Health: w.Health, Draining: w.Draining, InFlight: int32(w.InFlight), Source: src,
+		Health: string(w.Health), Draining: w.Draining, InFlight: int32(w.InFlight), Source: src,
 		LeaseExpires:    ts(w.LeaseExpires),
 		LatencySeconds:  avg(w.Stats.Latency),
 		TtftSeconds:     avg(w.Stats.TTFT),
 		TokensPerSecond: avg(w.Stats.TokensPerSec),
 		Requests:        w.Stats.Requests, Errors: w.Stats.Errors,
 		KvUsage: w.Telemetry.KVUsage.Value, Waiting: w.Telemetry.Waiting.Value, ScrapedAt: ts(w.Telemetry.At),
+	}
+	if r := w.Telemetry.HitRatio; !r.At.IsZero() {
+		out.PrefixHitRatio = r.Value
+	}
+	if l := w.Limit; l.Value > 0 {
+		out.LearnedLimit = &pb.LearnedLimit{
+			Value: int32(l.Value), Gradient: l.Gradient, BaseTtftSeconds: l.BaseTTFT, BaseItlSeconds: l.BaseITL, Updated: ts(l.Updated),
+		}
 	}
 	for _, t := range terms {
 		out.LastScoreTerms = append(out.LastScoreTerms, &pb.ScoreTerm{Model: t.Model, Name: t.Name, Value: t.Value, Unknown: t.Unknown})
@@ -51,10 +59,16 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 
 func decision(d *scheduler.Decision) *pb.Decision {
 	out := &pb.Decision{
-		RequestId: d.RequestID, Time: ts(d.Time), Replica: d.Replica, Model: d.Model, Priority: d.Priority,
+		RequestId: d.RequestID, Time: ts(d.Time), Replica: d.Replica, Model: d.Model, Priority: string(d.Priority),
 		Tenant: d.Tenant, Strategy: d.Strategy, Fallback: d.Fallback, Outcome: d.Outcome, Worker: d.Worker,
 		WaitSeconds: d.WaitSeconds, QueuePosition: int32(d.QueuePosition), DecideMicros: d.DecideMicros,
 		UnknownTerms: d.Unknown, MaxTokens: int32(d.MaxTokens), PromptTokensEstimate: int32(d.PromptTokens), Stream: d.Stream,
+	}
+	for w, l := range d.LearnedCaps {
+		if out.LearnedCaps == nil {
+			out.LearnedCaps = map[string]int32{}
+		}
+		out.LearnedCaps[w] = int32(l)
 	}
 	for _, c := range d.Candidates {
 		pc := &pb.Candidate{Worker: c.Worker, Active: int32(c.Active), Cap: int32(c.Cap), Total: c.Total}

@@ -1,0 +1,48 @@
+package admin
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
+)
+
+// A learned limit shows in the worker's status (GET /v1/workers/{id},
+// and so /stats and `llm-router workers`).
+func TestLearnedLimitShowsInTheWorker(t *testing.T) {
+	ctx := context.Background()
+	store := state.NewMemory(nil, state.Limits{})
+	if err := store.Register(ctx, []state.WorkerSpec{{ID: "w", Address: "10.0.0.1:8000", Models: []string{"m"}, MaxConcurrency: 8}}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := store.PutLimits(ctx, map[string]state.Limit{"w": {Value: 3, Estimate: 3.4, Gradient: 0.6, BaseTTFT: 0.12, BaseITL: 0.02, Updated: at}}); err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(store, scheduler.Options{Strategy: scoring.Scored})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sched.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	svc := New(store, sched, noExplain{}, Options{Replica: "r"})
+	mux := http.NewServeMux()
+	svc.Routes(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	_, out := call(t, srv, "GET", "/v1/workers/w", "", "")
+	w, _ := out["worker"].(map[string]any)
+	if w == nil {
+		w = out
+	}
+	l, _ := w["learnedLimit"].(map[string]any)
+	if l == nil || l["value"] != 3.0 || l["gradient"] != 0.6 || l["baseTtftSeconds"] != 0.12 || l["updated"] != "2026-01-02T03:04:05Z" {
+		t.Fatalf("learned limit in the worker status: %v", out)
+	}
+}

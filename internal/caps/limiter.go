@@ -1,0 +1,149 @@
+// Package caps learns each worker's concurrency limit from what it shows,
+// in the spirit of Envoy's adaptive-concurrency filter and Netflix's
+// gradient limiters: while a worker's time to first token and inter-token
+// latency stay within a tolerance of the lowest it has shown, its limit
+// grows toward the configured max_concurrency; when they rise past it, the
+// limit shrinks by the ratio, never below a floor of at least 1.
+//
+// The signals are the ones the router measures itself on every streamed
+// response and folds into the worker's shared averages on release (TTFT
+// from the claim to the first content token, and tokens/s, whose inverse
+// is the inter-token latency): they are the same on every replica and
+// need no engine metric. Non-streamed responses carry no TTFT, so a fleet
+// serving only those never moves its limits off the cap.
+//
+// The limit lives in the shared store (state.Limit), so every replica
+// enforces the same one. It is updated by the replica holding the worker's
+// monitor lease, once per scrape cycle in which enough new samples
+// arrived; the arithmetic is the pure function Params.Next.
+package caps
+
+import (
+	"math"
+	"time"
+
+	"github.com/llm-router/llm-router/state"
+)
+
+// Params tune the limiter. Zero values take the defaults.
+type Params struct {
+	// Tolerance: TTFT may rise to this multiple of its baseline before the
+	// limit shrinks (default 2: prompts vary, and a queue of one prefill
+	// already doubles a short prompt's TTFT).
+	Tolerance float64
+	// ITLTolerance is the same for the inter-token latency (default 1.5:
+	// decode time grows slowly with the batch, so a steep rise means
+	// thrashing).
+	ITLTolerance float64
+	// MinSamples new samples of an average are needed before it moves the
+	// limit (default 8: the averages' smoothing is 0.2, so 8 new samples
+	// are 83 % of the average).
+	MinSamples int64
+	// Floor is the lowest limit (default 1; a floor above a worker's cap
+	// stops at the cap).
+	Floor int
+	// Drift raises each baseline by this fraction at every update in which
+	// the recent value is above it, so a minimum measured long ago, or on
+	// a lucky run of short prompts, is relearned (default 0.01).
+	Drift float64
+	// MinGradient bounds one update's cut (default 0.5: at most halved).
+	MinGradient float64
+}
+
+func (p Params) withDefaults() Params {
+	if p.Tolerance <= 1 {
+		p.Tolerance = 2
+	}
+	if p.ITLTolerance <= 1 {
+		p.ITLTolerance = 1.5
+	}
+	if p.MinSamples <= 0 {
+		p.MinSamples = 8
+	}
+	if p.Floor < 1 {
+		p.Floor = 1
+	}
+	if p.Drift <= 0 {
+		p.Drift = 0.01
+	}
+	if p.MinGradient <= 0 || p.MinGradient >= 1 {
+		p.MinGradient = 0.5
+	}
+	return p
+}
+
+// Observation is what the limiter sees of one worker at one update.
+type Observation struct {
+	Cap          int       // the configured max_concurrency: the upper bound
+	InFlight     int       // claims held now, all replicas
+	TTFT         state.EMA // seconds, from the shared averages
+	TokensPerSec state.EMA
+}
+
+// Next returns the worker's limit after observing o at now, and whether it
+// changed (the limit or the limiter's memory). A worker with no limit yet
+// starts at its cap: adaptive caps only ever lower what is configured.
+//
+// With n ≥ MinSamples new samples of an average, its baseline becomes
+// min(baseline·(1+Drift), recent average): the lowest average seen, not
+// the lowest single request, since one request's TTFT follows its prompt
+// length (see docs/adaptive-caps.md, "Measured"). Its gradient is
+// tolerance·baseline / recent average. The smaller gradient, within [MinGradient, 1], decides:
+//
+//   - below 1 (latency past tolerance): estimate ← estimate·gradient;
+//   - 1, and the worker uses at least half its limit (not idle, so the
+//     good latency says something about the limit): estimate ←
+//     estimate + √estimate, the headroom of gradient limiters;
+//
+// then the estimate is clamped to [floor, cap] and the limit is its floor.
+func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, bool) {
+	p = p.withDefaults()
+	if o.Cap <= 0 {
+		return l, false
+	}
+	old := l
+	floor := float64(min(p.Floor, o.Cap))
+	if l.Value <= 0 || l.Estimate <= 0 {
+		l.Estimate, l.Gradient = float64(o.Cap), 1
+	}
+	// The averages start again when a worker re-registers or the store
+	// was emptied: so do the counts of samples seen.
+	if o.TTFT.Samples < l.SeenTTFT || o.TokensPerSec.Samples < l.SeenTPS {
+		l.SeenTTFT, l.SeenTPS = 0, 0
+	}
+	gradient, moved := 1.0, false
+	if o.TTFT.Samples-l.SeenTTFT >= p.MinSamples && o.TTFT.Value > 0 {
+		l.BaseTTFT = baseline(l.BaseTTFT, o.TTFT.Value, p.Drift)
+		gradient = min(gradient, p.Tolerance*l.BaseTTFT/o.TTFT.Value)
+		l.SeenTTFT, moved = o.TTFT.Samples, true
+	}
+	if o.TokensPerSec.Samples-l.SeenTPS >= p.MinSamples && o.TokensPerSec.Value > 0 {
+		itl := 1 / o.TokensPerSec.Value
+		l.BaseITL = baseline(l.BaseITL, itl, p.Drift)
+		gradient = min(gradient, p.ITLTolerance*l.BaseITL/itl)
+		l.SeenTPS, moved = o.TokensPerSec.Samples, true
+	}
+	if moved {
+		gradient = max(p.MinGradient, min(1, gradient))
+		switch {
+		case gradient < 1:
+			l.Estimate *= gradient
+		case float64(o.InFlight) >= l.Estimate/2:
+			l.Estimate += math.Sqrt(l.Estimate)
+		}
+		l.Gradient, l.Updated = gradient, now
+	}
+	// A cap lowered in the config bounds the limit at once.
+	l.Estimate = max(floor, min(float64(o.Cap), l.Estimate))
+	l.Value = int(math.Floor(l.Estimate + 1e-9))
+	return l, l != old
+}
+
+// baseline is the lowest recent value, drifting up by drift a step toward
+// a higher recent value.
+func baseline(b, recent, drift float64) float64 {
+	if b <= 0 || recent < b {
+		return recent
+	}
+	return min(recent, b*(1+drift))
+}

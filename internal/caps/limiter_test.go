@@ -1,0 +1,204 @@
+package caps
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/llm-router/llm-router/state"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+// feed is a worker whose averages have n samples at ttft seconds and tps
+// tokens/s.
+func feed(n int64, ttft, tps float64) Observation {
+	return Observation{
+		TTFT:         state.EMA{Value: ttft, Samples: n},
+		TokensPerSec: state.EMA{Value: tps, Samples: n},
+	}
+}
+
+func obs(cap, inFlight int, n int64, ttft, tps float64) Observation {
+	o := feed(n, ttft, tps)
+	o.Cap, o.InFlight = cap, inFlight
+	return o
+}
+
+func TestNextSteps(t *testing.T) {
+	p := Params{}
+	calm := state.Limit{Value: 8, Estimate: 8, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
+	half := state.Limit{Value: 4, Estimate: 4, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
+	tests := []struct {
+		name      string
+		p         Params
+		l         state.Limit
+		o         Observation
+		value     int
+		estimate  float64
+		gradient  float64
+		baseTTFT  float64
+		changed   bool
+		seenTTFT  int64
+		unchanged bool // the limit comes back exactly as it went in
+	}{
+		{name: "no limit yet starts at the cap", l: state.Limit{}, o: obs(8, 0, 0, 0, 0), value: 8, estimate: 8, gradient: 1, changed: true},
+		{name: "too few new samples: nothing moves", l: calm, o: obs(8, 8, 17, 1, 10), unchanged: true},
+		{name: "TTFT at five times its baseline halves the limit", l: calm, o: obs(8, 8, 18, 0.5, 100), value: 4, estimate: 4, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
+		{name: "TTFT at three times its baseline: two thirds", l: calm, o: obs(8, 8, 18, 0.3, 100), value: 5, estimate: 8 * 2 * 0.101 / 0.3, gradient: 2 * 0.101 / 0.3, baseTTFT: 0.101, changed: true, seenTTFT: 18},
+		{name: "a cut is at most a half", l: calm, o: obs(8, 8, 18, 10, 100), value: 4, estimate: 4, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
+		{name: "ITL past its tolerance cuts too", l: calm, o: obs(8, 8, 18, 0.1, 40), value: 4, estimate: 8 * 1.5 * 0.0101 / 0.025, gradient: 1.5 * 0.0101 / 0.025, baseTTFT: 0.1, changed: true, seenTTFT: 18},
+		{name: "within tolerance and busy: grows by its square root", l: half, o: obs(8, 2, 18, 0.19, 100), value: 6, estimate: 6, gradient: 1, baseTTFT: 0.101, changed: true, seenTTFT: 18},
+		{name: "within tolerance but mostly idle: holds", l: half, o: obs(8, 1, 18, 0.19, 100), value: 4, estimate: 4, gradient: 1, baseTTFT: 0.101, changed: true, seenTTFT: 18},
+		{name: "growth stops at the cap", l: state.Limit{Value: 7, Estimate: 7.5, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}, o: obs(8, 7, 18, 0.1, 100), value: 8, estimate: 8, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18},
+		{name: "a faster run lowers the baseline", l: calm, o: obs(8, 8, 18, 0.05, 100), value: 8, estimate: 8, gradient: 1, baseTTFT: 0.05, changed: true, seenTTFT: 18},
+		{name: "the floor holds", l: state.Limit{Value: 1, Estimate: 1.2, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}, o: obs(8, 1, 18, 1, 100), value: 1, estimate: 1, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
+		{name: "a higher floor", p: Params{Floor: 3}, l: calm, o: obs(8, 8, 18, 10, 100), value: 4, estimate: 4, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
+		{name: "a floor above the cap stops at the cap", p: Params{Floor: 12}, l: calm, o: obs(8, 8, 18, 10, 100), value: 8, estimate: 8, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
+		{name: "a cap lowered in the config bounds the limit at once", l: calm, o: obs(3, 0, 12, 0.1, 100), value: 3, estimate: 3, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 10},
+		{name: "averages that started again are counted again", l: calm, o: obs(8, 8, 9, 0.5, 100), value: 4, estimate: 4, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 9},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			q := p
+			if tc.p != (Params{}) {
+				q = tc.p
+			}
+			got, changed := q.Next(tc.l, tc.o, t0)
+			if tc.unchanged {
+				if changed || got != tc.l {
+					t.Fatalf("got %+v (changed %v), want it unchanged", got, changed)
+				}
+				return
+			}
+			if changed != tc.changed || got.Value != tc.value || !near(got.Estimate, tc.estimate) || !near(got.Gradient, tc.gradient) {
+				t.Fatalf("got value %d estimate %.4f gradient %.4f changed %v, want %d %.4f %.4f %v (%+v)",
+					got.Value, got.Estimate, got.Gradient, changed, tc.value, tc.estimate, tc.gradient, tc.changed, got)
+			}
+			if tc.baseTTFT != 0 && !near(got.BaseTTFT, tc.baseTTFT) {
+				t.Fatalf("baseline TTFT %.4f, want %.4f", got.BaseTTFT, tc.baseTTFT)
+			}
+			if tc.seenTTFT != 0 && got.SeenTTFT != tc.seenTTFT {
+				t.Fatalf("seen TTFT samples %d, want %d", got.SeenTTFT, tc.seenTTFT)
+			}
+		})
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+// TestNextConverges runs the limiter against a worker model whose TTFT
+// is its service time while it runs at most k requests at once and grows
+// with its internal queue beyond: the limit settles near k, far below the
+// cap, and climbs back to the cap when the worker speeds up.
+func TestNextConverges(t *testing.T) {
+	const cap, service = 32, 0.1
+	p := Params{}
+	k := 4
+	ttftAt := func(inFlight int) float64 {
+		if inFlight <= k {
+			return service
+		}
+		// Requests beyond k wait their turn: on average half the queue's
+		// service ahead of them.
+		return service * (1 + float64(inFlight-k)/float64(k))
+	}
+	var l state.Limit
+	n := int64(0)
+	run := func(updates int) {
+		for range updates {
+			n += 8
+			inFlight := max(l.Value, 1)
+			if l.Value == 0 {
+				inFlight = cap
+			}
+			l, _ = p.Next(l, obs(cap, inFlight, n, ttftAt(inFlight), 50), t0)
+		}
+	}
+	// The first sample sets a baseline under load; a quiet spell shows
+	// the true one.
+	run(1)
+	l, _ = p.Next(l, obs(cap, 1, n+8, service, 50), t0)
+	n += 8
+	run(40)
+	if l.Value > 3*k || l.Value < 1 {
+		t.Fatalf("limit %d after 40 updates, want within [1, %d] for a worker that holds %d", l.Value, 3*k, k)
+	}
+	k = 64
+	run(40)
+	if l.Value != cap {
+		t.Fatalf("limit %d after the worker sped up, want the cap %d", l.Value, cap)
+	}
+}
+
+func TestBaselineDrifts(t *testing.T) {
+	b := 0.1
+	for range 10 {
+		b = baseline(b, 0.2, 0.01)
+	}
+	if want := 0.1 * math.Pow(1.01, 10); !near(b, want) {
+		t.Fatalf("baseline %.6f after 10 updates at 0.2, want %.6f", b, want)
+	}
+	if got := baseline(0.19, 0.2, 0.5); got != 0.2 {
+		t.Fatalf("baseline drifted past the recent value: %v", got)
+	}
+}
+
+type fakeStore struct{ puts []map[string]state.Limit }
+
+func (f *fakeStore) PutLimits(_ context.Context, ls map[string]state.Limit) error {
+	f.puts = append(f.puts, ls)
+	return nil
+}
+
+func snapOf(ws ...state.Worker) state.Snapshot { return state.Snapshot{Workers: ws} }
+
+func worker(id string, cap int, l state.Limit, n int64, ttft float64) state.Worker {
+	return state.Worker{
+		Spec: state.WorkerSpec{ID: id, MaxConcurrency: cap}, InFlight: cap, Limit: l,
+		Stats: state.Stats{TTFT: state.EMA{Value: ttft, Samples: n}, TokensPerSec: state.EMA{Value: 50, Samples: n}},
+	}
+}
+
+func TestLearnerWritesOnlyItsWorkersChanges(t *testing.T) {
+	fs := &fakeStore{}
+	ln := NewLearner(fs, Params{}, true, func() time.Time { return t0 })
+	settled := state.Limit{Value: 4, Estimate: 4, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.02, SeenTTFT: 20, SeenTPS: 20}
+	snap := snapOf(
+		worker("slow", 8, state.Limit{Value: 8, Estimate: 8, BaseTTFT: 0.1, BaseITL: 0.02, SeenTTFT: 10, SeenTPS: 10}, 18, 0.4),
+		worker("settled", 8, settled, 20, 0.1), // no new samples
+		worker("theirs", 8, state.Limit{}, 18, 0.4),
+	)
+	if err := ln.Learn(context.Background(), snap, []string{"slow", "settled"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs.puts) != 1 || len(fs.puts[0]) != 1 {
+		t.Fatalf("writes %+v, want one write of one worker", fs.puts)
+	}
+	if got := fs.puts[0]["slow"]; got.Value != 4 || !got.Updated.Equal(t0) {
+		t.Fatalf("slow worker's limit %+v, want 4 updated at t0", got)
+	}
+	fs.puts = nil
+	if err := ln.Learn(context.Background(), snapOf(worker("settled", 8, settled, 20, 0.1)), []string{"settled"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs.puts) != 0 {
+		t.Fatalf("nothing changed, yet wrote %+v", fs.puts)
+	}
+}
+
+func TestDisabledLearnerLiftsOldLimits(t *testing.T) {
+	fs := &fakeStore{}
+	ln := NewLearner(fs, Params{}, false, nil)
+	snap := snapOf(
+		worker("limited", 8, state.Limit{Value: 2, Estimate: 2}, 18, 0.4),
+		worker("free", 8, state.Limit{}, 18, 0.4),
+	)
+	if err := ln.Learn(context.Background(), snap, []string{"limited", "free"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(fs.puts) != 1 || len(fs.puts[0]) != 1 || fs.puts[0]["limited"] != (state.Limit{}) {
+		t.Fatalf("writes %+v, want the old limit lifted and nothing else", fs.puts)
+	}
+}

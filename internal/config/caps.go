@@ -1,0 +1,34 @@
+package config
+
+// AdaptiveCaps configures the learning of each worker's concurrency limit
+// from its TTFT and inter-token latency (internal/caps). Off by default:
+// short benchmark runs on the Azure trace show it hurting
+// (docs/adaptive-caps.md).
+type AdaptiveCaps struct {
+	Enabled bool `yaml:"enabled"`
+	// TTFTTolerance and ITLTolerance: how far above its baseline a
+	// worker's TTFT or inter-token latency may rise before its limit
+	// shrinks (both > 1).
+	TTFTTolerance float64 `yaml:"ttft_tolerance"`
+	ITLTolerance  float64 `yaml:"itl_tolerance"`
+	// MinSamples new samples of an average move the limit.
+	MinSamples int `yaml:"min_samples"`
+	// Floor is the lowest learned limit (at least 1).
+	Floor int `yaml:"floor"`
+}
+
+func defaultAdaptiveCaps() AdaptiveCaps {
+	return AdaptiveCaps{TTFTTolerance: 2, ITLTolerance: 1.5, MinSamples: 8, Floor: 1}
+}
+
+func (a AdaptiveCaps) validate(bad func(key, format string, args ...any)) {
+	if a.TTFTTolerance <= 1 || a.ITLTolerance <= 1 {
+		bad("adaptive_caps", "ttft_tolerance and itl_tolerance must be above 1, got %g and %g", a.TTFTTolerance, a.ITLTolerance)
+	}
+	if a.MinSamples < 1 {
+		bad("adaptive_caps.min_samples", "must be at least 1, got %d", a.MinSamples)
+	}
+	if a.Floor < 1 {
+		bad("adaptive_caps.floor", "must be at least 1, got %d", a.Floor)
+	}
+}

@@ -1,0 +1,173 @@
+package state
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Adaptive caps and prefix-index upkeep: what a worker's monitor (the
+// replica holding its monitor lease) learns and writes back for every
+// replica.
+//
+// A learned Limit lowers a worker's cap: both stores skip a worker whose
+// in-flight count reached min(cap, Limit.Value) at claim time, and hand it
+// no queued waiter past it. Raising a limit frees slots, which go to
+// waiters at once. Limits are soft state: a worker that leaves and comes
+// back, or a Redis that restarts empty, starts again from its configured
+// cap.
+
+// Limit is a worker's learned concurrency limit and the limiter's memory
+// (internal/caps computes it; the stores keep and enforce it).
+type Limit struct {
+	// Value is the learned limit, 1..max_concurrency; 0: none learned, the
+	// configured cap applies.
+	Value int `json:"value"`
+	// Estimate is the limit before rounding down; the limiter moves it in
+	// fractions so that small caps still move.
+	Estimate float64 `json:"estimate"`
+	// Gradient is the last update's baseline-over-recent latency ratio
+	// (0.5..1; 1: within tolerance).
+	Gradient float64 `json:"gradient"`
+	// BaseTTFT and BaseITL are the lowest recent TTFT and inter-token
+	// latency seen (seconds), drifting up slowly so a stale minimum is
+	// relearned.
+	BaseTTFT float64 `json:"base_ttft_seconds"`
+	BaseITL  float64 `json:"base_itl_seconds"`
+	// SeenTTFT and SeenTPS are the worker's sample counts of the TTFT and
+	// tokens/s averages at the last update: the limiter moves only once
+	// enough new samples arrived.
+	SeenTTFT int64     `json:"seen_ttft_samples"`
+	SeenTPS  int64     `json:"seen_tps_samples"`
+	Updated  time.Time `json:"updated"`
+}
+
+// PredictedHits is the prompt tokens a match of match leading blocks
+// predicts the engine finds cached: the blocks' tokens, but never the
+// prompt's last token, which engines always compute.
+func (a Affinity) PredictedHits(match int) int64 {
+	return int64(max(0, min(BlockTokens*match, a.PromptTokens-1)))
+}
+
+// CapWith is cap lowered to a learned limit l (0: none).
+func CapWith(cap, l int) int {
+	if l > 0 && l < cap {
+		return l
+	}
+	return cap
+}
+
+// PutLimits stores learned limits of known workers (unknown ones are
+// ignored) and hands slots a raised limit frees to
+// waiters.
+func (m *Memory) PutLimits(_ context.Context, ls map[string]Limit) error {
+	m.lock()
+	defer m.unlock()
+	now := m.now()
+	for id, l := range ls {
+		w, ok := m.workers[id]
+		if !ok {
+			continue
+		}
+		w.Limit = l
+		m.pumpWorker(id, now)
+	}
+	return nil
+}
+
+// ForgetPrefixes empties a worker's prefix index: its engine restarted,
+// and its cache with it.
+func (m *Memory) ForgetPrefixes(_ context.Context, worker string) error {
+	m.lock()
+	defer m.unlock()
+	w, ok := m.workers[worker]
+	if !ok {
+		return fmt.Errorf("%s: %w", worker, ErrUnknownWorker)
+	}
+	w.index = nil
+	return nil
+}
+
+//go:embed lua/limits.lua
+var luaLimits string
+
+var scriptLimits = script(luaLimits)
+
+// PutLimits stores learned limits, one round trip per shard.
+func (r *Redis) PutLimits(ctx context.Context, ls map[string]Limit) error {
+	groups := map[*shard][]any{}
+	for id, l := range ls {
+		js, err := json.Marshal(l)
+		if err != nil {
+			return fmt.Errorf("redis limits: %w", err)
+		}
+		sh := r.shardOfWorker(ctx, id)
+		groups[sh] = append(groups[sh], "limit", id, l.Value, string(js))
+	}
+	for sh, args := range groups {
+		if err := r.run(ctx, sh, scriptLimits, args...).Err(); err != nil {
+			return fmt.Errorf("redis limits: %w", err)
+		}
+	}
+	return nil
+}
+
+// ForgetPrefixes empties a worker's prefix index.
+func (r *Redis) ForgetPrefixes(ctx context.Context, worker string) error {
+	err := scriptError(r.run(ctx, r.shardOfWorker(ctx, worker), scriptLimits, "forget", worker).Err())
+	if err != nil {
+		return fmt.Errorf("redis forget prefixes of %s: %w", worker, err)
+	}
+	return nil
+}
+
+// parseLimits reads the snapshot's worker → limit JSON pairs.
+func parseLimits(kvs [][2]string) map[string]Limit {
+	out := make(map[string]Limit, len(kvs))
+	for _, kv := range kvs {
+		var l Limit
+		if json.Unmarshal([]byte(kv[1]), &l) == nil {
+			out[kv[0]] = l
+		}
+	}
+	return out
+}
+
+// PutLimits stores learned limits in Redis, or locally while degraded.
+func (f *Failover) PutLimits(ctx context.Context, ls map[string]Limit) error {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.PutLimits(ctx, ls)
+	}
+	f.mu.Unlock()
+	err := f.primary.PutLimits(ctx, ls)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return f.local.PutLimits(ctx, ls)
+	}
+	return err
+}
+
+// ForgetPrefixes empties a worker's prefix index in Redis, or locally
+// while degraded.
+func (f *Failover) ForgetPrefixes(ctx context.Context, worker string) error {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.ForgetPrefixes(ctx, worker)
+	}
+	f.mu.Unlock()
+	err := f.primary.ForgetPrefixes(ctx, worker)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return f.local.ForgetPrefixes(ctx, worker)
+	}
+	return err
+}

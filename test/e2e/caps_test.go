@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/test/stack"
+)
+
+// TestAdaptiveCapLowersASlowWorker: two workers configured with
+// max_concurrency 6; one really runs a single request at a time (gpusim
+// --max-concurrency 1: the rest wait inside it, so their TTFT grows with
+// what the router sends it). Under light streamed load through Envoy both
+// show their unloaded TTFT; under heavier load adaptive caps lower the
+// slow worker's learned limit below 6, shown in /stats and in the
+// decisions, while the fast worker keeps its cap; no request fails.
+func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
+	args := []string{"--ttft-ms", "100", "--tokens-per-second", "100"}
+	e := newEnv(t, []workerSpec{
+		{ID: "slow", Model: "m", Cap: 6, Args: append([]string{"--max-concurrency", "1"}, args...)},
+		{ID: "fast", Model: "m", Cap: 6, Args: args},
+	}, func(c *config.Config) {
+		c.AdaptiveCaps.Enabled = true
+		c.Telemetry.ScrapeInterval = config.Duration(200 * time.Millisecond)
+		c.Telemetry.ScrapeTimeout = config.Duration(150 * time.Millisecond)
+		c.Strategy = "least_loaded"
+	})
+	client := benchmark.NewClient(e.URL, 16, "")
+	ctx, stop := context.WithCancel(e.ctx)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	served := map[string]int{}
+	clients := func(n int) {
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					r := client.Do(ctx, benchmark.Request{Model: "m", MaxTokens: 10, Stream: true}, time.Now())
+					if ctx.Err() != nil {
+						return
+					}
+					mu.Lock()
+					if !r.OK() {
+						failed = append(failed, fmt.Sprintf("%d %s", r.Status, r.Err))
+					}
+					served[r.Node]++
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	defer func() { stop(); wg.Wait() }()
+
+	type limit struct {
+		Value    int     `json:"value"`
+		BaseTTFT float64 `json:"base_ttft_seconds"`
+	}
+	type statsWorker struct {
+		ID      string `json:"id"`
+		MaxConc int    `json:"max_concurrency"`
+		Learned *limit `json:"learned_limit"`
+	}
+	baselines := func() (map[string]float64, error) {
+		resp, err := http.Get("http://" + e.Cfg.AdminListen + "/stats")
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var out struct{ Workers []statsWorker }
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return nil, err
+		}
+		m := map[string]float64{}
+		for _, w := range out.Workers {
+			if w.Learned != nil {
+				m[w.ID] = w.Learned.BaseTTFT
+			}
+		}
+		return m, nil
+	}
+	learned := func() (map[string]int, error) {
+		resp, err := http.Get("http://" + e.Cfg.AdminListen + "/stats")
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var out struct{ Workers []statsWorker }
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return nil, err
+		}
+		m := map[string]int{}
+		for _, w := range out.Workers {
+			m[w.ID] = w.MaxConc
+			if w.Learned != nil {
+				m[w.ID] = w.Learned.Value
+			}
+		}
+		return m, nil
+	}
+	// Light load: two clients, one request on each worker at a time, until
+	// both have a baseline.
+	clients(2)
+	err := stack.WaitFor(e.ctx, 20*time.Second, func() error {
+		b, err := baselines()
+		if err != nil {
+			return err
+		}
+		if b["slow"] <= 0 || b["fast"] <= 0 {
+			return fmt.Errorf("baselines %v", b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n/stats: %s", err, e.rawStats())
+	}
+	// Heavier load: twelve clients.
+	clients(10)
+	var got map[string]int
+	err = stack.WaitFor(e.ctx, 30*time.Second, func() error {
+		var err error
+		if got, err = learned(); err != nil {
+			return err
+		}
+		if got["slow"] >= 6 {
+			return fmt.Errorf("slow worker's limit still %d", got["slow"])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v (limits %v, served %v)\n/stats: %s", err, got, served, e.rawStats())
+	}
+	if got["fast"] != 6 {
+		t.Fatalf("the fast worker's limit came down too: %v\n/stats: %s", got, e.rawStats())
+	}
+	// The decision of a request sent now names the learned cap (explain,
+	// through the native API).
+	id := fmt.Sprintf("caps-%d", time.Now().UnixNano())
+	resp, body := e.post("/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":2}`, map[string]string{"x-request-id": id})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("request %s: %d %s", id, resp.StatusCode, body)
+	}
+	dresp, err := http.Get("http://" + e.Cfg.AdminListen + "/v1/decisions/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dresp.Body.Close()
+	var d struct {
+		LearnedCaps map[string]int `json:"learnedCaps"`
+		Candidates  []struct {
+			Worker string `json:"worker"`
+			Cap    int    `json:"cap"`
+		} `json:"candidates"`
+	}
+	if err := json.NewDecoder(dresp.Body).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if c := d.LearnedCaps["slow"]; c < 1 || c >= 6 {
+		t.Fatalf("decision %s: learned caps %v, want slow's below 6", id, d.LearnedCaps)
+	}
+	// Three more seconds of load: the fast worker keeps its cap throughout.
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
+		if got, err = learned(); err != nil {
+			t.Fatal(err)
+		}
+		if got["fast"] != 6 {
+			t.Fatalf("the fast worker's limit came down: %v\n/stats: %s", got, e.rawStats())
+		}
+		select {
+		case <-e.ctx.Done():
+			t.Fatal(e.ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	stop()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) > 0 {
+		t.Fatalf("%d requests failed, e.g. %v", len(failed), failed[:min(3, len(failed))])
+	}
+	t.Logf("learned limits %v; served %v", got, served)
+}
+
+func (e *env) rawStats() string {
+	resp, err := http.Get("http://" + e.Cfg.AdminListen + "/stats")
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b := new(strings.Builder)
+	_, _ = io.Copy(b, resp.Body)
+	return b.String()
+}
