@@ -129,7 +129,7 @@ chaos: build deps ## the full chaos suite (3 router replicas, Envoy, Redis, gpus
 # benchmark/results.
 BENCH_LONG  ?=
 BENCH_FLAGS := $(if $(BENCH_LONG),,--short)
-.PHONY: bench bench-extra
+.PHONY: bench bench-extra bench-micro
 bench: build envoy redis ## benchmark: the comparison on both traces into benchmark/results (short; BENCH_LONG=1 for the long one)
 	@set -e; start=$$(date +%s); \
 	$(BIN)/llm-bench compare $(BENCH_FLAGS) --name azure-conv --bin $(BIN); \
@@ -141,6 +141,14 @@ bench-extra: build envoy redis ## the herd race and the router's overhead into b
 	$(BIN)/llm-bench herd $(BENCH_FLAGS) --bin $(BIN); \
 	$(BIN)/llm-bench overhead $(BENCH_FLAGS) --bin $(BIN); \
 	echo "bench-extra: done in $$(( $$(date +%s) - start )) s; results in benchmark/results/latest/"
+
+# The hot path in-process, no Envoy and no gRPC: one full ext_proc exchange
+# (request headers, 1 KB and 256 KB bodies, response headers with the
+# release) against the in-memory store, the body parser, the scheduler's
+# admit+finish and the scored plan, each with allocations.
+BENCH_MICRO_FLAGS ?= -benchtime=2s -count=3
+bench-micro: ## micro-benchmarks of the hot path, with -benchmem (no processes started)
+	$(GO) test -run '^$$' -bench 'Exchange|ParseBody|AdmitFinish|ScoredPlan64' -benchmem $(BENCH_MICRO_FLAGS) ./internal/app ./extproc ./scheduler ./scoring
 
 clean: ## remove build outputs (keeps .venv)
 	rm -rf $(BIN)

@@ -34,6 +34,8 @@ type OverheadReport struct {
 	Configs      []OverheadConfig `json:"configs"`
 	AddedP50     float64          `json:"added_p50_ms"` // router (admission off) over direct
 	AddedP99     float64          `json:"added_p99_ms"`
+	NoopP50      float64          `json:"noop_added_p50_ms"` // no-op ext_proc over direct: the floor
+	NoopP99      float64          `json:"noop_added_p99_ms"`
 	AdmissionP50 float64          `json:"admission_p50_ms"` // admission on over off, never waiting
 	AdmissionP99 float64          `json:"admission_p99_ms"`
 	Machine      string           `json:"machine"`
@@ -55,7 +57,17 @@ type OverheadConfig struct {
 type overheadTarget struct {
 	name, url, key string
 	pids           map[string]int
+	// extproc names the ext_proc server's process in pids ("" for Envoy
+	// alone): its CPU per request is reported.
+	extproc string
 }
+
+// Configuration names of the overhead benchmark.
+const (
+	configDirect = "envoy -> gpusim"
+	configNoop   = "envoy + no-op ext_proc"
+	configRouter = "envoy + llm-router, admission off"
+)
 
 // overheadStack is the instant gpusim and every configuration in front of
 // it, all started.
@@ -72,12 +84,13 @@ func (s *overheadStack) stop() {
 }
 
 // startOverheadStack starts one instant gpusim, an Envoy routing straight to
-// it and Envoys asking a router with admission off (no queue, no auth) and,
-// when admission is set, on (queue and API keys, as deployed). No request
-// ever waits: the worker's cap is far above any concurrency, so the
-// admission row shows what the admission path costs a request that never
-// queues.
-func startOverheadStack(ctx context.Context, binDir, dir string, admission bool) (st *overheadStack, err error) {
+// it, an Envoy asking the no-op ext_proc server (the floor: the router's
+// rendered config, every phase answered at once), and Envoys asking a
+// router with admission off (no queue, no auth) and, when admission is set,
+// on (queue and API keys, as deployed). No request ever waits: the worker's
+// cap is far above any concurrency, so the admission row shows what the
+// admission path costs a request that never queues.
+func startOverheadStack(ctx context.Context, binDir, dir string, admission, ablate bool) (st *overheadStack, err error) {
 	st = &overheadStack{}
 	defer func() {
 		if err != nil {
@@ -116,12 +129,19 @@ func startOverheadStack(ctx context.Context, binDir, dir string, admission bool)
 		return st, err
 	}
 	st.stops = append(st.stops, func() { evD.Stop(3 * time.Second) })
-	st.targets = append(st.targets, overheadTarget{name: "envoy -> gpusim", url: "http://" + direct.Envoy.Listen, pids: map[string]int{"envoy": evD.Pid()}})
+	st.targets = append(st.targets, overheadTarget{name: configDirect, url: "http://" + direct.Envoy.Listen, pids: map[string]int{"envoy": evD.Pid()}})
+
+	noop, err := startNoop(ctx, envoyBin, binDir, dir, base, configNoop)
+	if err != nil {
+		return st, err
+	}
+	st.stops = append(st.stops, noop.stop)
+	st.targets = append(st.targets, noop.target)
 
 	variants := []struct {
 		name      string
 		admission bool
-	}{{"envoy + llm-router, admission off", false}}
+	}{{configRouter, false}}
 	if admission {
 		variants = append(variants, struct {
 			name      string
@@ -161,10 +181,56 @@ func startOverheadStack(ctx context.Context, binDir, dir string, admission bool)
 		st.stops = append(st.stops, func() { ev.Stop(3 * time.Second) })
 		st.targets = append(st.targets, overheadTarget{
 			name: v.name, url: "http://" + cfg.Envoy.Listen, key: k,
-			pids: map[string]int{"envoy": ev.Pid(), "llm-router": router.Pid()},
+			pids: map[string]int{"envoy": ev.Pid(), "llm-router": router.Pid()}, extproc: "llm-router",
 		})
+		if ablate && !v.admission {
+			if err := startAblations(ctx, st, envoyBin, binDir, dir, cfg, router.Pid()); err != nil {
+				return st, err
+			}
+		}
 	}
 	return st, nil
+}
+
+// startedTarget is a configuration and how to stop its processes.
+type startedTarget struct {
+	target overheadTarget
+	stop   func()
+}
+
+// startNoop starts the no-op ext_proc server (llm-bench noop-extproc, from
+// binDir) and an Envoy with the router's rendered config asking it.
+func startNoop(ctx context.Context, envoyBin, binDir, dir string, base config.Config, name string, args ...string) (startedTarget, error) {
+	cfg := base
+	a := stack.MustFreeAddrs(3)
+	cfg.ExtProcListen, cfg.Envoy.Listen, cfg.Envoy.Admin = a[0], a[1], a[2]
+	cfg.Envoy.ExtProcAddrs = []string{a[0]}
+	p, err := stack.Start("noop-extproc", filepath.Join(binDir, "llm-bench"),
+		append([]string{"noop-extproc", "--listen", a[0], "--cluster", envoy.ClusterFor(cfg.Workers[0].ID, cfg.Workers[0].Models[0])}, args...), nil)
+	if err != nil {
+		return startedTarget{}, err
+	}
+	if err := stack.WaitTCP(ctx, a[0], 10*time.Second); err != nil {
+		p.Stop(time.Second)
+		return startedTarget{}, fmt.Errorf("noop-extproc: %w\n%s", err, p.Log())
+	}
+	yaml, err := envoy.Render(cfg)
+	if err != nil {
+		p.Stop(time.Second)
+		return startedTarget{}, err
+	}
+	ev, err := stack.StartEnvoy(ctx, envoyBin, dir, yaml, cfg.Envoy.Admin, cfg.Envoy.Listen)
+	if err != nil {
+		p.Stop(time.Second)
+		return startedTarget{}, err
+	}
+	return startedTarget{
+		target: overheadTarget{
+			name: name, url: "http://" + cfg.Envoy.Listen,
+			pids: map[string]int{"envoy": ev.Pid(), "noop-extproc": p.Pid()}, extproc: "noop-extproc",
+		},
+		stop: func() { ev.Stop(3 * time.Second); p.Stop(2 * time.Second) },
+	}, nil
 }
 
 // Overhead runs the closed-loop comparison: identical small chat requests
@@ -176,7 +242,7 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	st, err := startOverheadStack(ctx, o.BinDir, dir, true)
+	st, err := startOverheadStack(ctx, o.BinDir, dir, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -212,10 +278,10 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 			RPS: float64(len(all[i])) / elapsed[i].Seconds(),
 		})
 	}
-	rep.AddedP50 = rep.Configs[1].P50 - rep.Configs[0].P50
-	rep.AddedP99 = rep.Configs[1].P99 - rep.Configs[0].P99
-	rep.AdmissionP50 = rep.Configs[2].P50 - rep.Configs[1].P50
-	rep.AdmissionP99 = rep.Configs[2].P99 - rep.Configs[1].P99
+	direct, noop, router, admission := rep.Configs[0], rep.Configs[1], rep.Configs[2], rep.Configs[3]
+	rep.NoopP50, rep.NoopP99 = noop.P50-direct.P50, noop.P99-direct.P99
+	rep.AddedP50, rep.AddedP99 = router.P50-direct.P50, router.P99-direct.P99
+	rep.AdmissionP50, rep.AdmissionP99 = admission.P50-router.P50, admission.P99-router.P99
 	if o.ResultsDir != "" {
 		dir, err := runFolder(o.ResultsDir, "overhead-closed", time.Now())
 		if err != nil {
@@ -239,7 +305,8 @@ func (r *OverheadReport) Print(w io.Writer) {
 	for _, c := range r.Configs {
 		fmt.Fprintf(w, "| %s | %d | %d | %.3f | %.3f | %.3f | %.3f | %.0f |\n", c.Name, c.OK, c.Failed, c.P50, c.P90, c.P99, c.Max, c.RPS)
 	}
-	fmt.Fprintf(w, "\nadded by the router (admission off): p50 %+.3f ms, p99 %+.3f ms\n", r.AddedP50, r.AddedP99)
+	fmt.Fprintf(w, "\nadded by a no-op ext_proc (the floor): p50 %+.3f ms, p99 %+.3f ms\n", r.NoopP50, r.NoopP99)
+	fmt.Fprintf(w, "added by the router (admission off): p50 %+.3f ms, p99 %+.3f ms\n", r.AddedP50, r.AddedP99)
 	fmt.Fprintf(w, "added by admission (queue + auth) for requests that never wait: p50 %+.3f ms, p99 %+.3f ms\n", r.AdmissionP50, r.AdmissionP99)
 }
 

@@ -29,6 +29,9 @@ type PicksOptions struct {
 	Concurrency int // goroutines per replica
 	Out         io.Writer
 	ResultsDir  string
+	// Rounds alternates the bare claim+release loop and the scheduler this
+	// many times per replica count (0: the scheduler only, once).
+	Rounds int
 	// Prefix turns on the prefix and token-load terms (weights 3 and 2)
 	// and gives every request a 64-block prompt (1,024 tokens) whose first
 	// 48 blocks are one of 32 shared prefixes: the claim script then looks
@@ -60,6 +63,11 @@ type PicksResult struct {
 	P99Micros      float64 `json:"pick_p99_us"`
 	Errors         int64   `json:"errors"`
 	RoundTrips     float64 `json:"redis_round_trips_per_pick"`
+	// Round and Bare are set with PicksOptions.Rounds: the bare
+	// claim+release loop measured just before, and this rate over its.
+	Round       int          `json:"round,omitempty"`
+	Bare        *PicksResult `json:"bare,omitempty"`
+	RatioToBare float64      `json:"ratio_to_bare,omitempty"`
 }
 
 // Picks measures full scheduler decisions (snapshot-based plan, atomic
@@ -81,6 +89,14 @@ func Picks(ctx context.Context, o PicksOptions) ([]PicksResult, error) {
 
 	var out []PicksResult
 	for _, n := range o.Replicas {
+		if o.Rounds > 0 {
+			rs, err := picksRounds(ctx, srv.Addr, n, o)
+			out = append(out, rs...)
+			if err != nil {
+				return out, err
+			}
+			continue
+		}
 		res, err := picksRun(ctx, srv.Addr, fmt.Sprintf("picks%d", n), n, o)
 		if err != nil {
 			return out, err

@@ -57,8 +57,21 @@ var (
 
 var slugRe = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
-// Slug makes a model name safe inside a cluster name.
-func Slug(model string) string { return slugRe.ReplaceAllString(model, "_") }
+// Slug makes a model name safe inside a cluster name. The router calls it
+// on every decision (ClusterFor); names that are already safe, the usual
+// case, are returned without running the regexp.
+func Slug(model string) string {
+	for i := 0; i < len(model); i++ {
+		if !slugSafe(model[i]) {
+			return slugRe.ReplaceAllString(model, "_")
+		}
+	}
+	return model
+}
+
+func slugSafe(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
+}
 
 // PoolCluster names the cluster of every worker serving model.
 func PoolCluster(model string) string { return "pool." + Slug(model) }

@@ -76,3 +76,21 @@ func TestSlugCollisionIsAnError(t *testing.T) {
 		t.Fatalf("want a collision error, got %v", err)
 	}
 }
+
+// TestSlug: the fast path for safe names agrees with the regexp on every
+// kind of name, and only unsafe runs are replaced, one "_" a run.
+func TestSlug(t *testing.T) {
+	for in, want := range map[string]string{
+		"llama-3-8b":              "llama-3-8b",
+		"Qwen2.5_7B":              "Qwen2.5_7B",
+		"meta-llama/Llama-3.1-8B": "meta-llama_Llama-3.1-8B",
+		"a b  c":                  "a_b_c",
+		"modèle":                  "mod_le",
+		"":                        "",
+		"x:y@z":                   "x_y_z",
+	} {
+		if got := Slug(in); got != want || got != slugRe.ReplaceAllString(in, "_") {
+			t.Errorf("Slug(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -87,7 +88,11 @@ func parseBody(ep Endpoint, raw []byte, defaultModel string) (Body, error) {
 	if !gjson.ValidBytes(raw) {
 		return Body{}, badParam("", "request body is not valid JSON")
 	}
-	root := gjson.ParseBytes(raw)
+	// gjson.ParseBytes would copy the whole body into a string first (a
+	// quarter of an exchange's CPU at 256 KB): read it in place instead.
+	// Nothing writes to a request body once Envoy's message is decoded, and
+	// the one string kept past this exchange (the model) is cloned.
+	root := gjson.Parse(unsafe.String(unsafe.SliceData(raw), len(raw))) //nolint:gosec // G103: read-only view of an immutable body, see above
 	if !root.IsObject() {
 		return Body{}, badParam("", "request body must be a JSON object")
 	}
@@ -120,7 +125,7 @@ func parseBody(ep Endpoint, raw []byte, defaultModel string) (Body, error) {
 	var b Body
 	switch {
 	case model.Type == gjson.String && strings.TrimSpace(model.Str) != "":
-		b.Model = model.Str
+		b.Model = strings.Clone(model.Str) // the decision log keeps it: do not pin the body
 	case model.Exists() && model.Type != gjson.String:
 		return Body{}, badParam("model", "'model' must be a string")
 	case ep == EndpointLlamaCompletion && defaultModel != "":

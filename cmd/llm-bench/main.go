@@ -3,7 +3,8 @@
 //	compare     every configuration on one simulated fleet, one trace, several seeds and loads, with 95 % intervals
 //	agree       whether several compare runs agree (every setup's p90 TTFT intervals overlap)
 //	herd        bursts onto an idle fleet: how often two requests land on one GPU while another idles
-//	overhead    what Envoy + llm-router add over Envoy alone, at fixed rates and in a closed loop
+//	overhead    what Envoy + llm-router add over Envoy alone and over Envoy + a no-op ext_proc, at fixed rates and in a closed loop
+//	noop-extproc the no-op ext_proc server the overhead benchmark starts (the floor)
 //	picks       scheduler decisions per second against one real redis-server
 //	script-cost Redis server time of a decision, a snapshot and a renewal per fleet size
 //	sequential  the same requests one at a time, then concurrently
@@ -36,7 +37,8 @@ commands:
   compare     Envoy alone, llm-router's strategies and the peers' emulations on one simulated fleet and trace, 3 seeds, 60/80/95% of the measured capacity, 95% intervals
   agree       compare-NAME.json of several runs: do every setup's p90 TTFT intervals overlap?
   herd        bursts of N simultaneous requests onto N idle GPUs: collision rate per strategy, atomic claim on/off, 1 and 3 replicas
-  overhead    Envoy straight to one instant gpusim vs Envoy with llm-router: fixed rates (open loop) or closed loop
+  overhead    Envoy straight to one instant gpusim vs Envoy with a no-op ext_proc and with llm-router: fixed rates (open loop) or closed loop
+  noop-extproc serve the no-op ext_proc server (started by overhead)
   picks       scheduler decisions per second against one real redis-server, 1 and 3 replicas
               (--pools 1,2,4: one shard against pools on a 3-master Redis Cluster)
   script-cost Redis server time of a decision, a snapshot and a renewal, per workers of a model
@@ -52,14 +54,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("no command given")
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"compare":     compare,
-		"agree":       agree,
-		"herd":        herd,
-		"overhead":    overhead,
-		"picks":       picks,
-		"script-cost": scriptCost,
-		"sequential":  sequential,
-		"sweep":       sweep,
+		"compare":      compare,
+		"agree":        agree,
+		"herd":         herd,
+		"overhead":     overhead,
+		"noop-extproc": noopExtProc,
+		"picks":        picks,
+		"script-cost":  scriptCost,
+		"sequential":   sequential,
+		"sweep":        sweep,
 	}
 	if c, ok := cmds[args[0]]; ok {
 		return c(ctx, args[1:], stdout, stderr)

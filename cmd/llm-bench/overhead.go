@@ -5,8 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/llm-router/llm-router/benchmark"
 )
@@ -16,19 +19,20 @@ func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("overhead", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	mode := fs.String("mode", "open", "open: fixed rates (added latency, highest sustained rate); closed: concurrent clients")
-	short := fs.Bool("short", false, "open mode, short: 2 s steps, 5 doubling steps, admission off only")
+	short := fs.Bool("short", false, "open mode, short: 2 s steps, 3 rounds, 5 doubling steps, admission off only")
 	bin := fs.String("bin", "bin", "directory holding llm-router and gpusim")
 	results := fs.String("results", "benchmark/results", "results folder; empty: none")
 	maxTokens := fs.Int("max-tokens", 8, "max_tokens of each request")
 	// Open loop.
 	step := fs.Duration("step", 5*time.Second, "open: how long each rate is held")
-	maxSteps := fs.Int("max-steps", 6, "open: doubling steps of the sustained-rate search")
+	rounds := fs.Int("rounds", 5, "times every configuration is measured at each point (closed: times the configurations alternate)")
+	maxSteps := fs.Int("max-steps", 6, "open: doubling steps of the sustained-rate search (0: no search)")
+	ablate := fs.Bool("ablate", false, "open: also measure the router behind Envoy configs with one part taken out (no json_to_metadata, no Lua, no response-headers phase): what each costs")
 	maxP99 := fs.Duration("max-p99", 100*time.Millisecond, "open: p99 latency bound of a sustained rate")
 	admission := fs.Bool("admission", true, "open: also measure the router with admission on (queue and API keys)")
 	// Closed loop.
 	requests := fs.Int("requests", 2000, "closed: requests per configuration")
 	concurrency := fs.Int("concurrency", 16, "closed: concurrent clients")
-	rounds := fs.Int("rounds", 4, "closed: times the configurations alternate")
 	promptBytes := fs.Int("prompt-bytes", 200, "closed: size of each prompt")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,23 +65,52 @@ func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if !set["max-steps"] {
 			*maxSteps = 5
 		}
+		if !set["rounds"] {
+			*rounds = 3
+		}
 		if !set["admission"] {
 			*admission = false
 		}
 	}
 	o := benchmark.OpenOverheadOptions{
-		BinDir: *bin, Step: *step, MaxSteps: *maxSteps, MaxP99: *maxP99, Admission: *admission,
+		BinDir: *bin, Step: *step, Rounds: *rounds, MaxSteps: *maxSteps, MaxP99: *maxP99, Admission: *admission, Ablate: *ablate,
 		MaxTokens: *maxTokens, ResultsDir: *results, Progress: stderr, Log: stderr,
 		Command: "llm-bench overhead " + strings.Join(args, " "),
 		Points:  []benchmark.RatePoint{{Rate: 500, Bytes: 1 << 10}, {Rate: 100, Bytes: 256 << 10}},
 		Sustain: []benchmark.RatePoint{{Rate: 250, Bytes: 1 << 10}, {Rate: 50, Bytes: 256 << 10}},
 	}
-	if o.Step <= 0 || o.MaxSteps < 1 {
-		return fmt.Errorf("need --step > 0 and --max-steps >= 1")
+	if o.Step <= 0 || o.MaxSteps < 0 || o.Rounds < 1 {
+		return fmt.Errorf("need --step > 0, --rounds >= 1 and --max-steps >= 0")
 	}
 	rep, err := benchmark.OverheadOpen(ctx, o)
 	if rep != nil {
 		rep.Markdown(stdout)
 	}
 	return err
+}
+
+// noopExtProc serves the overhead benchmark's floor: an ext_proc server
+// that answers every phase at once and routes every request to --cluster.
+func noopExtProc(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := flag.NewFlagSet("noop-extproc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:9002", "gRPC listen address")
+	cluster := fs.String("cluster", "", "x-llm-cluster value of every request")
+	window := fs.Int("window", 0, "gRPC stream and connection flow-control windows in bytes (0: grpc-go's defaults, dynamic)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *cluster == "" {
+		return fmt.Errorf("--cluster is required")
+	}
+	lis, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	var opts []grpc.ServerOption
+	if *window > 0 {
+		w := int32(min(*window, 1<<30))
+		opts = append(opts, grpc.InitialWindowSize(w), grpc.InitialConnWindowSize(w))
+	}
+	return benchmark.ServeNoopExtProc(ctx, lis, *cluster, opts...)
 }

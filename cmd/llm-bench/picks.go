@@ -20,6 +20,7 @@ func picks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measurement time per replica count (per layout with --pools)")
 	fs.IntVar(&o.Concurrency, "concurrency", 16, "concurrent decisions per replica")
 	fs.StringVar(&o.ResultsDir, "results", "", "write picks.json (picks_pools.json with --pools) here")
+	fs.IntVar(&o.Rounds, "rounds", 0, "alternate a bare claim+release loop (the claim and release scripts only, no scheduler) and the scheduler this many times, and report the ratio (0: the scheduler only)")
 	fs.BoolVar(&o.Prefix, "prefix", false, "turn on the prefix and token-load terms; every request sends a 64-block prompt sharing 48 blocks with one of 32 others")
 	pools := fs.String("pools", "", "compare key layouts instead: one shard, then these pool counts on a 3-master Redis Cluster, e.g. 1,2,4 (with 3 replicas)")
 	if err := fs.Parse(args); err != nil {

@@ -3,7 +3,11 @@ package e2e
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -344,6 +348,10 @@ func TestRouterDownFailsOpenByModel(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get("x-llm-fail-open") != "" {
 		t.Fatalf("with the router up: %d, fail-open %q", resp.StatusCode, resp.Header.Get("x-llm-fail-open"))
 	}
+	// The fail-open model parse is skipped for requests the router decided.
+	if n := e.envoyCounter("json_to_metadata.rq.success"); n != 0 {
+		t.Fatalf("json_to_metadata parsed %d bodies the router decided", n)
+	}
 	// The router's own error replies did not bypass it either.
 	for _, bad := range []struct {
 		body   string
@@ -372,8 +380,36 @@ func TestRouterDownFailsOpenByModel(t *testing.T) {
 			t.Fatalf("stream cut: %q", b)
 		}
 	}
+	if n := e.envoyCounter("json_to_metadata.rq.success"); n != 20 {
+		t.Errorf("json_to_metadata parsed %d bodies of 20 undecided requests", n)
+	}
 	resp, b := e.post("/v1/chat/completions", body("nope", false), nil)
 	if resp.StatusCode != 503 || !strings.Contains(b, `"error"`) {
 		t.Fatalf("unknown model with no router: %d %s", resp.StatusCode, b)
 	}
+}
+
+// envoyCounter sums Envoy's counters whose name ends in suffix.
+func (e *env) envoyCounter(suffix string) int {
+	e.t.Helper()
+	resp, err := http.Get("http://" + e.Cfg.Envoy.Admin + "/stats?filter=" + url.QueryEscape(regexp.QuoteMeta(suffix)+"$"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	total := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, v, ok := strings.Cut(line, ": "); ok && strings.HasSuffix(name, suffix) {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				e.t.Fatalf("stat %q: %v", line, err)
+			}
+			total += n
+		}
+	}
+	return total
 }

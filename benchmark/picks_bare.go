@@ -1,0 +1,131 @@
+package benchmark
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/llm-router/llm-router/state"
+)
+
+// bareRun is the floor of a picks run: the same workers, replicas,
+// goroutines and redis-server, but each goroutine only runs the claim
+// script on a fixed candidate list and the release script, through the
+// Redis store, with no scheduler (no snapshot, plan, scoring, decision
+// record or log). Its rate is what Redis and the client library allow; the
+// scheduler's rate over it is what the rest of a decision costs.
+func bareRun(ctx context.Context, addr, prefix string, replicas int, o PicksOptions) (PicksResult, error) {
+	specs := make([]state.WorkerSpec, o.Workers)
+	cands := make([]state.Candidate, o.Workers)
+	for i := range specs {
+		id := fmt.Sprintf("gpu-%d", i)
+		specs[i] = state.WorkerSpec{ID: id, Address: fmt.Sprintf("10.0.%d.%d:8000", i/250, i%250), Models: []string{"m"}, MaxConcurrency: 1 << 20}
+		// The scored strategy's shape for an idle, unmeasured fleet: a
+		// per-worker base and 100 a request in flight.
+		cands[i] = state.Candidate{Worker: id, Cap: 1 << 20, Base: float64(i % 7), Slope: 100}
+	}
+	var stores []*state.Redis
+	var clients []*redis.Client
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	for r := 0; r < replicas; r++ {
+		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Concurrency + 4, MaxRetries: -1})
+		clients = append(clients, c)
+		s, err := state.NewPooledRedis(c, prefix, state.Limits{}, nil)
+		if err != nil {
+			return PicksResult{}, err
+		}
+		if err := s.Register(ctx, specs); err != nil {
+			return PicksResult{}, err
+		}
+		stores = append(stores, s)
+	}
+	before, err := roundTrips(ctx, clients[0])
+	if err != nil {
+		return PicksResult{}, err
+	}
+	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
+	defer cancel()
+	var picks, errs atomic.Int64
+	var mu sync.Mutex
+	var lat []time.Duration
+	var wg sync.WaitGroup
+	start := time.Now()
+	for ri, s := range stores {
+		for g := 0; g < o.Concurrency; g++ {
+			wg.Add(1)
+			go func(s *state.Redis, name string) {
+				defer wg.Done()
+				local := make([]time.Duration, 0, 4096)
+				for k := 0; runCtx.Err() == nil; k++ {
+					t0 := time.Now()
+					id := name + strconv.Itoa(k)
+					res, err := s.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands})
+					if err != nil || res.Index < 0 {
+						errs.Add(1)
+						continue
+					}
+					local = append(local, time.Since(t0))
+					if _, err := s.Release(ctx, state.Release{ID: id, Worker: cands[res.Index].Worker, Latency: time.Millisecond, Alpha: 0.2}); err != nil {
+						errs.Add(1)
+						continue
+					}
+					picks.Add(1)
+				}
+				mu.Lock()
+				lat = append(lat, local...)
+				mu.Unlock()
+			}(s, fmt.Sprintf("bare-%d-%d-", ri, g))
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	after, err := roundTrips(ctx, clients[0])
+	if err != nil {
+		return PicksResult{}, err
+	}
+	n := picks.Load()
+	return PicksResult{
+		Replicas: replicas, Workers: len(specs), Picks: n,
+		PicksPerSecond: float64(n) / elapsed.Seconds(),
+		P50Micros:      float64(Percentile(lat, 50).Microseconds()),
+		P99Micros:      float64(Percentile(lat, 99).Microseconds()),
+		Errors:         errs.Load(),
+		RoundTrips:     float64(after-before-1) / float64(max(n, 1)),
+	}, nil
+}
+
+// picksRounds alternates the bare loop and the scheduler o.Rounds times on
+// fresh key prefixes, and prints the scheduler's rate over the bare loop's
+// per round and their median.
+func picksRounds(ctx context.Context, addr string, replicas int, o PicksOptions) ([]PicksResult, error) {
+	var out []PicksResult
+	var ratios []float64
+	for r := 1; r <= o.Rounds; r++ {
+		bare, err := bareRun(ctx, addr, fmt.Sprintf("bare%d.%d", replicas, r), replicas, o)
+		if err != nil {
+			return out, err
+		}
+		res, err := picksRun(ctx, addr, fmt.Sprintf("picks%d.%d", replicas, r), replicas, o)
+		if err != nil {
+			return out, err
+		}
+		res.Round, res.Bare = r, &bare
+		res.RatioToBare = res.PicksPerSecond / max(bare.PicksPerSecond, 1e-9)
+		ratios = append(ratios, res.RatioToBare)
+		fmt.Fprintf(o.Out, "round %d, %d replica(s), %d workers: bare claim+release %.0f/s (%.2f round trips), scheduler %.0f picks/s (%.2f round trips, p50 %.0f µs, p99 %.0f µs): %.2f× the bare loop\n",
+			r, replicas, res.Workers, bare.PicksPerSecond, bare.RoundTrips, res.PicksPerSecond, res.RoundTrips, res.P50Micros, res.P99Micros, res.RatioToBare)
+		out = append(out, res)
+	}
+	sp := spreadOf(ratios)
+	fmt.Fprintf(o.Out, "%d replica(s): scheduler ÷ bare loop %.2f× [%.2f–%.2f] over %d rounds (aim ≥ 0.6×)\n", replicas, sp.Median, sp.Min, sp.Max, o.Rounds)
+	return out, nil
+}
