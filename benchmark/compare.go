@@ -75,12 +75,21 @@ type CompareOptions struct {
 // usual policies, the router with every strategy, and the GIE emulation
 // with prefix scoring again with three replicas, each with its own index,
 // as that scheduler would run active-active.
+//
+// The default strategy runs three ways besides: with three replicas
+// sharing one Redis (its prefix index is shared, so its hit rate should
+// not fall), and with its prefix and token-load weights at 0 (the
+// strategy before those terms), to show what they change.
 func DefaultSetups() []Setup {
 	out := []Setup{EnvoySetup("ROUND_ROBIN"), EnvoySetup("LEAST_REQUEST")}
+	def := config.Default().Strategy
 	for _, s := range config.Strategies {
 		out = append(out, RouterSetup(s))
-		if s == emulate.PrefixQueueKVMaxScore {
+		switch s {
+		case emulate.PrefixQueueKVMaxScore:
 			out = append(out, RouterReplicasSetup(s, 3))
+		case def:
+			out = append(out, RouterReplicasSetup(s, 3), VariantSetup(s, 1, "scoring.weights.prefix=0", "scoring.weights.token_load=0"))
 		}
 	}
 	return out

@@ -83,7 +83,8 @@ func TestParseSetups(t *testing.T) {
 	}
 	// Every strategy once, and the GIE prefix emulation again with three
 	// replicas.
-	if len(DefaultSetups()) != 3+len(config.Strategies) || !slices.ContainsFunc(DefaultSetups(), func(s Setup) bool { return s.Replicas == 3 }) {
+	if len(DefaultSetups()) != 5+len(config.Strategies) || !slices.ContainsFunc(DefaultSetups(), func(s Setup) bool { return s.Replicas == 3 && s.Strategy == "scored" }) ||
+		!slices.ContainsFunc(DefaultSetups(), func(s Setup) bool { return len(s.Settings) == 2 }) {
 		t.Errorf("default setups %v", DefaultSetups())
 	}
 	if ss, err := ParseSetups("scored x3, LEAST_REQUEST"); err != nil || len(ss) != 2 || ss[0].Replicas != 3 || ss[0].Name != "router scored x3" {
