@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/llm-router/llm-router/internal/config"
-	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
@@ -121,7 +120,7 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 		}
 	} else {
 		ratio("p99 TTFT, default / Envoy LEAST_REQUEST", "envoy LEAST_REQUEST", p99, 0.7, "ms")
-		ratio("p99 TTFT, default / GIE queue+KV emulation", "router "+scoring.QueueKVMaxScore, p99, 1, "ms")
+		ratio("p99 TTFT, default / GIE queue+KV emulation", "router "+emulate.QueueKVMaxScore, p99, 1, "ms")
 		aims = append(aims, Aim{
 			Name: "goodput (share within both SLOs), default", Load: load, Ratio: us.Good, Target: ">= 0.99", Verdict: atLeast(us.Good, 0.99),
 			Detail: fmt.Sprintf("%s %s", defaultSetup, fmtEst(us.Good, "")),

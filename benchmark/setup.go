@@ -12,7 +12,6 @@ import (
 
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/internal/config"
-	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/scoring/emulate"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -43,13 +42,13 @@ func (s Setup) Router() bool { return s.LBPolicy == "" }
 // Uncapped reports whether the setup's strategy emulates another router's
 // scheduler: those run without per-worker caps, as the originals have none.
 func (s Setup) Uncapped() bool {
-	return s.Strategy == scoring.QueueKVMaxScore || slices.Contains(emulate.Names(), s.Strategy)
+	return slices.Contains(emulate.Names(), s.Strategy)
 }
 
 // FastScrape reports whether the strategy emulates the Gateway API
 // Inference Extension, which scrapes the workers' metrics every 50 ms.
 func (s Setup) FastScrape() bool {
-	return s.Strategy == scoring.QueueKVMaxScore || s.Strategy == emulate.PrefixQueueKVMaxScore
+	return s.Strategy == emulate.QueueKVMaxScore || s.Strategy == emulate.PrefixQueueKVMaxScore
 }
 
 // EnvoySetup and RouterSetup name setups uniformly.

@@ -327,24 +327,3 @@ func anyTrue(bs []bool) bool {
 	}
 	return false
 }
-
-// claimNonAtomic is the read-then-write claim every naive router does: it
-// takes the worker the cached snapshot ranks best and claims it with no cap
-// check against live counts. Only for the herd benchmark.
-func (s *Scheduler) claimNonAtomic(ctx context.Context, id string, cands []scoring.Candidate, snapActive []int, pick int) (state.ClaimResult, error) {
-	res := state.ClaimResult{Index: -1, Active: snapActive, Available: make([]bool, len(cands))}
-	for i := range res.Available {
-		res.Available[i] = true
-	}
-	if pick < 0 {
-		return res, nil
-	}
-	one := toStateCandidates(cands[pick : pick+1])
-	one[0].Cap = math.MaxInt32
-	r, err := s.store.Claim(ctx, state.ClaimRequest{ID: id, Candidates: one})
-	if err != nil || r.Index < 0 {
-		return res, err
-	}
-	res.Index = pick
-	return res, nil
-}

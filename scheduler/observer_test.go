@@ -87,7 +87,7 @@ func TestStatefulStrategyIsToldOfClaimAndRelease(t *testing.T) {
 }
 
 func TestBuiltInStrategiesObserveNothing(t *testing.T) {
-	for _, name := range []string{scoring.Scored, scoring.QueueKVMaxScore, scoring.RoundRobin} {
+	for _, name := range []string{scoring.Scored, emulate.QueueKVMaxScore, scoring.RoundRobin} {
 		s, _, _ := newTestScheduler(t, name, spec("a", "m", 1))
 		if s.observer != nil {
 			t.Errorf("%s: built-in strategies keep no per-replica state", name)
@@ -96,7 +96,7 @@ func TestBuiltInStrategiesObserveNothing(t *testing.T) {
 }
 
 func TestEmulationsAreSelectableAndObserve(t *testing.T) {
-	for _, name := range emulate.Names() {
+	for _, name := range emulate.PrefixNames() {
 		s, _, _ := newTestScheduler(t, name, spec("a", "m", 4), spec("b", "m", 4))
 		if s.Strategy() != name || s.observer == nil {
 			t.Fatalf("%s: strategy %s, observer %v", name, s.Strategy(), s.observer)

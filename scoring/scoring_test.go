@@ -98,14 +98,6 @@ func TestStrategies(t *testing.T) {
 		{"scored: gpu util", Scored, []Worker{worker("a", func(w *Worker) { w.GPUUtil = Known(0.2) }), worker("b", func(w *Worker) { w.GPUUtil = Known(0.95) })}, nil, "a"},
 		{"scored: worker queue", Scored, []Worker{worker("a", func(w *Worker) { w.Queue = Known(2) }), worker("b")}, nil, "b"},
 		{"scored: distance", Scored, []Worker{worker("a", func(w *Worker) { w.Distance = 1 }), worker("b")}, nil, "b"},
-		{"queue_kv_max_score prefers short queue and free KV", QueueKVMaxScore, []Worker{
-			worker("a", func(w *Worker) { w.Queue, w.KVPressure = Known(4), Known(0.2) }),
-			worker("b", func(w *Worker) { w.Queue, w.KVPressure = Known(0), Known(0.3) }),
-		}, nil, "b"},
-		{"queue_kv_max_score ignores in-flight claims", QueueKVMaxScore, []Worker{
-			worker("a", func(w *Worker) { w.KVPressure = Known(0.1) }),
-			worker("b", func(w *Worker) { w.KVPressure = Known(0.5) }),
-		}, []int{3, 0}, "a"},
 		{"none eligible", Scored, []Worker{worker("a", func(w *Worker) { w.Health = Unhealthy })}, nil, ""},
 		{"all full", LeastLoaded, []Worker{worker("a", func(w *Worker) { w.MaxConcurrency = 1 })}, []int{1}, ""},
 	}

@@ -2,7 +2,6 @@ package scoring
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"time"
 )
@@ -57,16 +56,13 @@ const (
 	LatencyBased   = "latency_based"
 	InferenceAware = "inference_aware"
 	Scored         = "scored"
-	// QueueKVMaxScore emulates the Gateway API Inference Extension's
-	// default scheduler, for the benchmark: a queue scorer and a
-	// KV-utilisation scorer weighted 2:2, the highest total wins, random
-	// ties, on worker-reported metrics only (no view of in-flight claims).
-	QueueKVMaxScore = "queue_kv_max_score"
 )
 
-// Names lists the strategies New builds, the product's own first.
+// Names lists the strategies New builds: the product's own. The
+// emulations of other schedulers, for the benchmark, are in
+// scoring/emulate.
 func Names() []string {
-	return []string{RoundRobin, LeastLoaded, LatencyBased, InferenceAware, Scored, QueueKVMaxScore}
+	return []string{RoundRobin, LeastLoaded, LatencyBased, InferenceAware, Scored}
 }
 
 // New returns the named strategy.
@@ -82,8 +78,6 @@ func New(name string, p Params) (Strategy, error) {
 		return inferenceAware{p: p}, nil
 	case Scored:
 		return scored{p: p}, nil
-	case QueueKVMaxScore:
-		return queueKVMaxScore{}, nil
 	}
 	return nil, fmt.Errorf("unknown strategy %q", name)
 }
@@ -336,33 +330,4 @@ func Distance(workerZone, workerRegion, zone, region string) float64 {
 	default:
 		return 1
 	}
-}
-
-type queueKVMaxScore struct{}
-
-func (queueKVMaxScore) Name() string { return QueueKVMaxScore }
-
-// Plan scores queue = (maxQ − q)/(maxQ − minQ) over the candidates (1 when
-// all are equal) and kv = 1 − kv_usage, total 2·queue + 2·kv, highest
-// wins; as a curve: Base = −total, no dependence on in-flight claims. An
-// unknown metric reads as idle (0), which is exactly how stale metrics
-// mislead such a scheduler.
-func (queueKVMaxScore) Plan(_ Input, eligible []Worker) []Candidate {
-	minQ, maxQ := math.Inf(1), math.Inf(-1)
-	for _, w := range eligible {
-		q := w.Queue.Value
-		minQ, maxQ = math.Min(minQ, q), math.Max(maxQ, q)
-	}
-	out := make([]Candidate, 0, len(eligible))
-	for _, w := range eligible {
-		qs := 1.0
-		if maxQ > minQ {
-			qs = (maxQ - w.Queue.Value) / (maxQ - minQ)
-		}
-		ks := 1 - w.KVPressure.Value
-		queue := Term{Name: "queue_score", Weight: 2, Value: qs, Unknown: !w.Queue.Known}
-		kv := Term{Name: "kv_score", Weight: 2, Value: ks, Unknown: !w.KVPressure.Known}
-		out = append(out, candidate(w, Curve{Base: -(2*qs + 2*ks)}, queue, kv))
-	}
-	return out
 }

@@ -189,7 +189,7 @@ func fmtConfig(c Config) string { return fmt.Sprintf("%+v", c) }
 // Every strategy the scheduler can build is accepted, the emulations of
 // other schedulers included, and the default stays scored.
 func TestEmulationsAreAcceptedStrategies(t *testing.T) {
-	for _, name := range append(emulate.Names(), scoring.QueueKVMaxScore, scoring.Scored) {
+	for _, name := range append(emulate.Names(), scoring.Scored) {
 		if !slices.Contains(Strategies, name) {
 			t.Errorf("strategy %s is not accepted", name)
 		}

@@ -47,6 +47,9 @@ import (
 
 // Names of the emulations, for the strategy key.
 const (
+	// QueueKVMaxScore emulates the Gateway API Inference Extension's
+	// default scheduler (queue and KV utilisation, 2:2, max score).
+	QueueKVMaxScore = "queue_kv_max_score"
 	// PrefixQueueKVMaxScore emulates the Gateway API Inference Extension /
 	// llm-d default profile with the approximate prefix-cache scorer.
 	PrefixQueueKVMaxScore = "prefix_queue_kv_max_score"
@@ -60,6 +63,12 @@ const (
 
 // Names lists every emulation; config.Strategies accepts each of them.
 func Names() []string {
+	return append([]string{QueueKVMaxScore}, PrefixNames()...)
+}
+
+// PrefixNames lists the prefix-aware emulations: each keeps per-replica
+// state (its own index) fed by the claims it observes.
+func PrefixNames() []string {
 	return []string{PrefixQueueKVMaxScore, PrefixMatchOrShortestQueue, PrefixOverlapMinCost}
 }
 
@@ -68,6 +77,8 @@ func Names() []string {
 // is the one place the emulations are registered by name.
 func New(name string) (scoring.Strategy, bool) {
 	switch name {
+	case QueueKVMaxScore:
+		return queueKVMaxScore{}, true
 	case PrefixQueueKVMaxScore:
 		return newPrefixQueueKV(), true
 	case PrefixMatchOrShortestQueue:

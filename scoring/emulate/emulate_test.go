@@ -83,7 +83,12 @@ func term(t *testing.T, cs []scoring.Candidate, worker, name string) float64 {
 }
 
 func TestRegistry(t *testing.T) {
-	for _, name := range Names() {
+	if s, ok := New(QueueKVMaxScore); !ok || s.Name() != QueueKVMaxScore {
+		t.Fatalf("New(%q) = %v, %v", QueueKVMaxScore, s, ok)
+	} else if _, ok := s.(observer); ok {
+		t.Errorf("%s keeps no state and should not observe claims", QueueKVMaxScore)
+	}
+	for _, name := range PrefixNames() {
 		s, ok := New(name)
 		if !ok || s.Name() != name {
 			t.Fatalf("New(%q) = %v, %v", name, s, ok)
@@ -95,7 +100,7 @@ func TestRegistry(t *testing.T) {
 			t.Errorf("%s: instances must not share state", name)
 		}
 	}
-	for _, name := range []string{scoring.Scored, scoring.QueueKVMaxScore, "nope"} {
+	for _, name := range []string{scoring.Scored, "nope"} {
 		if _, ok := New(name); ok {
 			t.Errorf("%s is not an emulation", name)
 		}
@@ -106,7 +111,7 @@ func TestRegistry(t *testing.T) {
 // to when the loads are equal, and spreads unrelated prompts as its rule
 // says.
 func TestPrefixAffinityWinsAtEqualLoad(t *testing.T) {
-	for _, name := range Names() {
+	for _, name := range PrefixNames() {
 		t.Run(name, func(t *testing.T) {
 			s, _ := New(name)
 			o := s.(observer)

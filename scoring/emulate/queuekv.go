@@ -18,7 +18,7 @@ const (
 	// (upstream sized it as ~500k tokens of KV on an H100 / 16).
 	gieLRUCapacity = 31250
 	// Weights of the profile: prefix 3, queue 2, KV utilisation 2. The
-	// latter two live in scoring's queue_kv_max_score, reused as is.
+	// latter two are queue_kv_max_score's (gie.go), reused as is.
 	giePrefixWeight = 3
 )
 
@@ -36,7 +36,7 @@ const (
 // hash; here candidates are already filtered by model, and an index entry
 // for another model's worker never scores for this one.
 type prefixQueueKV struct {
-	queueKV     scoring.Strategy // scoring's queue_kv_max_score
+	queueKV     scoring.Strategy // queue_kv_max_score
 	lruCapacity int              // upstream default; tests shrink it
 
 	mu      sync.Mutex
@@ -46,11 +46,7 @@ type prefixQueueKV struct {
 var _ scoring.Strategy = (*prefixQueueKV)(nil)
 
 func newPrefixQueueKV() *prefixQueueKV {
-	qkv, err := scoring.New(scoring.QueueKVMaxScore, scoring.Params{})
-	if err != nil {
-		panic(err) // a built-in name: cannot happen
-	}
-	return &prefixQueueKV{queueKV: qkv, lruCapacity: gieLRUCapacity, servers: map[string]*blockLRU{}}
+	return &prefixQueueKV{queueKV: queueKVMaxScore{}, lruCapacity: gieLRUCapacity, servers: map[string]*blockLRU{}}
 }
 
 func (*prefixQueueKV) Name() string { return PrefixQueueKVMaxScore }
