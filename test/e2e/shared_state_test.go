@@ -387,7 +387,8 @@ func TestCommandsPerRequest(t *testing.T) {
 }
 
 // commandsPerRequest sends 600 requests of the given bodies through one
-// replica configured by mutate and fails above 2.05 round trips each.
+// replica configured by mutate and fails above 2.1 round trips each (two,
+// plus the refresh work that grows with load, amortised).
 // The router's time-driven work (snapshot refresh, lease renewals,
 // telemetry) also talks to Redis while the requests run, more of it the
 // slower a loaded machine makes the run; it is measured in an idle window
@@ -439,7 +440,7 @@ func commandsPerRequest(t *testing.T, mutate func(*config.Config), body func(i i
 	idle := totalCalls(t, client).roundTrips - after.roundTrips - 1 + roundTripsOf(t, f, "decisions") - flushes
 	perRequest := float64(roundTrips-idle) / n
 	t.Logf("%d round trips to Redis for %d requests, %d in the idle window after: %.3f per request (by command: %v)", roundTrips, n, idle, perRequest, after.byCommand)
-	if perRequest > 2.05 {
+	if perRequest > 2.1 {
 		t.Fatalf("%.3f Redis round trips per request; want at most 2 (claim, release) plus the amortised refresh", perRequest)
 	}
 }
