@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -198,57 +196,34 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 		return PicksResult{}, err
 	}
 
-	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
-	defer cancel()
-	var picks, errs atomic.Int64
-	var mu sync.Mutex
-	var lat []time.Duration
-	var wg sync.WaitGroup
-	start := time.Now()
+	var steps []loopStep
 	for ri, s := range scheds {
 		for g := 0; g < o.Concurrency; g++ {
-			wg.Add(1)
-			go func(s *scheduler.Scheduler, k, r int) {
-				defer wg.Done()
-				local := make([]time.Duration, 0, 4096)
-				for runCtx.Err() == nil {
-					t0 := time.Now()
-					k++
-					model := tgt.models[k%len(tgt.models)]
-					req := scheduler.Request{ID: "bench", Model: model, MaxTokens: 128, PromptTokens: 256}
-					if o.Prefix {
-						req.PromptTokens, req.Blocks = 1024, picksPrompt(k, r)
-					}
-					tk, err := s.Admit(ctx, req)
-					if err != nil {
-						errs.Add(1)
-						continue
-					}
-					local = append(local, time.Since(t0))
-					tk.Finish(scheduler.Outcome{Status: 200})
-					picks.Add(1)
+			base, r := g*1_000_003, ri*o.Concurrency+g
+			steps = append(steps, func(k int) (time.Duration, bool) {
+				t0 := time.Now()
+				k += base + 1
+				model := tgt.models[k%len(tgt.models)]
+				req := scheduler.Request{ID: "bench", Model: model, MaxTokens: 128, PromptTokens: 256}
+				if o.Prefix {
+					req.PromptTokens, req.Blocks = 1024, picksPrompt(k, r)
 				}
-				mu.Lock()
-				lat = append(lat, local...)
-				mu.Unlock()
-			}(s, g*1_000_003, ri*o.Concurrency+g)
+				tk, err := s.Admit(ctx, req)
+				if err != nil {
+					return 0, false
+				}
+				l := time.Since(t0)
+				tk.Finish(scheduler.Outcome{Status: 200})
+				return l, true
+			})
 		}
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	loop := closedLoop(ctx, o.Duration, steps)
 	after, err := tgt.calls(ctx)
 	if err != nil {
 		return PicksResult{}, err
 	}
-	n := picks.Load()
-	return PicksResult{
-		Replicas: replicas, Workers: len(specs), Picks: n,
-		PicksPerSecond: float64(n) / elapsed.Seconds(),
-		P50Micros:      float64(Percentile(lat, 50).Microseconds()),
-		P99Micros:      float64(Percentile(lat, 99).Microseconds()),
-		Errors:         errs.Load(),
-		RoundTrips:     float64(after-before-1) / float64(max(n, 1)),
-	}, nil
+	return loop.result(replicas, len(specs), after-before), nil
 }
 
 // roundTrips counts the scripts Redis ran (each is one round trip; the

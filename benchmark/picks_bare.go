@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,55 +50,31 @@ func bareRun(ctx context.Context, addr, prefix string, replicas int, o PicksOpti
 	if err != nil {
 		return PicksResult{}, err
 	}
-	runCtx, cancel := context.WithTimeout(ctx, o.Duration)
-	defer cancel()
-	var picks, errs atomic.Int64
-	var mu sync.Mutex
-	var lat []time.Duration
-	var wg sync.WaitGroup
-	start := time.Now()
+	var steps []loopStep
 	for ri, s := range stores {
 		for g := 0; g < o.Concurrency; g++ {
-			wg.Add(1)
-			go func(s *state.Redis, name string) {
-				defer wg.Done()
-				local := make([]time.Duration, 0, 4096)
-				for k := 0; runCtx.Err() == nil; k++ {
-					t0 := time.Now()
-					id := name + strconv.Itoa(k)
-					res, err := s.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands})
-					if err != nil || res.Index < 0 {
-						errs.Add(1)
-						continue
-					}
-					local = append(local, time.Since(t0))
-					if _, err := s.Release(ctx, state.Release{ID: id, Worker: cands[res.Index].Worker, Latency: time.Millisecond, Alpha: 0.2}); err != nil {
-						errs.Add(1)
-						continue
-					}
-					picks.Add(1)
+			name := fmt.Sprintf("bare-%d-%d-", ri, g)
+			steps = append(steps, func(k int) (time.Duration, bool) {
+				t0 := time.Now()
+				id := name + strconv.Itoa(k)
+				res, err := s.Claim(ctx, state.ClaimRequest{ID: id, Candidates: cands})
+				if err != nil || res.Index < 0 {
+					return 0, false
 				}
-				mu.Lock()
-				lat = append(lat, local...)
-				mu.Unlock()
-			}(s, fmt.Sprintf("bare-%d-%d-", ri, g))
+				l := time.Since(t0)
+				if _, err := s.Release(ctx, state.Release{ID: id, Worker: cands[res.Index].Worker, Latency: time.Millisecond, Alpha: 0.2}); err != nil {
+					return 0, false
+				}
+				return l, true
+			})
 		}
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	loop := closedLoop(ctx, o.Duration, steps)
 	after, err := roundTrips(ctx, clients[0])
 	if err != nil {
 		return PicksResult{}, err
 	}
-	n := picks.Load()
-	return PicksResult{
-		Replicas: replicas, Workers: len(specs), Picks: n,
-		PicksPerSecond: float64(n) / elapsed.Seconds(),
-		P50Micros:      float64(Percentile(lat, 50).Microseconds()),
-		P99Micros:      float64(Percentile(lat, 99).Microseconds()),
-		Errors:         errs.Load(),
-		RoundTrips:     float64(after-before-1) / float64(max(n, 1)),
-	}, nil
+	return loop.result(replicas, len(specs), after-before), nil
 }
 
 // picksRounds alternates the bare loop and the scheduler o.Rounds times on
