@@ -71,42 +71,36 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 		MaxConc int    `json:"max_concurrency"`
 		Learned *limit `json:"learned_limit"`
 	}
-	baselines := func() (map[string]float64, error) {
+	stats := func() ([]statsWorker, error) {
 		resp, err := http.Get("http://" + e.Cfg.AdminListen + "/stats")
 		if err != nil {
 			return nil, err
 		}
 		defer resp.Body.Close()
 		var out struct{ Workers []statsWorker }
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			return nil, err
-		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		return out.Workers, err
+	}
+	baselines := func() (map[string]float64, error) {
+		ws, err := stats()
 		m := map[string]float64{}
-		for _, w := range out.Workers {
+		for _, w := range ws {
 			if w.Learned != nil {
 				m[w.ID] = w.Learned.BaseTTFT
 			}
 		}
-		return m, nil
+		return m, err
 	}
 	learned := func() (map[string]int, error) {
-		resp, err := http.Get("http://" + e.Cfg.AdminListen + "/stats")
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		var out struct{ Workers []statsWorker }
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			return nil, err
-		}
+		ws, err := stats()
 		m := map[string]int{}
-		for _, w := range out.Workers {
+		for _, w := range ws {
 			m[w.ID] = w.MaxConc
 			if w.Learned != nil {
 				m[w.ID] = w.Learned.Value
 			}
 		}
-		return m, nil
+		return m, err
 	}
 	// Light load: two clients, one request on each worker at a time, until
 	// both have a baseline.
