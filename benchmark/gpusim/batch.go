@@ -17,7 +17,16 @@ type batchScheduler struct {
 	step     []stepItem
 	lastStep stepInfo
 	start    time.Duration // when the pass in flight started
+	// chained is set when a pass has just ended and the next is planned
+	// at once: the next pass then starts when the last one was due to
+	// end, not when the host got round to it (see plan).
+	chained bool
 }
+
+// maxCatchUp bounds how late a pass's end may be noticed and still have the
+// next pass start on time. A host that stalls for longer loses the time, as
+// a GPU whose host stalled would.
+const maxCatchUp = 20 * time.Millisecond
 
 type stepItem struct {
 	s *seq
@@ -73,7 +82,17 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 		}
 	}
 	if len(b.step) == 0 {
+		b.chained = false
 		return 0, false
+	}
+	// Back-to-back passes are timed from the planned end of the last one.
+	// On the wall clock the timer fires, and the loop gets the lock, a
+	// little after that end; starting from "now" would add that lateness
+	// to every pass, so a busier host (more processes, a time-scaled
+	// fleet) would quietly shrink the simulated GPU's capacity.
+	start := now
+	if end := b.start + b.lastStep.dur; b.chained && end <= now && now-end <= maxCatchUp {
+		start = end
 	}
 	info := stepInfo{seqs: len(b.step)}
 	for _, it := range b.step {
@@ -82,8 +101,8 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 	}
 	info.base = b.prof.StepTime(info.tokens, info.contextTokens, info.seqs)
 	info.dur = duration(float64(info.base) * e.knobs.Slowdown)
-	b.lastStep, b.start = info, now
-	return info.dur, true
+	b.lastStep, b.start = info, start
+	return max(0, start+info.dur-now), true
 }
 
 func (b *batchScheduler) retime(now time.Duration) time.Duration {
@@ -96,6 +115,7 @@ func (b *batchScheduler) advance(now time.Duration) {
 	if len(b.step) == 0 {
 		return
 	}
+	b.chained = true
 	e.steps++
 	e.busySum += uint64(len(b.step))
 	for _, it := range b.step {

@@ -256,3 +256,46 @@ func TestCancelFreesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestLateWakeUpsDoNotStretchPasses: on the wall clock each pass's end is
+// noticed a little late. Back-to-back passes must still follow the planned
+// timeline (the next pass is due when the last was due to end), so a busy
+// host does not shrink the simulated GPU; after an idle gap, or a stall
+// longer than maxCatchUp, timing restarts from the present.
+func TestLateWakeUpsDoNotStretchPasses(t *testing.T) {
+	e, err := newEngine(simConfig(func(c *Config) { c.Profile = "h100-llama2-7b" }), &virtualClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Submit(Request{Model: "m", PromptTokens: 100, MaxTokens: 50}); err != nil {
+		t.Fatal(err)
+	}
+	const lag = 300 * time.Microsecond
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	wait, ok := e.sched.plan(0)
+	if !ok || wait <= lag {
+		t.Fatalf("first pass: wait %v ok %v", wait, ok)
+	}
+	due := wait // the planned end of the pass in flight
+	for i := range 10 {
+		now := due + lag // the loop notices the end late
+		e.sched.advance(now)
+		wait, ok = e.sched.plan(now)
+		if !ok {
+			t.Fatalf("pass %d: nothing planned", i)
+		}
+		b := e.sched.(*batchScheduler)
+		if got, want := now+wait, due+b.lastStep.dur; got != want {
+			t.Fatalf("pass %d ends at %v, want %v (planned end of the last pass + its duration)", i, got, want)
+		}
+		due += b.lastStep.dur
+	}
+	// A stall beyond maxCatchUp is lost time: the next pass starts now.
+	now := due + maxCatchUp + time.Millisecond
+	e.sched.advance(now)
+	wait, _ = e.sched.plan(now)
+	if b := e.sched.(*batchScheduler); wait != b.lastStep.dur {
+		t.Errorf("after a long stall: wait %v, want a whole pass %v", wait, b.lastStep.dur)
+	}
+}
