@@ -13,11 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -135,7 +138,7 @@ func (b *syncBuffer) String() string {
 // FreeAddr returns a loopback address with a port that was free a moment
 // ago.
 func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := listenFree()
 	if err != nil {
 		return "", err
 	}
@@ -154,7 +157,7 @@ func MustFreeAddrs(n int) []string {
 		}
 	}()
 	for i := 0; i < n; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := listenFree()
 		if err != nil {
 			panic(err)
 		}
@@ -162,6 +165,45 @@ func MustFreeAddrs(n int) []string {
 		out = append(out, ln.Addr().String())
 	}
 	return out
+}
+
+// listenFree listens on a free loopback port below the kernel's ephemeral
+// range. Port 0 would hand out a port from that range, which the kernel
+// also gives to outgoing connections as their source port: between our
+// closing the probe and a child process binding it, a client connection
+// of a busy benchmark can take it ("Address already in use", seen in a
+// `make bench` run). Ports below the range are only ever taken by
+// listeners. Falls back to port 0 when no port there is free.
+func listenFree() (net.Listener, error) {
+	lo := ephemeralLow()
+	const base = 10000
+	if lo > base+1000 {
+		for range 50 {
+			port := base + rand.IntN(lo-base)
+			if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+				return ln, nil
+			}
+		}
+	}
+	return net.Listen("tcp", "127.0.0.1:0")
+}
+
+// ephemeralLow is the lowest port of the kernel's ephemeral range (Linux;
+// 32768, its default, elsewhere or when unreadable).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return lo
 }
 
 type permanentError struct{ error }
