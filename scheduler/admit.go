@@ -280,7 +280,7 @@ func toScoringLive(ls []state.Live) []scoring.Live {
 	}
 	out := make([]scoring.Live, len(ls))
 	for i, l := range ls {
-		out[i] = scoring.Live{Match: l.Match, Prefill: l.Prefill, Decode: l.Decode}
+		out[i] = scoring.Live{Match: l.Match, Prefill: l.Prefill, Decode: l.Decode, Unread: l.Unread}
 	}
 	return out
 }

@@ -50,6 +50,10 @@ type Live struct {
 	Match   int // leading prompt blocks the worker's index holds
 	Prefill int // in-flight prefill tokens, all replicas
 	Decode  int // in-flight decode tokens, all replicas
+	// Unread: the store did not look the match up, since even a full
+	// match could not have made this candidate win (state.AffinityBounds).
+	// Its terms are then those of no match: an upper bound of its score.
+	Unread bool
 }
 
 // DecodeTokens is the output a claim holds as in-flight decode: max_tokens,
@@ -66,7 +70,10 @@ func (j Job) Uncached(match int) int { return max(0, j.PromptTokens-BlockTokens*
 
 // affinityTerms are the live terms of a candidate: prefix_miss (after the
 // load guard), token_load, and the raw prefix_match for the record
-// (weight 0). They sum to what the store added to the curve.
+// (weight 0). They sum to what the store added to the curve, or, for a
+// candidate whose match the store did not look up (prefix_unread, in
+// place of prefix_match), to what it would add with no match: more than
+// the winner's score.
 func affinityTerms(a Affinity, job Job, l Live) []Term {
 	match := l.Match
 	guarded := a.PrefillLimit > 0 && float64(l.Prefill+job.Uncached(match)) > a.PrefillLimit
@@ -76,9 +83,12 @@ func affinityTerms(a Affinity, job Job, l Live) []Term {
 	n := len(job.Blocks)
 	terms := make([]Term, 0, 4)
 	if n > 0 {
-		terms = append(terms,
-			Term{Name: "prefix_match", Value: float64(l.Match) / float64(n)},
-			Term{Name: "prefix_miss", Weight: a.Prefix, Value: 1 - a.MatchTrust()*float64(match)/float64(n)})
+		if l.Unread {
+			terms = append(terms, Term{Name: "prefix_unread", Value: 1})
+		} else {
+			terms = append(terms, Term{Name: "prefix_match", Value: float64(l.Match) / float64(n)})
+		}
+		terms = append(terms, Term{Name: "prefix_miss", Weight: a.Prefix, Value: 1 - a.MatchTrust()*float64(match)/float64(n)})
 		if tr := a.MatchTrust(); tr < 1 {
 			terms = append(terms, Term{Name: "prefix_trust", Value: tr})
 		}

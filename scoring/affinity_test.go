@@ -2,6 +2,7 @@ package scoring
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -47,10 +48,24 @@ func TestAffinityTerms(t *testing.T) {
 		{"cold", Live{Prefill: 0, Decode: 0}, 10 + 4*200/1000.0},
 		// 450 + 72 > 500: the match yields, all 200 tokens count.
 		{"saturated", Live{Match: 8, Prefill: 450}, 10 + 4*(450+200)/1000.0},
+		// Not looked up: the terms of no match, an upper bound.
+		{"unread", Live{Prefill: 100, Decode: 30, Unread: true}, 10 + 4*(100+30+200)/1000.0},
 	} {
 		if got := AffinityScore(Candidate{Affinity: a}, job, tc.live); math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
+	}
+	names := func(l Live) (out []string) {
+		for _, t := range affinityTerms(a, job, l) {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	if got := names(Live{Unread: true}); !slices.Contains(got, "prefix_unread") || slices.Contains(got, "prefix_match") {
+		t.Errorf("unread candidate's terms %v: want prefix_unread in place of prefix_match", got)
+	}
+	if got := names(Live{Match: 2}); slices.Contains(got, "prefix_unread") || !slices.Contains(got, "prefix_match") {
+		t.Errorf("looked-up candidate's terms %v", got)
 	}
 	if got := AffinityScore(Candidate{Affinity: a}, Job{PromptTokens: 8}, Live{}); math.Abs(got-4*8/1000.0) > 1e-12 {
 		t.Errorf("no blocks: only token load, got %v", got)

@@ -1,6 +1,9 @@
 package state
 
-import "container/list"
+import (
+	"container/list"
+	"math"
+)
 
 // Prefix affinity and token load: what a claim reads besides the in-flight
 // count.
@@ -66,6 +69,10 @@ type Live struct {
 	Match   int
 	Prefill int
 	Decode  int
+	// Unread: the match was not looked up, because even a full match
+	// could not have made the candidate win (see AffinityBounds); Match
+	// is then 0.
+	Unread bool
 }
 
 // AffinityScore is the part of a candidate's score that depends on the
@@ -88,6 +95,25 @@ func (c Candidate) AffinityScore(a Affinity, l Live) float64 {
 		s += c.Prefix * (1 - c.trust()*float64(match)/float64(n))
 	}
 	return s
+}
+
+// AffinityBounds are the least and the most AffinityScore can be for any
+// match of a's prompt, given the candidate's live token load: a full match
+// of the indexed groups (the load guard may void it) and none. A claim
+// looks up the match of only those candidates whose curve plus lo is not
+// above the lowest curve plus hi of all: the others cannot win, nor tie,
+// whatever their index holds, so skipping them changes no choice and
+// saves the store most of the lookups on a loaded fleet. The bound holds
+// for non-negative weights; with a negative one, lo and hi are infinite
+// and nothing is skipped.
+func (c Candidate) AffinityBounds(a Affinity, prefill, decode int) (lo, hi float64) {
+	if c.Prefix < 0 || c.TokenLoad < 0 {
+		return math.Inf(-1), math.Inf(1)
+	}
+	full := IndexStride * (len(a.Blocks) / IndexStride)
+	lo = c.AffinityScore(a, Live{Match: full, Prefill: prefill, Decode: decode})
+	hi = c.AffinityScore(a, Live{Prefill: prefill, Decode: decode})
+	return lo, hi
 }
 
 // trust is the factor on the match the prefix part counts.

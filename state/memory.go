@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -179,7 +180,15 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	if aff {
 		res.Live = make([]Live, len(req.Candidates))
 	}
-	best, bestScore := -1, 0.0
+	// Two passes: the curves and, with an affinity, each candidate's
+	// bounds (AffinityBounds); then the matches of those that can win.
+	type eval struct {
+		w         *memWorker
+		score, lo float64
+		evaluable bool
+	}
+	evals := make([]eval, len(req.Candidates))
+	minHi := math.Inf(1)
 	for i, c := range req.Candidates {
 		w, ok := m.workers[c.Worker]
 		if !ok {
@@ -190,9 +199,27 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		if !res.Available[i] || w.InFlight >= w.capFor(c.Cap) {
 			continue
 		}
-		s := c.Score(w.InFlight)
+		e := eval{w: w, score: c.Score(w.InFlight), evaluable: true}
 		if aff {
-			res.Live[i] = w.live(req.Affinity.Blocks)
+			lo, hi := c.AffinityBounds(req.Affinity, w.PrefillTokens, w.DecodeTokens)
+			e.lo = e.score + lo
+			minHi = min(minHi, e.score+hi)
+		}
+		evals[i] = e
+	}
+	best, bestScore := -1, 0.0
+	for i, c := range req.Candidates {
+		e := evals[i]
+		if !e.evaluable {
+			continue
+		}
+		s := e.score
+		if aff {
+			if e.lo > minHi {
+				res.Live[i] = Live{Prefill: e.w.PrefillTokens, Decode: e.w.DecodeTokens, Unread: true}
+				continue
+			}
+			res.Live[i] = e.w.live(req.Affinity.Blocks)
 			s += c.AffinityScore(req.Affinity, res.Live[i])
 		}
 		if best < 0 || s < bestScore {

@@ -312,6 +312,9 @@ func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 		d, _ := res[7].([]any)
 		for i := range out.Live {
 			out.Live[i] = Live{Match: intAt(m, i), Prefill: intAt(p, i), Decode: intAt(d, i)}
+			if out.Live[i].Match < 0 {
+				out.Live[i].Match, out.Live[i].Unread = 0, true
+			}
 		}
 	}
 	return out, nil

@@ -23,7 +23,8 @@
 -- Returns {outcome (1 claimed, 2 queued, 3 queue full, 0 none available),
 -- index (1-based, -1: none), {live counts}, {1 if available}, queue position,
 -- and with an affinity {matches}, {in-flight prefill}, {in-flight decode}
--- per candidate (0 for those not evaluated; empty without)}.
+-- per candidate (0 for those not evaluated, match -1 for those whose
+-- match was not looked up because they could not win; empty without)}.
 local id = ARG[1]
 local c = cmsgpack.unpack(ARG[2])
 local model, queue, rank, allow, replica, wlease =
@@ -103,8 +104,21 @@ local function record(w, bound)
   local extra = redis.call('ZCARD', key) - math.max(1, math.floor(bound / STRIDE))
   if extra > 0 then redis.call('ZREMRANGEBYRANK', key, 0, extra - 1) end
 end
+-- affinity is AffinityScore for match m, with in-flight prefill p and decode d.
+local function affinity(i, m, p, d)
+  -- AffinityScore: a warm worker past its prefill limit scores as cold.
+  if plim[i] > 0 and p + uncached(m) > plim[i] then m = 0 end
+  local s = tw[i] * (p + d + uncached(m))
+  if nb > 0 then s = s + pw[i] * (1 - trust[i] * m / nb) end
+  return s
+end
+-- Two passes (see AffinityBounds in state/affinity.go): every evaluable
+-- candidate's curve and, with an affinity, its score with a full match
+-- (lo) and with none (hi); then the matches are looked up only for those
+-- whose lo is not above the lowest hi: the others can neither win nor tie.
 local best, bestScore = -1, 0
 local active, avail, matched, pre, dec_ = {}, {}, {}, {}, {}
+local curve, lo, minHi = {}, {}, nil
 for i = 1, #ids do
   local a = tonumber(inflight[i]) or 0
   active[i] = a
@@ -112,21 +126,35 @@ for i = 1, #ids do
   if ok[i] then
     avail[i] = 1
     if a < effective_cap(ok[i], caps[i], lims[i]) then
-      local s = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
+      curve[i] = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
       if aff then
-        local m, p, d = match(ids[i]), tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
-        matched[i], pre[i], dec_[i] = m, p, d
-        -- AffinityScore: a warm worker past its prefill limit scores as cold.
-        if plim[i] > 0 and p + uncached(m) > plim[i] then m = 0 end
-        s = s + tw[i] * (p + d + uncached(m))
-        if nb > 0 then s = s + pw[i] * (1 - trust[i] * m / nb) end
-      end
-      if best < 0 or s < bestScore then
-        best, bestScore = i, s
+        local p, d = tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
+        pre[i], dec_[i] = p, d
+        if pw[i] >= 0 and tw[i] >= 0 then
+          lo[i] = curve[i] + affinity(i, STRIDE * ng, p, d)
+        end
+        local hi = curve[i] + affinity(i, 0, p, d)
+        if pw[i] < 0 or tw[i] < 0 then hi = math.huge end
+        if minHi == nil or hi < minHi then minHi = hi end
       end
     end
   else
     avail[i] = 0
+  end
+end
+for i = 1, #ids do
+  if curve[i] then
+    local s = curve[i]
+    if aff and lo[i] and lo[i] > minHi then
+      matched[i] = -1 -- Live.Unread
+      s = nil
+    elseif aff then
+      matched[i] = match(ids[i])
+      s = s + affinity(i, matched[i], pre[i], dec_[i])
+    end
+    if s and (best < 0 or s < bestScore) then
+      best, bestScore = i, s
+    end
   end
 end
 if not aff then matched, pre, dec_ = {}, {}, {} end

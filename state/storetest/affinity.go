@@ -25,6 +25,36 @@ func runAffinity(t *testing.T, newStore Factory, newPeer func(*testing.T, Store)
 	})
 	t.Run("TokenLoadOfGrantedWaiter", func(t *testing.T) { tokensQueued(t, newStore(t, def)) })
 	t.Run("AffinityYieldsToPrefillLoad", func(t *testing.T) { prefillGuard(t, newStore(t, def)) })
+	t.Run("MatchesLookedUpOnlyWhereTheyCanWin", func(t *testing.T) { matchBounded(t, newStore(t, def)) })
+}
+
+// matchBounded: a candidate that could not win even with a full match is
+// not looked up (Unread), whatever its index holds; one that can is, and
+// wins with its match.
+func matchBounded(t *testing.T, s Store) {
+	register(t, s, workers(3, 8))
+	prompt := seqBlocks(1, 8)
+	if m := matchOn(t, s, "w0", 0, prompt); m != 0 {
+		t.Fatalf("fresh index matched %d", m)
+	}
+	// w0 now holds the whole prompt. Prefix 10: a full miss costs 10.
+	// w0's curve is 1000 (with a full match: 1000 > the lowest no-match
+	// score, w1's 10): never looked up. w2's 5 (with a full match: 5 ≤ 10)
+	// is, and matches nothing.
+	cands := []state.Candidate{{Worker: "w0", Cap: 8, Base: 1000, Prefix: 10}, {Worker: "w1", Cap: 8, Prefix: 10}, {Worker: "w2", Cap: 8, Base: 5, Prefix: 10}}
+	id, res := claimAff(t, s, cands, state.Affinity{Blocks: prompt})
+	if res.Index != 1 || !res.Live[0].Unread || res.Live[0].Match != 0 || res.Live[1].Unread || res.Live[2].Unread {
+		t.Fatalf("claim: index %d, live %+v; want w1, w0 not looked up, w1 and w2 looked up", res.Index, res.Live)
+	}
+	release(t, s, id)
+	// (w1, the winner, now holds the prompt too.) With a curve of 5, w0's
+	// full match (score 5) beats w2's no match (15): looked up, and it wins.
+	cands = []state.Candidate{{Worker: "w0", Cap: 8, Base: 5, Prefix: 10}, {Worker: "w2", Cap: 8, Base: 5, Prefix: 10}}
+	id, res = claimAff(t, s, cands, state.Affinity{Blocks: prompt})
+	if res.Index != 0 || res.Live[0].Unread || res.Live[0].Match != 8 {
+		t.Fatalf("claim: index %d, live %+v; want w0 with its 8 blocks", res.Index, res.Live)
+	}
+	release(t, s, id)
 }
 
 // seqBlocks returns n block hashes from..from+n-1 (any values do: the
