@@ -416,7 +416,7 @@ func Default() Config {
 				Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15,
 				// Chosen on held-out benchmark seeds (4-6), judged on
 				// seeds 1-3: docs/benchmark-results.md.
-				Prefix: 100, TokenLoad: 1000,
+				Prefix: 300, TokenLoad: 1000,
 			},
 			JobCostScale:           Duration(10 * time.Second),
 			TTFTSLO:                Duration(2 * time.Second),
