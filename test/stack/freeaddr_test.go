@@ -12,7 +12,9 @@ import (
 func TestFreeAddrsAvoidTheEphemeralRange(t *testing.T) {
 	lo := ephemeralLow()
 	seen := map[string]bool{}
-	for _, addr := range MustFreeAddrs(20) {
+	// Two batches: a port is never handed out twice, even once the first
+	// batch's probes are closed (a child may not have bound it yet).
+	for _, addr := range append(MustFreeAddrs(20), MustFreeAddrs(20)...) {
 		if seen[addr] {
 			t.Fatalf("%s handed out twice", addr)
 		}

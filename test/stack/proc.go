@@ -168,24 +168,45 @@ func MustFreeAddrs(n int) []string {
 }
 
 // listenFree listens on a free loopback port below the kernel's ephemeral
-// range. Port 0 would hand out a port from that range, which the kernel
-// also gives to outgoing connections as their source port: between our
-// closing the probe and a child process binding it, a client connection
-// of a busy benchmark can take it ("Address already in use", seen in a
-// `make bench` run). Ports below the range are only ever taken by
-// listeners. Falls back to port 0 when no port there is free.
+// range, never one this process handed out before. Port 0 would hand out
+// a port from the ephemeral range, which the kernel also gives to outgoing
+// connections as their source port: between our closing the probe and a
+// child process binding it, a client connection of a busy benchmark can
+// take it ("Address already in use", seen in a `make bench` run). And a
+// random port is free when probed but may be one handed out a moment ago
+// and not bound yet (seen too): hence the record of every port given.
+// Falls back to port 0 when no port there is free.
 func listenFree() (net.Listener, error) {
 	lo := ephemeralLow()
 	const base = 10000
 	if lo > base+1000 {
-		for range 50 {
+		for range 100 {
 			port := base + rand.IntN(lo-base)
+			if !handOut(port) {
+				continue
+			}
 			if ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 				return ln, nil
 			}
 		}
 	}
 	return net.Listen("tcp", "127.0.0.1:0")
+}
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// handOut records port as given and says whether it was new.
+func handOut(port int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports[port] {
+		return false
+	}
+	handedOut.ports[port] = true
+	return true
 }
 
 // ephemeralLow is the lowest port of the kernel's ephemeral range (Linux;
