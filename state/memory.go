@@ -182,10 +182,10 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	}
 	// Two passes: the curves and, with an affinity, each candidate's
 	// bounds (AffinityBounds); then the matches of those that can win.
+	// An eval with no worker is a candidate not evaluated.
 	type eval struct {
 		w         *memWorker
 		score, lo float64
-		evaluable bool
 	}
 	evals := make([]eval, len(req.Candidates))
 	minHi := math.Inf(1)
@@ -199,7 +199,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		if !res.Available[i] || w.InFlight >= w.capFor(c.Cap) {
 			continue
 		}
-		e := eval{w: w, score: c.Score(w.InFlight), evaluable: true}
+		e := eval{w: w, score: c.Score(w.InFlight)}
 		if aff {
 			lo, hi := c.AffinityBounds(req.Affinity, w.PrefillTokens, w.DecodeTokens)
 			e.lo = e.score + lo
@@ -210,7 +210,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	best, bestScore := -1, 0.0
 	for i, c := range req.Candidates {
 		e := evals[i]
-		if !e.evaluable {
+		if e.w == nil {
 			continue
 		}
 		s := e.score

@@ -130,11 +130,12 @@ for i = 1, #ids do
       if aff then
         local p, d = tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
         pre[i], dec_[i] = p, d
+        -- Bounds hold for non-negative weights only; else no lookup is skipped.
+        local hi = math.huge
         if pw[i] >= 0 and tw[i] >= 0 then
           lo[i] = curve[i] + affinity(i, STRIDE * ng, p, d)
+          hi = curve[i] + affinity(i, 0, p, d)
         end
-        local hi = curve[i] + affinity(i, 0, p, d)
-        if pw[i] < 0 or tw[i] < 0 then hi = math.huge end
         if minHi == nil or hi < minHi then minHi = hi end
       end
     end
