@@ -141,8 +141,13 @@ type CompareReport struct {
 	// capacity setup could not sustain: named, and left out of Stats.
 	Overload []string `json:"overload,omitempty"`
 	// Void lists the runs during which the machine was saturated.
-	Void  []string `json:"void,omitempty"`
-	Notes []string `json:"notes"`
+	Void []string `json:"void,omitempty"`
+	// HostRef is the host-speed probe's time before the first run, µs;
+	// HostSlow lists the runs kept although the host stayed slow through
+	// every attempt (Run.HostAttempts).
+	HostRef  float64  `json:"host_probe_us"`
+	HostSlow []string `json:"host_slow,omitempty"`
+	Notes    []string `json:"notes"`
 }
 
 // estimateSetup names the capacity when it is the fleet estimate.
@@ -199,7 +204,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 			if s.Uncapped() {
 				return routerWorkers(gpus, uncapped)
 			}
-			return routerWorkers(gpus, 0)
+			return scaleCaps(routerWorkers(gpus, 0), s.CapScale)
 		},
 		mutate: func(s Setup, c *config.Config) { benchRouterConfig(s, c, o.TimeScale) },
 	}
@@ -241,13 +246,19 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		rep.Ceilings = prefixCeilings(w, gpus, o)
 	}
 
+	// The host's speed before the first run, the fleet idle: each run's
+	// probe is compared with it (hostProbe).
+	r.hostRef = calibrateHost(hostCalibration)
+	r.repeats = hostRepeatBudget
+	rep.HostRef = float64(r.hostRef) / float64(time.Microsecond)
+	logf(o.Log, "host probe: %.0f µs before the first run", rep.HostRef)
 	for _, load := range o.Loads {
 		for _, seed := range o.Seeds {
 			rate := load * rep.SeedCapacity[seed]
 			jobs := w.Jobs(o.Requests, rate, seed)
 			for _, s := range o.Setups {
 				label := fmt.Sprintf("%3.0f%% seed %d %s", 100*load, seed, s.Name)
-				run, err := r.run(ctx, s, jobs, from, to, label, false)
+				run, err := r.runSteady(ctx, s, jobs, from, to, label, o.Log)
 				if err != nil {
 					return nil, err
 				}
@@ -255,10 +266,13 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 				run.Summary.Load, run.Summary.Rate = load, rate
 				rep.Runs = append(rep.Runs, run)
 				sm := run.Summary
-				logf(o.Log, "%-48s %4.0fs  ttft p50 %7.0f p99 %7.0f ms  good %5.1f%%  err %d  hit %4.1f%%  cpu %.2f cores (machine %.2f/%d)%s",
-					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, satMark(run.Saturated))
+				logf(o.Log, "%-48s %4.0fs  ttft p50 %7.0f p99 %7.0f ms  good %5.1f%%  err %d  hit %4.1f%%  cpu %.2f cores (machine %.2f/%d)  host %.2fx%s",
+					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, run.HostSlowdown, satMark(run.Saturated))
 				if run.Saturated {
 					rep.Void = append(rep.Void, label)
+				}
+				if run.hostSlow() {
+					rep.HostSlow = append(rep.HostSlow, label)
 				}
 			}
 		}

@@ -258,3 +258,15 @@ func routerWorkers(gpus []GPU, capOverride int) []config.Worker {
 	}
 	return out
 }
+
+// scaleCaps multiplies every worker's max_concurrency by f (rounded, at
+// least 1); f ≤ 0 leaves them.
+func scaleCaps(ws []config.Worker, f float64) []config.Worker {
+	if f <= 0 {
+		return ws
+	}
+	for i := range ws {
+		ws[i].MaxConcurrency = max(1, int(math.Round(f*float64(ws[i].MaxConcurrency))))
+	}
+	return ws
+}

@@ -97,7 +97,15 @@ func TestParseSetups(t *testing.T) {
 	if err != nil || len(ss) != 1 || ss[0].Replicas != 3 || ss[0].Name != "router scored scoring.weights.prefix=100 x3" || !slices.Equal(ss[0].Settings, []string{"scoring.weights.prefix=100"}) {
 		t.Errorf("settings: %+v %v", ss, err)
 	}
-	for _, bad := range []string{"scored scoring.weights.prefix=x", "scored no.such.key=1", "scored 3"} {
+	ss, err = ParseSetups("scored caps=x4 adaptive_caps.enabled=true")
+	if err != nil || len(ss) != 1 || ss[0].CapScale != 4 || ss[0].Name != "router scored adaptive_caps.enabled=true caps=x4" {
+		t.Errorf("caps: %+v %v", ss, err)
+	}
+	ws := scaleCaps([]config.Worker{{MaxConcurrency: 23}, {MaxConcurrency: 1}}, 0.5)
+	if ws[0].MaxConcurrency != 12 || ws[1].MaxConcurrency != 1 {
+		t.Errorf("caps x0.5 of 23 and 1: %d %d, want 12 and 1", ws[0].MaxConcurrency, ws[1].MaxConcurrency)
+	}
+	for _, bad := range []string{"scored scoring.weights.prefix=x", "scored no.such.key=1", "scored 3", "scored caps=x0", "scored caps=big"} {
 		if _, err := ParseSetups(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -142,6 +142,13 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 	} else {
 		fmt.Fprintf(w, "\n**Valid**: the machine stayed below %.0f%% of its cores busy in every run (see the CPU table).\n", 100*saturationShare)
 	}
+	if r.HostRef > 0 {
+		fmt.Fprintf(w, "\n**Host speed**: a probe timed fixed work on a free core every %v (%.0f µs before the first run; hostProbe); a run during which it was over %.0f%% slower was repeated up to %d times and its attempt on the fastest host kept, a choice that reads the probe only (the CPU table lists every attempt).\n",
+			probePeriod, r.HostRef, 100*(hostSlowLimit-1), hostRetries)
+	}
+	if len(r.HostSlow) > 0 {
+		fmt.Fprintf(w, "\n> **Host slow** through every attempt, kept and counted: %s.\n", strings.Join(r.HostSlow, "; "))
+	}
 	if len(r.Overload) > 0 {
 		fmt.Fprintf(w, "\n> **Overload**, left out of the tables and aims: %s. The capacity setup could not serve that seed's requests at its offered rate (median TTFT over %.0f ms, or measured requests unfinished after the grace).\n", strings.Join(r.Overload, "; "), r.Capacity.BoundMs)
 	}
@@ -289,9 +296,9 @@ func (r *CompareReport) cpuTable(w io.Writer) {
 		}
 	}
 	slices.Sort(names)
-	fmt.Fprintf(w, "\n## CPU\n\nCores used during each run (utime+stime from /proc/<pid>/stat over the run's wall time), and the whole machine's busy cores (/proc/stat, every process, ours or not).\n\n")
-	fmt.Fprintf(w, "| run | %s | ours | machine | saturated |\n|---|", strings.Join(names, " | "))
-	fmt.Fprint(w, strings.Repeat("---|", len(names)+3), "\n")
+	fmt.Fprintf(w, "\n## CPU\n\nCores used during each run (utime+stime from /proc/<pid>/stat over the run's wall time), and the whole machine's busy cores (/proc/stat, every process, ours or not), and the host-speed probe's time during the run over its time before the first run (1.00: as fast).\n\n")
+	fmt.Fprintf(w, "| run | %s | ours | machine | saturated | host slowdown |\n|---|", strings.Join(names, " | "))
+	fmt.Fprint(w, strings.Repeat("---|", len(names)+4), "\n")
 	rows := append([]*Run(nil), r.Runs...)
 	for _, p := range r.Capacity.Probes {
 		if p.Run != nil {
@@ -313,7 +320,7 @@ func (r *CompareReport) cpuTable(w io.Writer) {
 			}
 			fmt.Fprint(w, cell)
 		}
-		fmt.Fprintf(w, " %.2f | %.2f / %d | %s |\n", run.Cores, run.MachineCores, run.MachineCPUs, yesNo(run.Saturated))
+		fmt.Fprintf(w, " %.2f | %.2f / %d | %s | %s |\n", run.Cores, run.MachineCores, run.MachineCPUs, yesNo(run.Saturated), hostCell(run))
 	}
 }
 
@@ -335,4 +342,20 @@ func blockRange(stats []Stats) (lo, hi int) {
 		}
 	}
 	return lo, hi
+}
+
+// hostCell is a run's host slowdown, with every attempt's when it was
+// repeated.
+func hostCell(run *Run) string {
+	if run.HostSlowdown == 0 {
+		return "-"
+	}
+	if len(run.HostAttempts) < 2 {
+		return fmt.Sprintf("%.2f", run.HostSlowdown)
+	}
+	parts := make([]string, len(run.HostAttempts))
+	for i, a := range run.HostAttempts {
+		parts[i] = fmt.Sprintf("%.2f", a)
+	}
+	return fmt.Sprintf("%.2f (attempts %s)", run.HostSlowdown, strings.Join(parts, ", "))
 }

@@ -34,6 +34,9 @@ type Setup struct {
 	// Settings are config keys set on every replica, "path=value"
 	// (scoring.weights.prefix=100): variants of one strategy.
 	Settings []string `json:"settings,omitempty"`
+	// CapScale multiplies every worker's max_concurrency (0: 1): a cap
+	// guessed too high or too low, the case adaptive caps are for.
+	CapScale float64 `json:"cap_scale,omitempty"`
 }
 
 // Router reports whether the setup runs llm-router.
@@ -192,8 +195,9 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 // ParseSetups reads a comma-separated list: ROUND_ROBIN and LEAST_REQUEST
 // (any upper-case word) are Envoy alone with that policy, anything else a
 // router strategy followed by space-separated options: "xN" for N
-// replicas, and config keys as path=value (scored x3,
-// scored scoring.weights.prefix=100).
+// replicas, "caps=xF" to multiply every worker's max_concurrency by F,
+// and config keys as path=value (scored x3,
+// scored scoring.weights.prefix=100, scored caps=x4).
 func ParseSetups(s string) ([]Setup, error) {
 	var out []Setup
 	for _, part := range strings.Split(s, ",") {
@@ -212,7 +216,16 @@ func ParseSetups(s string) ([]Setup, error) {
 		}
 		replicas := 1
 		var settings []string
+		scale := 0.0
 		for _, f := range fields[1:] {
+			if v, ok := strings.CutPrefix(f, "caps="); ok {
+				x, err := strconv.ParseFloat(strings.TrimPrefix(v, "x"), 64)
+				if err != nil || x <= 0 {
+					return nil, fmt.Errorf("setup %q: caps=xF wants a factor > 0 for every max_concurrency, got %q", part, v)
+				}
+				scale = x
+				continue
+			}
 			if path, _, ok := strings.Cut(f, "="); ok {
 				if err := config.Set(new(config.Config), path, strings.SplitN(f, "=", 2)[1]); err != nil {
 					return nil, fmt.Errorf("setup %q: %w", part, err)
@@ -226,7 +239,12 @@ func ParseSetups(s string) ([]Setup, error) {
 			}
 			replicas = k
 		}
-		out = append(out, VariantSetup(name, replicas, settings...))
+		v := VariantSetup(name, replicas, settings...)
+		if scale > 0 {
+			v.CapScale = scale
+			v.Name += fmt.Sprintf(" caps=x%g", scale)
+		}
+		out = append(out, v)
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no setup given")
