@@ -86,7 +86,7 @@ func ParseMetrics(format string, text []byte) (Reading, error) {
 	if !ok {
 		return Reading{}, fmt.Errorf("unknown metrics format %q", format)
 	}
-	fams, err := parseText(text)
+	fams, err := parseText(keepFamilies(text, wanted[format]))
 	if err != nil {
 		return Reading{}, err
 	}
@@ -104,6 +104,71 @@ func ParseMetrics(format string, text []byte) (Reading, error) {
 		r.KVUsage = &v
 	}
 	return r, nil
+}
+
+// wanted lists, per format, every metric name ParseMetrics reads.
+var wanted = func() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for format, n := range names {
+		set := map[string]bool{}
+		for _, list := range [][]string{n.kv, n.waiting, n.running} {
+			for _, name := range list {
+				set[name] = true
+			}
+		}
+		out[format] = set
+	}
+	for _, name := range engineCacheNames {
+		out[FormatVLLM][name] = true
+	}
+	return out
+}()
+
+// keepFamilies returns the lines of a text exposition that belong to the
+// wanted metric families: their samples and their # HELP and # TYPE
+// lines, unchanged. An engine's exposition is mostly histograms the router
+// never reads (vLLM exports dozens); the text parser allocates for every
+// sample and label it meets, and at the emulated Inference Extension's
+// scrape rate it was half of the router's CPU. The kept lines are parsed
+// by the same parser, so what is read does not change.
+func keepFamilies(text []byte, want map[string]bool) []byte {
+	out := make([]byte, 0, 1024)
+	for len(text) > 0 {
+		line, rest, _ := bytes.Cut(text, []byte{'\n'})
+		text = rest
+		if keepLine(line, want) {
+			out = append(out, line...)
+			out = append(out, '\n')
+		}
+	}
+	return out
+}
+
+// keepLine reports whether one exposition line belongs to a wanted
+// family. A sample line starting with '{' names its metric in quotes
+// (the UTF-8 syntax): it is kept and left to the parser.
+func keepLine(line []byte, want map[string]bool) bool {
+	l := bytes.TrimLeft(line, " \t")
+	if len(l) == 0 {
+		return false
+	}
+	switch l[0] {
+	case '#':
+		// "# HELP name ..." or "# TYPE name kind"; a TYPE may name a
+		// counter without its _total suffix.
+		f := bytes.Fields(l[1:])
+		if len(f) < 2 || (string(f[0]) != "HELP" && string(f[0]) != "TYPE") {
+			return false
+		}
+		return want[string(f[1])] || want[string(f[1])+"_total"]
+	case '{':
+		return true
+	}
+	end := bytes.IndexAny(l, "{ \t")
+	if end < 0 {
+		end = len(l)
+	}
+	return want[string(l[:end])]
 }
 
 func parseText(text []byte) (map[string]*dto.MetricFamily, error) {
@@ -182,10 +247,12 @@ func ParseSlots(body []byte) (float64, error) {
 	return float64(busy) / float64(len(slots)), nil
 }
 
+var dcgmWanted = map[string]bool{"DCGM_FI_DEV_GPU_UTIL": true}
+
 // ParseDCGM reads DCGM_FI_DEV_GPU_UTIL (percent) for one GPU, matched by
 // the value of its gpu or UUID label; the fraction 0..1 is returned.
 func ParseDCGM(text []byte, gpu string) (float64, error) {
-	fams, err := parseText(text)
+	fams, err := parseText(keepFamilies(text, dcgmWanted))
 	if err != nil {
 		return 0, err
 	}

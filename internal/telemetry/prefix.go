@@ -37,14 +37,23 @@ const ratioSmoothing = 0.5
 // window's lag between claim and admission must not swing it far.
 const maxHitRatio = 2
 
+// The vLLM metrics the check reads: hit counters (current, older),
+// process start, cache config.
+var (
+	hitNames         = []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}
+	startName        = "process_start_time_seconds"
+	cacheConfigName  = "vllm:cache_config_info"
+	engineCacheNames = append([]string{startName, cacheConfigName}, hitNames...)
+)
+
 // readEngineCache reads the vLLM prefix-cache figures into r.
 func readEngineCache(format string, fams map[string]*dto.MetricFamily, r *Reading) {
 	if format != FormatVLLM {
 		return
 	}
-	r.PrefixHits = firstOf(fams, []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}, sum)
-	r.StartTime = firstOf(fams, []string{"process_start_time_seconds"}, maxOf)
-	if f, ok := fams["vllm:cache_config_info"]; ok {
+	r.PrefixHits = firstOf(fams, hitNames, sum)
+	r.StartTime = firstOf(fams, []string{startName}, maxOf)
+	if f, ok := fams[cacheConfigName]; ok {
 		for _, m := range f.GetMetric() {
 			var blocks, size float64
 			for _, l := range m.GetLabel() {
