@@ -10,9 +10,10 @@ import (
 func newLearner(cfg config.Config, store caps.Store) *caps.Learner {
 	a := cfg.AdaptiveCaps
 	return caps.NewLearner(store, caps.Params{
-		Tolerance:    a.TTFTTolerance,
-		ITLTolerance: a.ITLTolerance,
-		MinSamples:   int64(a.MinSamples),
-		Floor:        a.Floor,
+		Tolerance:     a.TTFTTolerance,
+		ITLTolerance:  a.ITLTolerance,
+		MinSamples:    int64(a.MinSamples),
+		Floor:         a.Floor,
+		EngineWaiting: a.EngineWaiting,
 	}, a.Enabled, nil)
 }

@@ -60,6 +60,7 @@ func (l *Learner) Learn(ctx context.Context, snap state.Snapshot, mine []string)
 		next, changed := l.params.Next(w.Limit, Observation{
 			Cap: w.Spec.MaxConcurrency, InFlight: w.InFlight,
 			TTFT: w.Stats.TTFT, TokensPerSec: w.Stats.TokensPerSec,
+			Waiting: w.Telemetry.Waiting, Running: w.Telemetry.Running,
 		}, now)
 		if changed {
 			out[w.Spec.ID] = next

@@ -48,6 +48,12 @@ type Params struct {
 	Drift float64
 	// MinGradient bounds one update's cut (default 0.5: at most halved).
 	MinGradient float64
+	// EngineWaiting turns on the engine-queue signal: when the worker's
+	// own metrics show more than this many requests waiting inside the
+	// engine, the limit shrinks by the share it runs, running ÷ (running +
+	// waiting). Zero is off (not a default), since only engines with
+	// metrics report it.
+	EngineWaiting float64
 }
 
 func (p Params) withDefaults() Params {
@@ -78,6 +84,9 @@ type Observation struct {
 	InFlight     int       // claims held now, all replicas
 	TTFT         state.EMA // seconds, from the shared averages
 	TokensPerSec state.EMA
+	// Waiting and Running are the engine's own request counts from the
+	// latest scrape (zero samples: not reported).
+	Waiting, Running state.Sample
 }
 
 // Next returns the worker's limit after observing o at now, and whether it
@@ -122,6 +131,16 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 		l.BaseITL = baseline(l.BaseITL, itl, p.Drift)
 		gradient = min(gradient, p.ITLTolerance*l.BaseITL/itl)
 		l.SeenTPS, moved = o.TokensPerSec.Samples, true
+	}
+	// The engine-queue signal, once per scrape: a reading taken after the
+	// last update. Requests waiting inside an engine wait in arrival order
+	// for that one worker; held in the router's queue instead, they keep
+	// their priority and go to whichever worker frees first. It only cuts:
+	// growth needs the latency samples above, so a calm engine's limit
+	// climbs back at the latency signals' pace.
+	if p.EngineWaiting > 0 && !o.Waiting.At.IsZero() && o.Waiting.At.After(l.Updated) && o.Waiting.Value > p.EngineWaiting {
+		gradient = min(gradient, o.Running.Value/(o.Running.Value+o.Waiting.Value))
+		moved = true
 	}
 	if moved {
 		gradient = max(p.MinGradient, min(1, gradient))

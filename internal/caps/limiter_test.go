@@ -59,6 +59,32 @@ func TestNextSteps(t *testing.T) {
 		{name: "a cap lowered in the config bounds the limit at once", l: calm, o: obs(3, 0, 12, 0.1, 100), value: 3, estimate: 3, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 10},
 		{name: "averages that started again are counted again", l: calm, o: obs(8, 8, 9, 0.5, 100), value: 4, estimate: 4, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 9},
 	}
+	engine := Params{EngineWaiting: 2}
+	queued := func(running, waiting float64, at time.Time) Observation {
+		o := obs(8, 8, 10, 0.1, 100) // no new latency samples
+		o.Running, o.Waiting = state.Sample{Value: running, At: at}, state.Sample{Value: waiting, At: at}
+		return o
+	}
+	tests = append(tests, []struct {
+		name      string
+		p         Params
+		l         state.Limit
+		o         Observation
+		value     int
+		estimate  float64
+		gradient  float64
+		baseTTFT  float64
+		changed   bool
+		seenTTFT  int64
+		unchanged bool
+	}{
+		{name: "engine queue: 6 waiting behind 6 running halves the limit", p: engine, l: calm, o: queued(6, 6, t0.Add(-time.Second)), value: 4, estimate: 4, gradient: 0.5, changed: true},
+		{name: "engine queue: 3 waiting behind 7 running cuts to seven tenths", p: engine, l: calm, o: queued(7, 3, t0.Add(-time.Second)), value: 5, estimate: 5.6, gradient: 0.7, changed: true},
+		{name: "engine queue within its tolerance: nothing moves", p: engine, l: calm, o: queued(7, 2, t0.Add(-time.Second)), unchanged: true},
+		{name: "engine queue read before the last update: nothing moves", p: engine, l: func() state.Limit { c := calm; c.Updated = t0; return c }(), o: queued(6, 6, t0.Add(-time.Second)), unchanged: true},
+		{name: "engine queue signal off: nothing moves", l: calm, o: queued(6, 6, t0.Add(-time.Second)), unchanged: true},
+		{name: "engine not reporting: nothing moves", p: engine, l: calm, o: queued(0, 0, time.Time{}), unchanged: true},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			q := p

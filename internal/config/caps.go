@@ -15,10 +15,13 @@ type AdaptiveCaps struct {
 	MinSamples int `yaml:"min_samples"`
 	// Floor is the lowest learned limit (at least 1).
 	Floor int `yaml:"floor"`
+	// EngineWaiting: requests a worker's engine may hold waiting (its
+	// scraped num_requests_waiting) before its limit shrinks; 0 is off.
+	EngineWaiting float64 `yaml:"engine_waiting"`
 }
 
 func defaultAdaptiveCaps() AdaptiveCaps {
-	return AdaptiveCaps{TTFTTolerance: 2, ITLTolerance: 1.5, MinSamples: 8, Floor: 1}
+	return AdaptiveCaps{TTFTTolerance: 2, ITLTolerance: 1.5, MinSamples: 8, Floor: 1, EngineWaiting: 2}
 }
 
 func (a AdaptiveCaps) validate(bad func(key, format string, args ...any)) {
@@ -27,6 +30,9 @@ func (a AdaptiveCaps) validate(bad func(key, format string, args ...any)) {
 	}
 	if a.MinSamples < 1 {
 		bad("adaptive_caps.min_samples", "must be at least 1, got %d", a.MinSamples)
+	}
+	if a.EngineWaiting < 0 {
+		bad("adaptive_caps.engine_waiting", "must be 0 (off) or more, got %g", a.EngineWaiting)
 	}
 	if a.Floor < 1 {
 		bad("adaptive_caps.floor", "must be at least 1, got %d", a.Floor)
