@@ -26,23 +26,27 @@ func obs(cap, inFlight int, n int64, ttft, tps float64) Observation {
 	return o
 }
 
+// step is one case of TestNextSteps: a limit and an observation, and the
+// limit expected after them.
+type step struct {
+	name      string
+	p         Params
+	l         state.Limit
+	o         Observation
+	value     int
+	estimate  float64
+	gradient  float64
+	baseTTFT  float64
+	changed   bool
+	seenTTFT  int64
+	unchanged bool // the limit comes back exactly as it went in
+}
+
 func TestNextSteps(t *testing.T) {
 	p := Params{}
 	calm := state.Limit{Value: 8, Estimate: 8, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
 	half := state.Limit{Value: 4, Estimate: 4, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
-	tests := []struct {
-		name      string
-		p         Params
-		l         state.Limit
-		o         Observation
-		value     int
-		estimate  float64
-		gradient  float64
-		baseTTFT  float64
-		changed   bool
-		seenTTFT  int64
-		unchanged bool // the limit comes back exactly as it went in
-	}{
+	tests := []step{
 		{name: "no limit yet starts at the cap", l: state.Limit{}, o: obs(8, 0, 0, 0, 0), value: 8, estimate: 8, gradient: 1, changed: true},
 		{name: "too few new samples: nothing moves", l: calm, o: obs(8, 8, 17, 1, 10), unchanged: true},
 		{name: "TTFT at five times its baseline halves the limit", l: calm, o: obs(8, 8, 18, 0.5, 100), value: 4, estimate: 4, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
@@ -65,19 +69,7 @@ func TestNextSteps(t *testing.T) {
 		o.Running, o.Waiting = state.Sample{Value: running, At: at}, state.Sample{Value: waiting, At: at}
 		return o
 	}
-	tests = append(tests, []struct {
-		name      string
-		p         Params
-		l         state.Limit
-		o         Observation
-		value     int
-		estimate  float64
-		gradient  float64
-		baseTTFT  float64
-		changed   bool
-		seenTTFT  int64
-		unchanged bool
-	}{
+	tests = append(tests, []step{
 		{name: "engine queue: 6 waiting behind 6 running halves the limit", p: engine, l: calm, o: queued(6, 6, t0.Add(-time.Second)), value: 4, estimate: 4, gradient: 0.5, changed: true},
 		{name: "engine queue: 3 waiting behind 7 running cuts to seven tenths", p: engine, l: calm, o: queued(7, 3, t0.Add(-time.Second)), value: 5, estimate: 5.6, gradient: 0.7, changed: true},
 		{name: "engine queue within its tolerance: nothing moves", p: engine, l: calm, o: queued(7, 2, t0.Add(-time.Second)), unchanged: true},
