@@ -142,12 +142,9 @@ type CompareReport struct {
 	Overload []string `json:"overload,omitempty"`
 	// Void lists the runs during which the machine was saturated.
 	Void []string `json:"void,omitempty"`
-	// HostRef is the host-speed probe's time before the first run, µs;
-	// HostSlow lists the runs kept although the host stayed slow through
-	// every attempt (Run.HostAttempts).
-	HostRef  float64  `json:"host_probe_us"`
-	HostSlow []string `json:"host_slow,omitempty"`
-	Notes    []string `json:"notes"`
+	// HostRef is the host-speed probe's time before the first run, µs.
+	HostRef float64  `json:"host_probe_us"`
+	Notes   []string `json:"notes"`
 }
 
 // estimateSetup names the capacity when it is the fleet estimate.
@@ -270,9 +267,6 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, run.HostSlowdown, satMark(run.Saturated))
 				if run.Saturated {
 					rep.Void = append(rep.Void, label)
-				}
-				if run.hostSlow() {
-					rep.HostSlow = append(rep.HostSlow, label)
 				}
 			}
 		}

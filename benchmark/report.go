@@ -146,8 +146,15 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 		fmt.Fprintf(w, "\n**Host speed**: a probe timed fixed work on a free core every %v (%.0f µs before the first run; hostProbe); a run during which it was over %.0f%% slower was repeated up to %d times and its attempt on the fastest host kept, a choice that reads the probe only (the CPU table lists every attempt).\n",
 			probePeriod, r.HostRef, 100*(hostSlowLimit-1), hostRetries)
 	}
-	if len(r.HostSlow) > 0 {
-		fmt.Fprintf(w, "\n> **Host slow** through every attempt, kept and counted: %s.\n", strings.Join(r.HostSlow, "; "))
+	var slow []string
+	for _, run := range r.Runs {
+		if run.hostSlow() {
+			slow = append(slow, fmt.Sprintf("%.0f%% seed %d %s", 100*run.Summary.Load, run.Seed, run.Summary.Setup))
+		}
+	}
+	if len(slow) > 0 {
+		// Kept after every attempt (Run.HostAttempts) or the repeat budget ran out.
+		fmt.Fprintf(w, "\n> **Host slow** through every attempt, kept and counted: %s.\n", strings.Join(slow, "; "))
 	}
 	if len(r.Overload) > 0 {
 		fmt.Fprintf(w, "\n> **Overload**, left out of the tables and aims: %s. The capacity setup could not serve that seed's requests at its offered rate (median TTFT over %.0f ms, or measured requests unfinished after the grace).\n", strings.Join(r.Overload, "; "), r.Capacity.BoundMs)

@@ -138,7 +138,7 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 	// their priority and go to whichever worker frees first. It only cuts:
 	// growth needs the latency samples above, so a calm engine's limit
 	// climbs back at the latency signals' pace.
-	if p.EngineWaiting > 0 && !o.Waiting.At.IsZero() && o.Waiting.At.After(l.Updated) && o.Waiting.Value > p.EngineWaiting {
+	if p.EngineWaiting > 0 && o.Waiting.At.After(l.Updated) && o.Waiting.Value > p.EngineWaiting {
 		gradient = min(gradient, o.Running.Value/(o.Running.Value+o.Waiting.Value))
 		moved = true
 	}
