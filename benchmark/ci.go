@@ -11,18 +11,29 @@ import (
 // each seed.
 //
 // How it is computed: Value is the figure over every measured request of
-// every seed, pooled. The interval is a stratified moving-block bootstrap:
-// each replicate rebuilds every seed's measured requests (as many as it
-// had) from blocks of consecutive requests drawn with
-// replacement (circularly), pools them and recomputes the figure; Lo and
-// Hi are the 2.5th and 97.5th percentiles of bootstrapReplicates
-// replicates. Blocks, not single requests, because neighbours in time
-// share a queue: a burst makes a run of slow requests, and resampling
-// requests one by one would treat them as independent and give intervals
-// too narrow to hold when the run is repeated. Each seed's block length is
-// chosen from its own measured autocorrelation (blockLength). It is the uncertainty of the
-// pooled figure for these seeds' workloads; Seeds shows how much the
-// workloads themselves move it.
+// every seed, pooled. The interval is a two-level (hierarchical)
+// bootstrap. Each replicate first draws as many seeds as there are, with
+// replacement, then rebuilds each drawn seed's measured requests (as many
+// as it had) from blocks of consecutive requests drawn with replacement
+// (circularly), pools them and recomputes the figure; Lo and Hi are the
+// 2.5th and 97.5th percentiles of bootstrapReplicates replicates.
+//
+// The seed level is there because a run is one draw of more than its
+// requests: Envoy's random two-choice picks, the order in which a
+// balancer's ties fall and a rare long overload episode on the slowest
+// GPU all change from one run of a seed to the next, and no resampling of
+// one run's requests can see that. Between seeds they show up as spread,
+// so drawing seeds carries it into the interval. Without the seed level,
+// 6 of 70 configurations' p90 TTFT intervals failed to overlap across
+// three repeats of the same code on the Azure trace (LEAST_REQUEST's seed
+// 1 moved between 686 and 1,317 ms); with it, none did (docs/benchmark.md,
+// "What a run is").
+//
+// Blocks, not single requests, because neighbours in time share a queue: a
+// burst makes a run of slow requests, and resampling requests one by one
+// would treat them as independent. Each seed's block length is chosen
+// from its own measured autocorrelation (blockLength). Seeds shows each
+// seed's own figure.
 type Estimate struct {
 	Value float64   `json:"value"`
 	Lo    float64   `json:"lo"`
@@ -250,7 +261,8 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 	sample := make([]reqStat, 0, len(pooled))
 	for b := range reps {
 		sample = sample[:0]
-		for i, s := range rs {
+		for _, i := range seedDraw(b, len(rs)) {
+			s := rs[i]
 			for n := 0; n < len(s); {
 				start := rng.IntN(len(s))
 				for k := 0; k < blocks[i] && n < len(s); k++ {
@@ -283,6 +295,22 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 	return st
 }
 
+// seedDraw is replicate b's draw of seeds: len strata indices, with
+// replacement. It depends on b alone, so replicate b of every setup draws
+// the same seeds and a ratio of two setups' replicates compares them on
+// the same workloads (Ratio).
+func seedDraw(b, n int) []int {
+	if n == 1 {
+		return []int{0}
+	}
+	rng := rand.New(rand.NewPCG(uint64(b), 0x5eed))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = rng.IntN(n)
+	}
+	return out
+}
+
 // interval is the 2.5th and 97.5th percentiles of reps.
 func interval(reps []float64) (lo, hi float64) {
 	s := slices.Clone(reps)
@@ -293,9 +321,10 @@ func interval(reps []float64) (lo, hi float64) {
 	return s[int(0.025*float64(len(s)-1)+0.5)], s[int(0.975*float64(len(s)-1)+0.5)]
 }
 
-// Ratio is a/b with the interval of the ratio of their independent
-// replicates (the setups ran separately, so their resamples are
-// independent too).
+// Ratio is a/b with the interval of the ratio of their replicates,
+// which are paired by their seed draw (seedDraw): replicate i of both drew
+// the same seeds, so the workload's own spread divides out, while their
+// blocks were drawn independently, as the setups ran separately.
 func Ratio(a, b Estimate) Estimate {
 	r := Estimate{}
 	if b.Value != 0 {

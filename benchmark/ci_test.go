@@ -1,7 +1,9 @@
 package benchmark
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -84,5 +86,67 @@ func TestRatioAndVerdicts(t *testing.T) {
 	same := Ratio(fast.TTFT[1], fast.TTFT[1])
 	if !same.Overlaps(Estimate{Value: 1, Lo: 1, Hi: 1}) {
 		t.Errorf("a figure over itself: %+v", same)
+	}
+}
+
+// Three seeds, the third twice as slow: a workload whose seeds disagree.
+func splitSeeds(scale time.Duration) [][]Result {
+	strata := [][]Result{synthetic(1000, 100, 1), synthetic(1000, 100, 2), synthetic(1000, 200, 3)}
+	for _, s := range strata {
+		for i := range s {
+			s[i].TTFT *= scale
+			s[i].Latency *= scale
+		}
+	}
+	return strata
+}
+
+func TestSeedSpreadWidensTheInterval(t *testing.T) {
+	st := bootstrapStats(splitSeeds(1), DefaultSLO(), rand.New(rand.NewPCG(1, 1)))
+	p90 := st.TTFT[1]
+	lo, hi := slices.Min(p90.Seeds), slices.Max(p90.Seeds)
+	// Within each seed the p90 is known to about ±8 %; the pooled figure
+	// (about 300 ms) sits between the seeds' 230 and 460. An interval
+	// that resamples only requests stays near 300; one that also draws
+	// seeds reaches toward both.
+	if p90.Lo > lo*1.1 || p90.Hi < p90.Value+(hi-p90.Value)/3 {
+		t.Errorf("p90 %.0f [%.0f, %.0f] with seeds %.0f: the seeds' spread is not in the interval", p90.Value, p90.Lo, p90.Hi, p90.Seeds)
+	}
+	same := bootstrapStats([][]Result{synthetic(1000, 100, 1), synthetic(1000, 100, 2), synthetic(1000, 100, 3)}, DefaultSLO(), rand.New(rand.NewPCG(1, 1)))
+	if w, wSame := p90.Hi-p90.Lo, same.TTFT[1].Hi-same.TTFT[1].Lo; w < 2*wSame {
+		t.Errorf("interval %.0f ms wide with disagreeing seeds, %.0f with agreeing ones", w, wSame)
+	}
+}
+
+func TestRatioPairsTheSeedDraws(t *testing.T) {
+	// The same workloads, one setup twice as slow (to the µs that ms
+	// keeps): the seeds' spread must divide out of the ratio.
+	rng := rand.New(rand.NewPCG(2, 2))
+	fast := bootstrapStats(splitSeeds(1), DefaultSLO(), rng)
+	slow := bootstrapStats(splitSeeds(2), DefaultSLO(), rng)
+	r := Ratio(fast.TTFT[1], slow.TTFT[1])
+	if math.Abs(r.Value-0.5) > 1e-4 || r.Lo < 0.4 || r.Hi > 0.6 {
+		t.Errorf("ratio %.3f [%.3f, %.3f], want 0.5 with the seeds' spread divided out", r.Value, r.Lo, r.Hi)
+	}
+}
+
+func TestSeedDrawDependsOnTheReplicateOnly(t *testing.T) {
+	if got := seedDraw(7, 1); !slices.Equal(got, []int{0}) {
+		t.Errorf("one seed drew %v", got)
+	}
+	counts := make([]int, 3)
+	for b := range 3000 {
+		d := seedDraw(b, 3)
+		if !slices.Equal(d, seedDraw(b, 3)) {
+			t.Fatalf("replicate %d drew %v then %v", b, d, seedDraw(b, 3))
+		}
+		for _, i := range d {
+			counts[i]++
+		}
+	}
+	for i, c := range counts {
+		if c < 2700 || c > 3300 {
+			t.Errorf("seed %d drawn %d times in 9,000, want about 3,000", i, c)
+		}
 	}
 }

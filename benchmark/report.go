@@ -135,7 +135,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 	fmt.Fprintf(w, "- **SLO** (goodput): TTFT ≤ %v and each request's p99 inter-token gap ≤ %v\n", r.SLO.TTFT, r.SLO.ITL)
 	fmt.Fprintf(w, "- **Time scale**: %g (times are GPU time)\n", r.TimeScale)
 	lo, hi := blockRange(r.Stats)
-	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% stratified moving-block bootstrap interval (%d replicates rebuilding each seed's measured requests from blocks of consecutive ones, since neighbours in time share a queue; each seed's block length chosen from its own autocorrelation by the Politis–White rule: %d to %d requests in this run); the per-seed values and blocks are in compare-%s.json\n", bootstrapReplicates, lo, hi, r.Name)
+	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% two-level bootstrap interval (%d replicates, each drawing the seeds with replacement, so that the spread between runs is in it, then rebuilding each drawn seed's measured requests from blocks of consecutive ones, since neighbours in time share a queue; ratios pair the seed draws; each seed's block length chosen from its own autocorrelation by the Politis–White rule: %d to %d requests in this run); the per-seed values and blocks are in compare-%s.json\n", bootstrapReplicates, lo, hi, r.Name)
 	if len(r.Void) > 0 {
 		fmt.Fprintf(w, "\n> **VOID**: the machine was saturated (over %.0f%% of its cores busy) during %d run(s): %s. Latency differences in those runs may be the machine's, not the configurations'.\n",
 			100*saturationShare, len(r.Void), strings.Join(r.Void, "; "))
