@@ -30,9 +30,14 @@ const (
 //     min, running = this router's own in-flight requests per worker), the
 //     worker with the fewest running;
 //  2. else, if the best prefix match ratio exceeds 0.3, that worker;
-//  3. else the worker whose tree is smallest (the most room for new
-//     prefixes). Later SGLang versions take the least loaded worker here;
-//     this follows the long-standing rule.
+//  3. else the worker with the fewest running, as in rule 1.
+//
+// Rule 3 follows the current gateway's code (sgl-model-gateway, now SMG:
+// select_worker_with_text takes the minimum load below the threshold).
+// Its header comment, and the SGLang router before it, took the worker
+// with the smallest tree (the most room for new prefixes); the least
+// loaded worker is the stronger peer on a fleet under load, and the one
+// users run today.
 //
 // The request is then inserted into the chosen worker's tree, in every
 // case. Every 120 s each tree larger than max_tree_size is cut down to it,
@@ -77,9 +82,9 @@ func newPrefixMatchOrShortestQueue() *prefixMatchOrShortestQueue {
 
 func (*prefixMatchOrShortestQueue) Name() string { return PrefixMatchOrShortestQueue }
 
-// Plan ranks by the rule that applies: running (rule 1), −match ratio
-// (rule 2) or tree size in blocks (rule 3). Each candidate carries all
-// three terms and "imbalanced"; only the deciding term has a weight.
+// Plan ranks by the rule that applies: running (rules 1 and 3) or −match
+// ratio (rule 2). Each candidate carries both terms, "imbalanced" and its
+// tree's size in blocks; only the deciding term has a weight.
 func (s *prefixMatchOrShortestQueue) Plan(in scoring.Input, eligible []scoring.Worker) []scoring.Candidate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,14 +110,11 @@ func (s *prefixMatchOrShortestQueue) Plan(in scoring.Input, eligible []scoring.W
 		best = max(best, v.ratio)
 	}
 	imbalanced := maxRun-minRun > sglBalanceAbs && float64(maxRun) > sglBalanceRel*float64(minRun)
-	var wRun, wMatch, wTree float64
-	switch {
-	case imbalanced:
-		wRun = 1
-	case best > sglCacheThreshold:
+	var wRun, wMatch float64
+	if !imbalanced && best > sglCacheThreshold {
 		wMatch = -1
-	default:
-		wTree = 1
+	} else {
+		wRun = 1
 	}
 	flag := 0.0
 	if imbalanced {
@@ -125,7 +127,7 @@ func (s *prefixMatchOrShortestQueue) Plan(in scoring.Input, eligible []scoring.W
 			{Name: "imbalanced", Value: flag},
 			{Name: "running", Weight: wRun, Value: float64(v.running)},
 			{Name: "prefix_match", Weight: wMatch, Value: v.ratio},
-			{Name: "tree_blocks", Weight: wTree, Value: float64(v.tree)},
+			{Name: "tree_blocks", Value: float64(v.tree)},
 		}
 		base := 0.0
 		for _, t := range terms {

@@ -19,13 +19,14 @@ func TestPrefixMatchOrShortestQueue(t *testing.T) {
 		rule    string // the term that decided
 	}{
 		{
-			name: "balanced, match above 0.3: the matching worker", routed: map[string][]uint64{"w2": a},
+			name: "balanced, match above 0.3: the matching worker, however loaded", routed: map[string][]uint64{"w2": a},
 			running: map[string]int{"w1": 0, "w2": 60}, // spread 60: not imbalanced
 			req:     job(a[:4], seq(2, 6)), want: "w2", rule: "prefix_match",
 		},
 		{
-			name: "match of exactly 0.3: the smallest tree", routed: map[string][]uint64{"w1": seq(7, 2), "w2": a},
-			req: job(a[:3], seq(2, 7)), want: "w1", rule: "tree_blocks",
+			name: "match of exactly 0.3: the fewest running", routed: map[string][]uint64{"w2": a},
+			running: map[string]int{"w1": 3, "w2": 2},
+			req:     job(a[:3], seq(2, 7)), want: "w2", rule: "running",
 		},
 		{
 			name:   "imbalanced (spread 90 > 64, 100 > 1.5·10): the fewest running, whatever the match",
@@ -42,8 +43,9 @@ func TestPrefixMatchOrShortestQueue(t *testing.T) {
 			running: map[string]int{"w1": 60, "w2": 0}, req: job(a), want: "w1", rule: "prefix_match",
 		},
 		{
-			name: "a prompt under one block: the smallest tree", routed: map[string][]uint64{"w1": a},
-			req: scoring.Job{Model: "m", PromptTokens: 12}, want: "w2", rule: "tree_blocks",
+			name: "a prompt under one block: the fewest running", routed: map[string][]uint64{"w2": a},
+			running: map[string]int{"w1": 1},
+			req:     scoring.Job{Model: "m", PromptTokens: 12}, want: "w2", rule: "running",
 		},
 	}
 	for _, tc := range tests {
