@@ -97,17 +97,24 @@ func summaryCSV(w io.Writer, runs []*Run) error {
 	return cw.Error()
 }
 
-// requestsCSV writes every request of every run, measured or not.
+// requestsCSV writes every request of every run, measured or not, with
+// its own p99 inter-token gap and whether it met both SLOs, so a miss of
+// the goodput can be traced to its worker.
 func requestsCSV(w io.Writer, rep *CompareReport) error {
 	cw := csv.NewWriter(w)
-	_ = cw.Write([]string{"setup", "load", "seed", "index", "measured", "start_ms", "ttft_ms", "e2e_ms", "tokens", "status", "worker", "cut", "error"})
+	_ = cw.Write([]string{"setup", "load", "seed", "index", "measured", "start_ms", "ttft_ms", "e2e_ms", "tokens", "status", "worker", "cut", "error", "itl_p99_ms", "good"})
 	for _, r := range rep.Runs {
 		for i, res := range r.results {
 			m := i >= rep.Measured[0] && i < rep.Measured[1]
+			itlP99 := "" // no gaps: under two tokens, or not streamed
+			if len(res.ITLs) > 0 {
+				itlP99 = fmt.Sprintf("%.1f", ms(Percentile(res.ITLs, 99)))
+			}
 			_ = cw.Write([]string{
 				r.Summary.Setup, strconv.FormatFloat(r.Summary.Load, 'f', 2, 64), strconv.FormatUint(r.Seed, 10), strconv.Itoa(i), strconv.FormatBool(m),
 				fmt.Sprintf("%.1f", ms(res.Start)), fmt.Sprintf("%.1f", ms(res.TTFT)), fmt.Sprintf("%.1f", ms(res.Latency)),
 				strconv.Itoa(res.Tokens), strconv.Itoa(res.Status), res.Node, strconv.FormatBool(res.Cut), res.Err,
+				itlP99, strconv.FormatBool(rep.SLO.Good(res)),
 			})
 		}
 	}

@@ -2,8 +2,10 @@ package benchmark
 
 import (
 	"bytes"
+	"encoding/csv"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +146,39 @@ func TestHerdReport(t *testing.T) {
 	rep.Markdown(&b)
 	if !strings.Contains(b.String(), "| router scored | 3 | true | 10 | 0 | 0% |") || !strings.Contains(b.String(), "| envoy LEAST_REQUEST | - | - | 10 | 9 | 90% |") {
 		t.Errorf("markdown:\n%s", b.String())
+	}
+}
+
+func TestRequestsCSVTracesEachGoodputMiss(t *testing.T) {
+	gaps := func(ms ...int) []time.Duration {
+		out := make([]time.Duration, len(ms))
+		for i, v := range ms {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	rep := &CompareReport{SLO: DefaultSLO(), Measured: [2]int{0, 3}, Runs: []*Run{{
+		Summary: Summary{Setup: "router scored", Load: 0.8}, Seed: 2,
+		results: []Result{
+			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 3, Node: "a40-0", ITLs: gaps(20, 150)},
+			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 3, Node: "h100-0", ITLs: gaps(20, 30)},
+			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 1, Node: "h100-1"},
+		},
+	}}}
+	var b bytes.Buffer
+	if err := requestsCSV(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := [][]string{}
+	for _, r := range rows {
+		got = append(got, []string{r[10], r[13], r[14]})
+	}
+	want := [][]string{{"worker", "itl_p99_ms", "good"}, {"a40-0", "150.0", "false"}, {"h100-0", "30.0", "true"}, {"h100-1", "", "true"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("worker, itl_p99_ms, good: %v, want %v", got, want)
 	}
 }
