@@ -170,7 +170,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		return nil, err
 	}
 	logf(o.Log, "sizing the fleet on %s (virtual time)", w.Source)
-	if err := SizeFleet(gpus, simRequests(w, w.Jobs(o.SizingRequests, 1, sizingSeed)), o.FleetExtra); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(o.SizingRequests, 1, sizingSeed)), o.FleetExtra, o.SLO.ITL); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "llmr-compare-")

@@ -32,8 +32,10 @@ type GPU struct {
 	// SaturationRate is what the GPU sustains alone on the workload (req/s
 	// of GPU time), found by gpusim's virtual-time saturation search.
 	SaturationRate float64 `json:"saturation_rate"`
-	// Cap is the router's max_concurrency for it; see SizeFleet.
-	Cap int `json:"max_concurrency"`
+	// Cap is the router's max_concurrency for it; see SizeFleet. CapLoad
+	// is the share of the saturation rate it was sized at.
+	Cap     int     `json:"max_concurrency"`
+	CapLoad float64 `json:"cap_load"`
 	// KVBlocks and PrefillRate are what an operator configures for the
 	// worker (kv_blocks, prefill_tokens_per_second): its KV cache in
 	// 16-token blocks and its prefill rate in tokens/s of GPU time, from
@@ -76,8 +78,14 @@ func ParseFleet(s string) ([]GPU, error) {
 }
 
 // capLoad is the share of a GPU's saturation rate at which its cap is
-// sized.
-const capLoad = 0.9
+// sized, unless the inter-token SLO needs a lower one (capLoadStep,
+// capLoadMin); capGoodShare is the share of requests that must meet it.
+const (
+	capLoad      = 0.9
+	capLoadStep  = 0.05
+	capLoadMin   = 0.3
+	capGoodShare = 0.99
+)
 
 // SizeFleet fills each GPU's saturation rate and cap from a virtual-time
 // replay of jobs on its profile (gpusim's engine, no processes):
@@ -89,13 +97,22 @@ const capLoad = 0.9
 //     saturation rate, i.e. rate × mean end-to-end latency there. More
 //     concurrent requests than that no longer raise the GPU's throughput,
 //     only everyone's latency; fewer leave it idle under load.
+//   - but a GPU can reach that throughput only by breaking the
+//     inter-token SLO: a slow GPU's steps that carry a prefill chunk
+//     beside a full decode batch take longer than the SLO allows, so at
+//     90 % most of its requests see a few such gaps. So, with itlSLO > 0,
+//     the load is lowered in steps of 5 points (to at most 30 %) until at
+//     least 99 % of the requests (the goodput aim) keep their own p99
+//     inter-token gap within itlSLO, and the cap is Little's law there.
+//     This is how an operator sizes max_concurrency against an SLO from
+//     a load test of the GPU alone; it reads the GPU, never a comparison.
 //
 // The result depends only on the profile and the workload, so GPUs of one
 // profile share it.
-func SizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any) error {
+func SizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any, itlSLO time.Duration) error {
 	type sized struct {
-		rate, prefill float64
-		cap, kv       int
+		rate, prefill, load float64
+		cap, kv             int
 	}
 	done := map[string]sized{}
 	for i := range gpus {
@@ -109,28 +126,48 @@ func SizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any) error
 			if err != nil {
 				return fmt.Errorf("size %s: %w", gpus[i].Profile, err)
 			}
-			rate := capLoad * v.SaturationRate
-			res, _, err := gpusim.Simulate(cfg, gpusim.Rescale(reqs, rate))
-			if err != nil {
+			s = sized{rate: v.SaturationRate}
+			if s.cap, s.load, err = sizeCap(cfg, reqs, v.SaturationRate, itlSLO); err != nil {
 				return fmt.Errorf("size %s: %w", gpus[i].Profile, err)
 			}
-			var sum time.Duration
-			n := 0
-			for _, r := range res {
-				if !r.Rejected {
-					sum += r.Done - r.Arrival
-					n++
-				}
-			}
-			meanE2E := sum.Seconds() / float64(max(n, 1))
-			s = sized{rate: v.SaturationRate, cap: max(1, int(math.Round(rate*meanE2E)))}
 			s.kv, s.prefill = profileCapacity(cfg)
 			done[gpus[i].Profile] = s
 		}
-		gpus[i].SaturationRate, gpus[i].Cap = s.rate, s.cap
+		gpus[i].SaturationRate, gpus[i].Cap, gpus[i].CapLoad = s.rate, s.cap, s.load
 		gpus[i].KVBlocks, gpus[i].PrefillRate = s.kv, s.prefill
 	}
 	return nil
+}
+
+// sizeCap is SizeFleet's cap rule for one profile: Little's law at the
+// highest load from capLoad down at which capGoodShare of the requests
+// meet itlSLO (0: at capLoad).
+func sizeCap(cfg gpusim.Config, reqs []gpusim.SimRequest, saturation float64, itlSLO time.Duration) (int, float64, error) {
+	cfg.StreamSummary = itlSLO > 0 // record the token times
+	for load := capLoad; ; load -= capLoadStep {
+		rate := load * saturation
+		res, _, err := gpusim.Simulate(cfg, gpusim.Rescale(reqs, rate))
+		if err != nil {
+			return 0, 0, err
+		}
+		var sum time.Duration
+		n, good := 0, 0
+		for _, r := range res {
+			if r.Rejected {
+				continue
+			}
+			sum += r.Done - r.Arrival
+			n++
+			if len(r.Gaps) == 0 || Percentile(r.Gaps, 99) <= itlSLO {
+				good++
+			}
+		}
+		n = max(n, 1)
+		meets := itlSLO <= 0 || float64(good)/float64(n) >= capGoodShare
+		if meets || load-capLoadStep < capLoadMin-1e-9 {
+			return max(1, int(math.Round(rate*sum.Seconds()/float64(n)))), load, nil
+		}
+	}
 }
 
 // profileCapacity is a calibrated GPU's KV cache in blocks and its prefill

@@ -1,6 +1,7 @@
 package benchmark
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestSizeFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := SizeFleet(gpus, simRequests(w, w.Jobs(200, 1, 1)), nil); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(200, 1, 1)), nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	h, a := gpus[0], gpus[2]
@@ -65,6 +66,34 @@ func TestSizeFleet(t *testing.T) {
 	}
 	if e := fleetEstimate(gpus); e < 2*h.SaturationRate {
 		t.Errorf("estimate %g", e)
+	}
+}
+
+// TestSizeFleetFitsTheITLSLO: a cap is sized at 90 % of saturation when
+// the requests meet the inter-token SLO there, at a lower load when they do
+// not, and never below 30 %.
+func TestSizeFleetFitsTheITLSLO(t *testing.T) {
+	w, err := LoadWorkload(WorkloadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := simRequests(w, w.Jobs(300, 1, 1))
+	size := func(itl time.Duration) []GPU {
+		gpus, _ := ParseFleet("h100-llama2-7b:1,a40-llama2-7b:1")
+		if err := SizeFleet(gpus, reqs, nil, itl); err != nil {
+			t.Fatal(err)
+		}
+		return gpus
+	}
+	free, slo, tight := size(0), size(DefaultSLO().ITL), size(time.Millisecond)
+	for i := range free {
+		t.Logf("%s: cap %d at %.2f; with the SLO %d at %.2f; with 1 ms %d at %.2f", free[i].ID, free[i].Cap, free[i].CapLoad, slo[i].Cap, slo[i].CapLoad, tight[i].Cap, tight[i].CapLoad)
+		if free[i].CapLoad != capLoad || slo[i].Cap > free[i].Cap || slo[i].CapLoad > capLoad || slo[i].SaturationRate != free[i].SaturationRate {
+			t.Errorf("%s: without an SLO %+v, with %+v", free[i].ID, free[i], slo[i])
+		}
+		if math.Abs(tight[i].CapLoad-capLoadMin) > 1e-9 || tight[i].Cap >= free[i].Cap {
+			t.Errorf("%s: a 1 ms SLO no GPU meets sized %+v, want the floor load %.2f", tight[i].ID, tight[i], capLoadMin)
+		}
 	}
 }
 

@@ -203,12 +203,13 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 
 func (r *CompareReport) fleetSection(w io.Writer) {
 	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet and caps in every configuration and seed.\n\n", Model, r.FleetKeys)
-	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency |")
-	fmt.Fprintln(w, "|---|---|---|---|")
+	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency | sized at |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
 	for _, g := range r.Fleet {
-		fmt.Fprintf(w, "| %s | %s | %.2f | %d |\n", g.ID, g.Profile, g.SaturationRate, g.Cap)
+		fmt.Fprintf(w, "| %s | %s | %.2f | %d | %.0f%% |\n", g.ID, g.Profile, g.SaturationRate, g.Cap, 100*g.CapLoad)
 	}
-	fmt.Fprintf(w, "\nCap rule: Little's law at %.0f%% of the GPU's saturation rate, i.e. the mean number of requests it holds there (rate × mean end-to-end latency, gpusim in virtual time), derived once per profile from one fixed sample of the trace (seed %d), whatever the seeds compared. The peers' emulations run uncapped.\n", 100*capLoad, sizingSeed)
+	fmt.Fprintf(w, "\nCap rule: Little's law at %.0f%% of the GPU's saturation rate, i.e. the mean number of requests it holds there (rate × mean end-to-end latency, gpusim in virtual time), or at a lower share (in steps of %.0f points, down to %.0f%%) where fewer than %.0f%% of the requests would keep their p99 inter-token gap within the SLO's %v: the \"sized at\" column. Derived once per profile from one fixed sample of the trace (seed %d), whatever the seeds compared. The peers' emulations run uncapped.\n",
+		100*capLoad, 100*capLoadStep, 100*capLoadMin, 100*capGoodShare, r.SLO.ITL, sizingSeed)
 }
 
 func (r *CompareReport) capacitySection(w io.Writer) {

@@ -3,6 +3,7 @@ package gpusim
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -297,5 +298,34 @@ func TestLateWakeUpsDoNotStretchPasses(t *testing.T) {
 	wait, _ = e.sched.plan(now)
 	if b := e.sched.(*batchScheduler); wait != b.lastStep.dur {
 		t.Errorf("after a long stall: wait %v, want a whole pass %v", wait, b.lastStep.dur)
+	}
+}
+
+// With token times recorded, a simulated request's gaps are its tokens'
+// spacing: one fewer than its tokens, summing to its decode time, and
+// longer while another request's prefill shares the steps.
+func TestSimulateRecordsTokenGaps(t *testing.T) {
+	reqs := []SimRequest{{0, 100, 40, nil}, {50 * time.Millisecond, 3000, 2, nil}}
+	res, _, err := Simulate(simConfig(func(c *Config) { c.Profile = "a40-llama2-7b"; c.StreamSummary = true }), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res[0].Gaps
+	if len(g) != 39 {
+		t.Fatalf("%d gaps for 40 tokens", len(g))
+	}
+	var sum time.Duration
+	for _, d := range g {
+		sum += d
+	}
+	if sum != res[0].Done-res[0].FirstToken {
+		t.Errorf("gaps sum to %v, decode took %v", sum, res[0].Done-res[0].FirstToken)
+	}
+	if slices.Max(g) < 2*slices.Min(g) {
+		t.Errorf("gaps %v: the long prefill alongside did not stretch any", g)
+	}
+	plain, _, _ := Simulate(simConfig(func(c *Config) { c.Profile = "a40-llama2-7b" }), reqs)
+	if plain[0].Gaps != nil {
+		t.Error("gaps recorded without StreamSummary")
 	}
 }

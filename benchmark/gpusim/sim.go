@@ -34,6 +34,9 @@ type SimResult struct {
 	Preemptions int
 	// Rejected is true when the request could never fit the KV cache.
 	Rejected bool
+	// Gaps are the engine-clock gaps between consecutive tokens, recorded
+	// only when cfg.StreamSummary is set (nil otherwise).
+	Gaps []time.Duration
 }
 
 // TTFT is the time to first token.
@@ -121,6 +124,9 @@ func simulate(cfg Config, reqs []SimRequest, afterStep func(*Engine) error) ([]S
 			Arrival: s.arrival, Scheduled: s.admittedAt, FirstToken: s.firstTokenAt,
 			Done: s.doneAt, Tokens: s.emittedN, Preemptions: s.preemptions,
 			CachedTokens: s.firstCached,
+		}
+		for k := 1; k < len(s.tokenTimes); k++ {
+			out[i].Gaps = append(out[i].Gaps, s.tokenTimes[k]-s.tokenTimes[k-1])
 		}
 	}
 	return out, e.stateLocked(), nil
