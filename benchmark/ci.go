@@ -39,6 +39,12 @@ type Estimate struct {
 	Lo    float64   `json:"lo"`
 	Hi    float64   `json:"hi"`
 	Seeds []float64 `json:"seeds"`
+	// Within is the interval without the seed level: the uncertainty of
+	// the figure for these seeds' workloads alone (blocks within each seed,
+	// every seed once). It is narrower, and misses the spread between runs
+	// that no seed controls; llm-bench agree reports it beside the main
+	// interval so that the stricter view stays visible.
+	Within [2]float64 `json:"within_seeds"`
 	// reps are the replicates, kept for ratios between setups.
 	reps []float64
 }
@@ -262,16 +268,17 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 	for b := range reps {
 		sample = sample[:0]
 		for _, i := range seedDraw(b, len(rs)) {
-			s := rs[i]
-			for n := 0; n < len(s); {
-				start := rng.IntN(len(s))
-				for k := 0; k < blocks[i] && n < len(s); k++ {
-					sample = append(sample, s[(start+k)%len(s)])
-					n++
-				}
-			}
+			sample = appendBlocks(sample, rs[i], blocks[i], rng)
 		}
 		reps[b] = figures(sample, false, &sc)
+	}
+	within := make([][]float64, bootstrapReplicates)
+	for b := range within {
+		sample = sample[:0]
+		for i, s := range rs {
+			sample = appendBlocks(sample, s, blocks[i], rng)
+		}
+		within[b] = figures(sample, false, &sc)
 	}
 	est := func(k int) Estimate {
 		e := Estimate{Value: point[k], reps: make([]float64, len(reps))}
@@ -282,8 +289,14 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 			e.Seeds = append(e.Seeds, perSeed[i][k])
 		}
 		e.Lo, e.Hi = interval(e.reps)
+		w := make([]float64, len(within))
+		for b := range within {
+			w[b] = within[b][k]
+		}
+		e.Within[0], e.Within[1] = interval(w)
 		// The ITL replicates come from 5 % buckets: keep the point inside.
 		e.Lo, e.Hi = min(e.Lo, e.Value), max(e.Hi, e.Value)
+		e.Within[0], e.Within[1] = min(e.Within[0], e.Value), max(e.Within[1], e.Value)
 		return e
 	}
 	st := Stats{Requests: len(pooled), Blocks: blocks}
@@ -293,6 +306,19 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 	st.TPS[0], st.TPS[1], st.TPSRatio, st.TPSCV = est(9), est(10), est(11), est(12)
 	st.Good, st.Errors = est(13), est(14)
 	return st
+}
+
+// appendBlocks appends one circular moving-block resample of s (as many
+// requests as it has, in blocks of length block) to sample.
+func appendBlocks(sample, s []reqStat, block int, rng *rand.Rand) []reqStat {
+	for n := 0; n < len(s); {
+		start := rng.IntN(len(s))
+		for k := 0; k < block && n < len(s); k++ {
+			sample = append(sample, s[(start+k)%len(s)])
+			n++
+		}
+	}
+	return sample
 }
 
 // seedDraw is replicate b's draw of seeds: len strata indices, with

@@ -112,6 +112,10 @@ func TestSeedSpreadWidensTheInterval(t *testing.T) {
 	if p90.Lo > lo*1.1 || p90.Hi < p90.Value+(hi-p90.Value)/3 {
 		t.Errorf("p90 %.0f [%.0f, %.0f] with seeds %.0f: the seeds' spread is not in the interval", p90.Value, p90.Lo, p90.Hi, p90.Seeds)
 	}
+	// Without the seed level the interval stays near the pooled figure.
+	if w := p90.Within; w[0] < lo*1.1 || w[1] > p90.Value+(hi-p90.Value)/3 || w[0] > p90.Value || w[1] < p90.Value {
+		t.Errorf("within-seed interval %.0f around %.0f: it should stay near the pooled figure", w, p90.Value)
+	}
 	same := bootstrapStats([][]Result{synthetic(1000, 100, 1), synthetic(1000, 100, 2), synthetic(1000, 100, 3)}, DefaultSLO(), rand.New(rand.NewPCG(1, 1)))
 	if w, wSame := p90.Hi-p90.Lo, same.TTFT[1].Hi-same.TTFT[1].Lo; w < 2*wSame {
 		t.Errorf("interval %.0f ms wide with disagreeing seeds, %.0f with agreeing ones", w, wSame)

@@ -1,0 +1,57 @@
+package benchmark
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
+	dir := t.TempDir()
+	est := func(lo, v, hi, wlo, whi float64) Estimate {
+		return Estimate{Value: v, Lo: lo, Hi: hi, Within: [2]float64{wlo, whi}, Seeds: []float64{v}}
+	}
+	runs := [][2]Estimate{
+		// steady: every interval overlaps; drifting: only the seed level does
+		{est(90, 100, 110, 95, 105), est(500, 600, 800, 560, 640)},
+		{est(95, 105, 115, 100, 110), est(550, 700, 900, 660, 740)},
+		{est(85, 98, 108, 92, 104), est(450, 520, 650, 500, 540)},
+	}
+	var paths []string
+	for i, r := range runs {
+		rep := CompareReport{Name: "t", Stats: []Stats{
+			{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]Estimate{{}, r[0], {}}},
+			{Setup: "drifting", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]Estimate{{}, r[1], {}}},
+			{Setup: "overloaded", Load: 0.8}, // no seeds: left out
+		}}
+		b, _ := json.Marshal(rep)
+		p := filepath.Join(dir, string(rune('a'+i))+".json")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	as, err := Agree(paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(as) != 2 || !as[0].Agree || !as[0].WithinAgree || !as[1].Agree || as[1].WithinAgree {
+		t.Fatalf("agreements %+v", as)
+	}
+	var b bytes.Buffer
+	if !PrintAgreement(&b, as) {
+		t.Error("PrintAgreement: not all agree")
+	}
+	if !strings.Contains(b.String(), "2 of 2 overlap; 1 of 2 on the intervals without the seed level") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	other := CompareReport{Name: "other"}
+	bo, _ := json.Marshal(other)
+	_ = os.WriteFile(filepath.Join(dir, "o.json"), bo, 0o600)
+	if _, err := Agree([]string{paths[0], filepath.Join(dir, "o.json")}); err == nil {
+		t.Error("reports of two comparisons agreed")
+	}
+}
