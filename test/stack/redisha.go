@@ -225,11 +225,16 @@ func StartCluster(ctx context.Context, dir string, masters, replicas int) (*Clus
 		return nil, err
 	}
 	n := masters * (1 + replicas)
-	c := &Cluster{Addrs: MustFreeAddrs(n)}
+	// Each node's cluster bus gets a free port of its own: by default it
+	// is the client port + 10000, which nobody checked was free (a CI run
+	// failed on exactly that: "Failed listening on port 36392 (cluster)").
+	addrs := MustFreeAddrs(2 * n)
+	c := &Cluster{Addrs: addrs[:n]}
 	for i, addr := range c.Addrs {
+		_, busPort, _ := net.SplitHostPort(addrs[n+i])
 		r, err := startRedisArgs(ctx, "redis cluster node", filepath.Join(dir, fmt.Sprintf("node-%d", i)), addr,
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000",
-			"--cluster-require-full-coverage", "no")
+			"--cluster-require-full-coverage", "no", "--cluster-port", busPort)
 		if err != nil {
 			c.Stop()
 			return nil, err
