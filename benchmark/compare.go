@@ -60,6 +60,9 @@ type CompareOptions struct {
 	// SizingRequests is the length of the virtual-time replays that size
 	// each GPU (SizeFleet).
 	SizingRequests int
+	// CapsForThroughput sizes every cap at capLoad, ignoring the SLO's
+	// inter-token bound (the rule before 2026-12-01, evening; SizeFleet).
+	CapsForThroughput bool
 	// Grace bounds the wait (GPU time) for a run's measured requests after
 	// its last arrival; what is still running then is cut, and the run is
 	// reported as overloaded.
@@ -170,7 +173,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		return nil, err
 	}
 	logf(o.Log, "sizing the fleet on %s (virtual time)", w.Source)
-	if err := SizeFleet(gpus, simRequests(w, w.Jobs(o.SizingRequests, 1, sizingSeed)), o.FleetExtra, o.SLO.ITL); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(o.SizingRequests, 1, sizingSeed)), o.FleetExtra, capITL(o)); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "llmr-compare-")
@@ -351,6 +354,15 @@ func satMark(s bool) string {
 		return "  SATURATED"
 	}
 	return ""
+}
+
+// capITL is the inter-token bound the caps are sized against: the SLO's,
+// or none with CapsForThroughput.
+func capITL(o CompareOptions) time.Duration {
+	if o.CapsForThroughput {
+		return 0
+	}
+	return o.SLO.ITL
 }
 
 // Presets are the comparisons `make bench` runs, by name: the trace, the

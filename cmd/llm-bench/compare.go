@@ -52,6 +52,7 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 	fs.Float64Var(&o.Tail, "tail", o.Tail, "share of each run's requests after the measured ones")
 	fs.DurationVar(&o.SLO.TTFT, "slo-ttft", o.SLO.TTFT, "goodput: TTFT bound")
 	fs.DurationVar(&o.SLO.ITL, "slo-itl", o.SLO.ITL, "goodput: bound of each request's p99 inter-token gap")
+	fs.BoolVar(&o.CapsForThroughput, "caps-for-throughput", false, "size every GPU's cap at 90% of its saturation rate, ignoring --slo-itl (the rule before the caps fit the inter-token SLO)")
 	fs.Float64Var(&o.Capacity, "capacity", 0, "use this capacity (req/s) instead of the fleet estimate")
 	fs.BoolVar(&o.ProbeCapacity, "probe-capacity", false, "measure the capacity through real runs of --capacity-setup (a search over rates) instead of the virtual-time fleet estimate")
 	fs.DurationVar(&o.CapacityTTFT, "capacity-ttft", o.CapacityTTFT, "capacity: the median TTFT a sustainable rate stays under")
