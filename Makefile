@@ -124,9 +124,9 @@ chaos: build deps ## the full chaos suite (3 router replicas, Envoy, Redis, gpus
 # Mooncake conversation: prefix reuse, A100s), every configuration, three
 # seeds, 1,000 measured requests a seed, 95 % intervals. The short version
 # fits 15 minutes on two cores; BENCH_LONG=1 runs three loads with longer
-# runs (a few hours). `make bench-extra` runs the herd race and the
-# overhead benchmark. Each writes a run folder and latest/ under
-# benchmark/results.
+# runs at the GPUs' real speed (six hours or more here). `make
+# bench-extra` runs the herd race and the overhead benchmark. Each writes
+# a run folder and latest/ under benchmark/results.
 BENCH_LONG  ?=
 BENCH_FLAGS := $(if $(BENCH_LONG),,--short)
 .PHONY: bench bench-extra bench-micro

@@ -61,8 +61,10 @@ type CompareOptions struct {
 	// each GPU (SizeFleet).
 	SizingRequests int
 	// CapsForThroughput sizes every cap at capLoad, ignoring the SLO's
-	// inter-token bound (the rule before 2026-12-01, evening; SizeFleet).
-	CapsForThroughput bool
+	// inter-token bound; CapsAtMean takes the mean held where the SLO does
+	// not bound a GPU, not the 99th percentile. Both at once is the rule
+	// before 2026-12-01 (SizeFleet).
+	CapsForThroughput, CapsAtMean bool
 	// Grace bounds the wait (GPU time) for a run's measured requests after
 	// its last arrival; what is still running then is cut, and the run is
 	// reported as overloaded.
@@ -121,6 +123,9 @@ type CompareReport struct {
 	Workload string    `json:"workload"`
 	Trace    string    `json:"trace"`
 	Fleet    []GPU     `json:"fleet"`
+	// CapITL is the inter-token bound the caps were sized against (0:
+	// none); each GPU says how (GPU.CapLoad, GPU.CapHeld).
+	CapITL time.Duration `json:"cap_itl"`
 	// FleetKeys are the gpusim fleet-file keys every GPU ran with.
 	FleetKeys map[string]any `json:"fleet_keys,omitempty"`
 	TimeScale float64        `json:"time_scale"`
@@ -173,7 +178,11 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		return nil, err
 	}
 	logf(o.Log, "sizing the fleet on %s (virtual time)", w.Source)
-	if err := SizeFleet(gpus, simRequests(w, w.Jobs(o.SizingRequests, 1, sizingSeed)), o.FleetExtra, capITL(o)); err != nil {
+	rule := CapRule{ITL: o.SLO.ITL, Mean: o.CapsAtMean}
+	if o.CapsForThroughput {
+		rule.ITL = 0
+	}
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(o.SizingRequests, 1, sizingSeed)), o.FleetExtra, rule); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "llmr-compare-")
@@ -218,7 +227,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	}
 	rep := &CompareReport{
 		Name: o.Name, Command: o.Command, Machine: Machine(), Started: started, Workload: w.Name(), Trace: w.Source,
-		Fleet: gpus, FleetKeys: extra, TimeScale: o.TimeScale, SLO: o.SLO, Requests: o.Requests, Loads: o.Loads, Seeds: o.Seeds,
+		Fleet: gpus, CapITL: rule.ITL, FleetKeys: extra, TimeScale: o.TimeScale, SLO: o.SLO, Requests: o.Requests, Loads: o.Loads, Seeds: o.Seeds,
 	}
 	from, to := window(o.Requests, o.Warmup, o.Tail)
 	rep.Measured = [2]int{from, to}
@@ -354,15 +363,6 @@ func satMark(s bool) string {
 		return "  SATURATED"
 	}
 	return ""
-}
-
-// capITL is the inter-token bound the caps are sized against: the SLO's,
-// or none with CapsForThroughput.
-func capITL(o CompareOptions) time.Duration {
-	if o.CapsForThroughput {
-		return 0
-	}
-	return o.SLO.ITL
 }
 
 // Presets are the comparisons `make bench` runs, by name: the trace, the

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/internal/config"
 )
 
@@ -44,7 +45,7 @@ func TestSizeFleet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := SizeFleet(gpus, simRequests(w, w.Jobs(200, 1, 1)), nil, 0); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(200, 1, 1)), nil, CapRule{}); err != nil {
 		t.Fatal(err)
 	}
 	h, a := gpus[0], gpus[2]
@@ -71,7 +72,7 @@ func TestSizeFleet(t *testing.T) {
 
 // TestSizeFleetFitsTheITLSLO: a cap is sized at 90 % of saturation when
 // the requests meet the inter-token SLO there, at a lower load when they do
-// not, and never below 30 %.
+// not, and never below 30 % (means held, to compare like with like).
 func TestSizeFleetFitsTheITLSLO(t *testing.T) {
 	w, err := LoadWorkload(WorkloadOptions{})
 	if err != nil {
@@ -80,7 +81,7 @@ func TestSizeFleetFitsTheITLSLO(t *testing.T) {
 	reqs := simRequests(w, w.Jobs(300, 1, 1))
 	size := func(itl time.Duration) []GPU {
 		gpus, _ := ParseFleet("h100-llama2-7b:1,a40-llama2-7b:1")
-		if err := SizeFleet(gpus, reqs, nil, itl); err != nil {
+		if err := SizeFleet(gpus, reqs, nil, CapRule{ITL: itl, Mean: true}); err != nil {
 			t.Fatal(err)
 		}
 		return gpus
@@ -183,5 +184,43 @@ func TestBenchRouterConfigIsValid(t *testing.T) {
 				t.Errorf("%s at time scale %g: %v", s.Name, scale, err)
 			}
 		}
+	}
+}
+
+func TestHeldQuantileWeighsByTime(t *testing.T) {
+	s := time.Second
+	// One request alone for 8 s, then two together for 2 s.
+	res := []gpusim.SimResult{{Arrival: 0, Done: 10 * s}, {Arrival: 8 * s, Done: 10 * s}, {Rejected: true}}
+	if q := heldQuantile(res, 0.5); q != 1 {
+		t.Errorf("median held %d, want 1", q)
+	}
+	if q := heldQuantile(res, 0.9); q != 2 {
+		t.Errorf("p90 held %d, want 2", q)
+	}
+}
+
+// TestSizeFleetLeavesRoomForBurstsOnlyWhereTheSLODoesNotBound: room for bursts on a
+// GPU that meets the SLO at 90 %, the mean at the sized load on one that
+// does not.
+func TestSizeFleetLeavesRoomForBurstsOnlyWhereTheSLODoesNotBound(t *testing.T) {
+	w, err := LoadWorkload(WorkloadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := simRequests(w, w.Jobs(300, 1, 1))
+	mean, _ := ParseFleet("h100-llama2-7b:1,a40-llama2-7b:1")
+	burst, _ := ParseFleet("h100-llama2-7b:1,a40-llama2-7b:1")
+	if err := SizeFleet(mean, reqs, nil, CapRule{ITL: DefaultSLO().ITL, Mean: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := SizeFleet(burst, reqs, nil, DefaultCapRule()); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("h100 %d -> %d, a40 %d -> %d", mean[0].Cap, burst[0].Cap, mean[1].Cap, burst[1].Cap)
+	if mean[0].CapLoad != capLoad || burst[0].Cap <= mean[0].Cap {
+		t.Errorf("h100: mean cap %d at %.2f, burst cap %d", mean[0].Cap, mean[0].CapLoad, burst[0].Cap)
+	}
+	if mean[1].CapLoad >= capLoad || burst[1].Cap != mean[1].Cap {
+		t.Errorf("a40: mean cap %d at %.2f, burst cap %d", mean[1].Cap, mean[1].CapLoad, burst[1].Cap)
 	}
 }

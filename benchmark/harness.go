@@ -183,7 +183,7 @@ func harnessStack(ctx context.Context, o HarnessOptions, w *Workload) (url strin
 	if err != nil {
 		return "", nil, err
 	}
-	if err := SizeFleet(gpus, simRequests(w, w.Jobs(2000, 1, sizingSeed)), nil, DefaultSLO().ITL); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(2000, 1, sizingSeed)), nil, DefaultCapRule()); err != nil {
 		return "", nil, err
 	}
 	dir, err := os.MkdirTemp("", "llmr-harness-")

@@ -203,13 +203,13 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 
 func (r *CompareReport) fleetSection(w io.Writer) {
 	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet and caps in every configuration and seed.\n\n", Model, r.FleetKeys)
-	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency | sized at |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency | sized at | requests held there |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, g := range r.Fleet {
-		fmt.Fprintf(w, "| %s | %s | %.2f | %d | %.0f%% |\n", g.ID, g.Profile, g.SaturationRate, g.Cap, 100*g.CapLoad)
+		fmt.Fprintf(w, "| %s | %s | %.2f | %d | %.0f%% | %s |\n", g.ID, g.Profile, g.SaturationRate, g.Cap, 100*g.CapLoad, g.CapHeld)
 	}
-	fmt.Fprintf(w, "\nCap rule: Little's law at %.0f%% of the GPU's saturation rate, i.e. the mean number of requests it holds there (rate × mean end-to-end latency, gpusim in virtual time), or at a lower share (in steps of %.0f points, down to %.0f%%) where fewer than %.0f%% of the requests would keep their p99 inter-token gap within the SLO's %v: the \"sized at\" column. Derived once per profile from one fixed sample of the trace (seed %d), whatever the seeds compared. The peers' emulations run uncapped.\n",
-		100*capLoad, 100*capLoadStep, 100*capLoadMin, 100*capGoodShare, r.SLO.ITL, sizingSeed)
+	fmt.Fprintf(w, "\nCap rule (gpusim alone, virtual time, one fixed sample of the trace, seed %d, whatever the seeds compared): each GPU is sized at %.0f%% of its saturation rate, or at a lower share (in steps of %.0f points, down to %.0f%%) where fewer than %.0f%% of its requests would keep their p99 inter-token gap within %v (\"sized at\"; no bound when it is 0); its cap is the 99th percentile, weighted by time, of the requests it holds there when it was sized at %.0f%%, room for bursts, or their mean (Little's law) when the SLO lowered its load or the run asked for means (\"requests held there\"). The peers' emulations run uncapped.\n",
+		sizingSeed, 100*capLoad, 100*capLoadStep, 100*capLoadMin, 100*capGoodShare, r.CapITL, 100*capLoad)
 }
 
 func (r *CompareReport) capacitySection(w io.Writer) {

@@ -23,7 +23,7 @@ func TestCompareFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.Loads) != 1 || o.Loads[0] != 0.8 || o.Requests != 1150 || o.ProbeRequests != 800 || o.MaxProbes != 4 || len(o.Seeds) != 3 || o.CapsForThroughput {
+	if len(o.Loads) != 1 || o.Loads[0] != 0.8 || o.Requests != 1150 || o.ProbeRequests != 800 || o.MaxProbes != 4 || len(o.Seeds) != 3 || o.CapsForThroughput || o.CapsAtMean {
 		t.Errorf("short: %+v", o)
 	}
 	if from, to := o.Requests-int(float64(o.Requests)*o.Tail+0.5), int(float64(o.Requests)*o.Warmup+0.5); from-to < 1000 {
@@ -32,8 +32,8 @@ func TestCompareFlags(t *testing.T) {
 	if o.Name != "azure-conv" || len(o.Setups) != len(benchmark.DefaultSetups()) || o.CapacitySetup.Name != "envoy LEAST_REQUEST" {
 		t.Errorf("name %q, setups %v, capacity setup %v", o.Name, o.Setups, o.CapacitySetup)
 	}
-	o, err = parseCompareFlags([]string{"--short", "--name", "mooncake-conv", "--requests", "50", "--loads", "0.5,0.9", "--setups", "LEAST_REQUEST,scored,scored x3", "--seeds", "4", "--fleet-set", "gpu_mem_util=0.5", "--caps-for-throughput"}, io.Discard)
-	if err != nil || o.Requests != 50 || !o.CapsForThroughput || len(o.Loads) != 2 || len(o.Setups) != 3 || o.Setups[2].Replicas != 3 || o.Seeds[0] != 4 ||
+	o, err = parseCompareFlags([]string{"--short", "--name", "mooncake-conv", "--requests", "50", "--loads", "0.5,0.9", "--setups", "LEAST_REQUEST,scored,scored x3", "--seeds", "4", "--fleet-set", "gpu_mem_util=0.5", "--caps-for-throughput", "--caps-at-mean"}, io.Discard)
+	if err != nil || o.Requests != 50 || !o.CapsForThroughput || !o.CapsAtMean || len(o.Loads) != 2 || len(o.Setups) != 3 || o.Setups[2].Replicas != 3 || o.Seeds[0] != 4 ||
 		o.Workload.TokenScale != 0.125 || o.FleetExtra["gpu_mem_util"] != 0.5 {
 		t.Errorf("explicit flags must win over --short and the preset: %+v %v", o, err)
 	}
