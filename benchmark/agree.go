@@ -21,7 +21,10 @@ type Agreement struct {
 	Agree bool `json:"agree"`
 	// WithinAgree is the same check on the intervals without the seed
 	// level (Estimate.Within): stricter, shown beside, never the verdict.
+	// WithinKnown is false when a run has no such interval (a report
+	// written before it existed): then WithinAgree says nothing.
 	WithinAgree bool `json:"agree_within_seeds"`
+	WithinKnown bool `json:"within_seeds_known"`
 }
 
 // Agree reads compare-*.json reports of several runs of one comparison and
@@ -48,11 +51,11 @@ func Agree(paths []string) ([]Agreement, error) {
 		if len(s.Seeds) == 0 {
 			continue
 		}
-		a := Agreement{Setup: s.Setup, Load: s.Load, Agree: true, WithinAgree: true}
+		a := Agreement{Setup: s.Setup, Load: s.Load, Agree: true, WithinAgree: true, WithinKnown: true}
 		for _, r := range reps {
 			i := slices.IndexFunc(r.Stats, func(o Stats) bool { return o.Setup == s.Setup && o.Load == s.Load && len(o.Seeds) > 0 })
 			if i < 0 {
-				a.Agree = false
+				a.Agree, a.WithinAgree = false, false
 				continue
 			}
 			a.P90 = append(a.P90, r.Stats[i].TTFT[1])
@@ -61,6 +64,10 @@ func Agree(paths []string) ([]Agreement, error) {
 			for k := range i {
 				a.Agree = a.Agree && a.P90[i].Overlaps(a.P90[k])
 				wi, wk := a.P90[i].Within, a.P90[k].Within
+				if wi == nil || wk == nil {
+					a.WithinKnown = false
+					continue
+				}
 				a.WithinAgree = a.WithinAgree && wi[0] <= wk[1] && wk[0] <= wi[1]
 			}
 		}
@@ -74,7 +81,7 @@ func PrintAgreement(w io.Writer, as []Agreement) bool {
 	all := true
 	fmt.Fprintln(w, "| setup | load | p90 TTFT ms, each run [95% interval] | overlap | without the seed level |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
-	agree, within := 0, 0
+	agree, known, agreeWithin := 0, 0, 0
 	for _, a := range as {
 		cells := ""
 		for i, e := range a.P90 {
@@ -83,15 +90,22 @@ func PrintAgreement(w io.Writer, as []Agreement) bool {
 			}
 			cells += msCell(e)
 		}
-		fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | %s |\n", a.Setup, 100*a.Load, cells, yesNo(a.Agree), yesNo(a.WithinAgree))
+		within := "n/a"
+		if a.WithinKnown {
+			within = yesNo(a.WithinAgree)
+		}
+		fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | %s |\n", a.Setup, 100*a.Load, cells, yesNo(a.Agree), within)
 		all = all && a.Agree
 		if a.Agree {
 			agree++
 		}
-		if a.WithinAgree {
-			within++
+		if a.WithinKnown {
+			known++
+			if a.WithinAgree {
+				agreeWithin++
+			}
 		}
 	}
-	fmt.Fprintf(w, "\n%d of %d overlap; %d of %d on the intervals without the seed level (within seeds: stricter, they miss the spread between runs).\n", agree, len(as), within, len(as))
+	fmt.Fprintf(w, "\n%d of %d overlap; %d of %d on the intervals without the seed level (within seeds: stricter, they miss the spread between runs).\n", agree, len(as), agreeWithin, known)
 	return all
 }

@@ -12,7 +12,7 @@ import (
 func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	dir := t.TempDir()
 	est := func(lo, v, hi, wlo, whi float64) Estimate {
-		return Estimate{Value: v, Lo: lo, Hi: hi, Within: [2]float64{wlo, whi}, Seeds: []float64{v}}
+		return Estimate{Value: v, Lo: lo, Hi: hi, Within: &[2]float64{wlo, whi}, Seeds: []float64{v}}
 	}
 	runs := [][2]Estimate{
 		// steady: every interval overlaps; drifting: only the seed level does
@@ -47,6 +47,23 @@ func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "2 of 2 overlap; 1 of 2 on the intervals without the seed level") {
 		t.Errorf("table:\n%s", b.String())
+	}
+	// A report written before the within-seed intervals existed: the
+	// verdict stands, the stricter check is n/a; a setup missing from a
+	// run agrees on nothing.
+	old := CompareReport{Name: "t", Stats: []Stats{
+		{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]Estimate{{}, {Value: 100, Lo: 90, Hi: 110}, {}}},
+	}}
+	bold, _ := json.Marshal(old)
+	_ = os.WriteFile(filepath.Join(dir, "old.json"), bold, 0o600)
+	as, err = Agree([]string{paths[0], filepath.Join(dir, "old.json")})
+	if err != nil || len(as) != 2 || !as[0].Agree || as[0].WithinKnown || as[1].Agree || as[1].WithinAgree {
+		t.Errorf("with an old report: %+v %v", as, err)
+	}
+	b.Reset()
+	PrintAgreement(&b, as)
+	if !strings.Contains(b.String(), "| yes | n/a |") || !strings.Contains(b.String(), "1 of 2 overlap; 0 of 1 on the intervals") {
+		t.Errorf("table with an old report:\n%s", b.String())
 	}
 	other := CompareReport{Name: "other"}
 	bo, _ := json.Marshal(other)

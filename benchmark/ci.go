@@ -44,13 +44,16 @@ type Estimate struct {
 	// every seed once). It is narrower, and misses the spread between runs
 	// that no seed controls; llm-bench agree reports it beside the main
 	// interval so that the stricter view stays visible.
-	Within [2]float64 `json:"within_seeds"`
+	// Nil where there is none: ratios, hit rates, and reports written
+	// before it existed.
+	Within *[2]float64 `json:"within_seeds,omitempty"`
 	// reps are the replicates, kept for ratios between setups.
 	reps []float64
 }
 
 // bootstrapReplicates is enough for stable 2.5/97.5 percentiles (each has
-// about 7 replicates beyond it) at a cost of seconds per comparison.
+// about 7 replicates beyond it) at a cost of seconds per comparison; each
+// figure draws them twice, with the seed level and without (Within).
 const bootstrapReplicates = 300
 
 // Metric names of a Stats.
@@ -293,10 +296,10 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 		for b := range within {
 			w[b] = within[b][k]
 		}
-		e.Within[0], e.Within[1] = interval(w)
+		wlo, whi := interval(w)
 		// The ITL replicates come from 5 % buckets: keep the point inside.
 		e.Lo, e.Hi = min(e.Lo, e.Value), max(e.Hi, e.Value)
-		e.Within[0], e.Within[1] = min(e.Within[0], e.Value), max(e.Within[1], e.Value)
+		e.Within = &[2]float64{min(wlo, e.Value), max(whi, e.Value)}
 		return e
 	}
 	st := Stats{Requests: len(pooled), Blocks: blocks}

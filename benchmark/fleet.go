@@ -40,7 +40,8 @@ type GPU struct {
 	Cap     int     `json:"max_concurrency"`
 	CapLoad float64 `json:"cap_load"`
 	// CapHeld says which figure of the requests held at CapLoad the cap
-	// is: "p99" or "mean".
+	// is: "p99" or "mean", and "mean, SLO unmet" when even capLoadMin
+	// left more than 1 % of the requests over the inter-token SLO.
 	CapHeld string `json:"cap_held"`
 	// KVBlocks and PrefillRate are what an operator configures for the
 	// worker (kv_blocks, prefill_tokens_per_second): its KV cache in
@@ -110,7 +111,7 @@ const (
 //   - a GPU that reaches 90 % only by breaking the SLO (a slow GPU's
 //     steps that carry a prefill chunk beside a full decode batch take
 //     longer than the SLO allows) is sized at a lower load, lowered in
-//     steps of 5 points (to at most 30 %) until at least 99 % of its
+//     steps of 5 points (no lower than 30 %) until at least 99 % of its
 //     requests (the goodput aim) keep their own p99 gap within the SLO,
 //     and its cap is the mean number it holds there, not a percentile:
 //     under a backlog the router holds a GPU at its cap, and the replay
@@ -170,8 +171,10 @@ func sizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any, itlSL
 
 // sizeCap is SizeFleet's cap rule for one profile: the highest load from
 // capLoad down at which capGoodShare of the requests meet itlSLO (0: at
-// capLoad), and the requests held there: the 99th percentile with bursts
-// at capLoad, else the mean (Little's law).
+// capLoad; capLoadMin if none does, said in stat), and the requests held
+// there: the 99th percentile with bursts at capLoad, else the mean
+// (Little's law). The load returned is rounded to the step for reports;
+// the replays use the unrounded one.
 func sizeCap(cfg gpusim.Config, reqs []gpusim.SimRequest, saturation float64, itlSLO time.Duration, bursts bool) (held int, load float64, stat string, err error) {
 	cfg.StreamSummary = itlSLO > 0 // record the token times
 	for load = capLoad; ; load -= capLoadStep {
@@ -194,11 +197,16 @@ func sizeCap(cfg gpusim.Config, reqs []gpusim.SimRequest, saturation float64, it
 		}
 		n = max(n, 1)
 		meets := itlSLO <= 0 || float64(good)/float64(n) >= capGoodShare
+		shown := math.Round(load/capLoadStep) * capLoadStep
 		if bursts && meets && load == capLoad {
-			return max(1, heldQuantile(res, 0.99)), load, "p99", nil
+			return max(1, heldQuantile(res, 0.99)), shown, "p99", nil
 		}
 		if meets || load-capLoadStep < capLoadMin-1e-9 {
-			return max(1, int(math.Round(rate*sum.Seconds()/float64(n)))), load, "mean", nil
+			stat = "mean"
+			if !meets {
+				stat = "mean, SLO unmet"
+			}
+			return max(1, int(math.Round(rate*sum.Seconds()/float64(n)))), shown, stat, nil
 		}
 	}
 }
@@ -217,7 +225,9 @@ func heldQuantile(res []gpusim.SimResult, q float64) int {
 			evs = append(evs, event{r.Arrival, 1}, event{r.Done, -1})
 		}
 	}
-	slices.SortFunc(evs, func(a, b event) int { return cmp.Compare(a.at, b.at) })
+	// Ties: departures first, so that a request leaving as another arrives
+	// is never counted with it.
+	slices.SortFunc(evs, func(a, b event) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.delta, b.delta)) })
 	held := map[int]time.Duration{}
 	var total time.Duration
 	n := 0

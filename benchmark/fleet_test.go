@@ -89,10 +89,10 @@ func TestSizeFleetFitsTheITLSLO(t *testing.T) {
 	free, slo, tight := size(0), size(DefaultSLO().ITL), size(time.Millisecond)
 	for i := range free {
 		t.Logf("%s: cap %d at %.2f; with the SLO %d at %.2f; with 1 ms %d at %.2f", free[i].ID, free[i].Cap, free[i].CapLoad, slo[i].Cap, slo[i].CapLoad, tight[i].Cap, tight[i].CapLoad)
-		if free[i].CapLoad != capLoad || slo[i].Cap > free[i].Cap || slo[i].CapLoad > capLoad || slo[i].SaturationRate != free[i].SaturationRate {
+		if free[i].CapLoad != capLoad || slo[i].Cap > free[i].Cap || slo[i].SaturationRate != free[i].SaturationRate {
 			t.Errorf("%s: without an SLO %+v, with %+v", free[i].ID, free[i], slo[i])
 		}
-		if math.Abs(tight[i].CapLoad-capLoadMin) > 1e-9 || tight[i].Cap >= free[i].Cap {
+		if math.Abs(tight[i].CapLoad-capLoadMin) > 1e-9 || tight[i].Cap >= free[i].Cap || tight[i].CapHeld != "mean, SLO unmet" {
 			t.Errorf("%s: a 1 ms SLO no GPU meets sized %+v, want the floor load %.2f", tight[i].ID, tight[i], capLoadMin)
 		}
 	}
@@ -189,13 +189,22 @@ func TestBenchRouterConfigIsValid(t *testing.T) {
 
 func TestHeldQuantileWeighsByTime(t *testing.T) {
 	s := time.Second
-	// One request alone for 8 s, then two together for 2 s.
-	res := []gpusim.SimResult{{Arrival: 0, Done: 10 * s}, {Arrival: 8 * s, Done: 10 * s}, {Rejected: true}}
-	if q := heldQuantile(res, 0.5); q != 1 {
-		t.Errorf("median held %d, want 1", q)
+	// One request alone for 9.5 s, then two together for 0.5 s: by time,
+	// 95 % of it with one. A rejected request never counts.
+	res := []gpusim.SimResult{
+		{Arrival: 0, Done: 10 * s}, {Arrival: 9500 * time.Millisecond, Done: 10 * s},
+		{Arrival: 0, Done: 10 * s, Rejected: true},
 	}
-	if q := heldQuantile(res, 0.9); q != 2 {
-		t.Errorf("p90 held %d, want 2", q)
+	for _, c := range []struct {
+		q    float64
+		want int
+	}{{0.5, 1}, {0.9, 1}, {0.99, 2}} {
+		if got := heldQuantile(res, c.q); got != c.want {
+			t.Errorf("held at q %.2f: %d, want %d", c.q, got, c.want)
+		}
+	}
+	if got := heldQuantile(nil, 0.99); got != 0 {
+		t.Errorf("nothing held: %d", got)
 	}
 }
 

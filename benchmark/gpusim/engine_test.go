@@ -324,7 +324,10 @@ func TestSimulateRecordsTokenGaps(t *testing.T) {
 	if slices.Max(g) < 2*slices.Min(g) {
 		t.Errorf("gaps %v: the long prefill alongside did not stretch any", g)
 	}
-	plain, _, _ := Simulate(simConfig(func(c *Config) { c.Profile = "a40-llama2-7b" }), reqs)
+	plain, _, err := Simulate(simConfig(func(c *Config) { c.Profile = "a40-llama2-7b" }), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if plain[0].Gaps != nil {
 		t.Error("gaps recorded without StreamSummary")
 	}

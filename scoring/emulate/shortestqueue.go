@@ -35,13 +35,8 @@ const (
 // Rule 3 follows the current gateway's code (sgl-model-gateway, now SMG:
 // select_worker_with_text takes the minimum load below the threshold).
 // Its header comment, and the SGLang router before it, took the worker
-// with the smallest tree (the most room for new prefixes). Following the
-// code users run today changed the benchmark both ways (make bench,
-// 2026-12-01): on the Azure trace, where almost nothing matches, p90 TTFT
-// went from 11,133 to about 500 ms (the smallest tree had sent new
-// prompts to the A40s as readily as to the H100s); on the Mooncake trace
-// from 670 to 976 ms (the smallest tree spread new prefixes over the
-// caches; the least loaded worker piles them where the load is low).
+// with the smallest tree (the most room for new prefixes). The change
+// moved the benchmark both ways (docs/benchmark.md, "Configurations").
 //
 // The request is then inserted into the chosen worker's tree, in every
 // case. Every 120 s each tree larger than max_tree_size is cut down to it,

@@ -228,6 +228,8 @@ func StartCluster(ctx context.Context, dir string, masters, replicas int) (*Clus
 	// Each node's cluster bus gets a free port of its own: by default it
 	// is the client port + 10000, which nobody checked was free (a CI run
 	// failed on exactly that: "Failed listening on port 36392 (cluster)").
+	// --cluster-port needs Redis 7.0 or later: the project requires Redis 7
+	// (Debian's, installed by `make redis`).
 	addrs := MustFreeAddrs(2 * n)
 	c := &Cluster{Addrs: addrs[:n]}
 	for i, addr := range c.Addrs {
