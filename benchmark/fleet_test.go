@@ -192,7 +192,8 @@ func TestHeldQuantileWeighsByTime(t *testing.T) {
 	// One request alone for 9.5 s, then two together for 0.5 s: by time,
 	// 95 % of it with one. A rejected request never counts.
 	res := []gpusim.SimResult{
-		{Arrival: 0, Done: 10 * s}, {Arrival: 9500 * time.Millisecond, Done: 10 * s},
+		{Arrival: 0, Done: 10 * s},
+		{Arrival: 9500 * time.Millisecond, Done: 10 * s},
 		{Arrival: 0, Done: 10 * s, Rejected: true},
 	}
 	for _, c := range []struct {
