@@ -81,6 +81,12 @@
 // The vLLM formats also show the cache size as vLLM does,
 // vllm:cache_config_info{block_size="16",num_gpu_blocks=...}, and the
 // server's process_start_time_seconds, by which a scraper tells a restart.
+// Their latency histograms are vLLM's: time to first token, end to end,
+// and the gaps between a request's consecutive tokens in engine time
+// (vllm:inter_token_latency_seconds in vllm-v1, the older
+// vllm:time_per_output_token_seconds in vllm-legacy, both in vllm; in
+// vLLM's buckets, with an edge at the benchmark's 100 ms SLO). In simple
+// mode a step's n tokens share its gap evenly.
 //
 // Offline, Simulate and FindSaturation replay the cache when SimRequests
 // carry their Blocks. PrefixCache is the lookup alone, for a trace's

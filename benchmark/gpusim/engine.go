@@ -345,7 +345,15 @@ func (e *Engine) emit(s *seq, n int, now time.Duration) {
 		s.firstTokenAt = now
 		s.stats.PromptTokens += uint64(s.prompt)
 		s.stats.TTFT.observe((now - s.arrival).Seconds())
+		if n > 1 {
+			s.stats.ITL.observeN(0, uint64(n-1))
+		}
+	} else {
+		// n tokens at once (the simple mode's steps) spread the gap since
+		// the last evenly over them.
+		s.stats.ITL.observeN((now-s.lastTokenAt).Seconds()/float64(n), uint64(n))
 	}
+	s.lastTokenAt = now
 	if e.recordTimes {
 		if s.tokenTimes == nil {
 			s.tokenTimes = make([]time.Duration, 0, s.maxTokens)

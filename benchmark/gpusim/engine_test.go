@@ -2,6 +2,7 @@ package gpusim
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -330,5 +331,42 @@ func TestSimulateRecordsTokenGaps(t *testing.T) {
 	}
 	if plain[0].Gaps != nil {
 		t.Error("gaps recorded without StreamSummary")
+	}
+}
+
+// The engine's inter-token histogram holds the same gaps the requests saw:
+// as many, summing to as much, and as many over a bucket edge (50 ms,
+// which only the gaps beside the long prefill pass).
+func TestITLHistogramHoldsTheGaps(t *testing.T) {
+	reqs := []SimRequest{{0, 100, 40, nil}, {50 * time.Millisecond, 3000, 20, nil}, {60 * time.Millisecond, 200, 30, nil}}
+	var eng *Engine
+	res, _, err := simulate(simConfig(func(c *Config) { c.Profile = "a40-llama2-7b"; c.StreamSummary = true }), reqs,
+		func(e *Engine) error { eng = e; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, slow uint64
+	var sum time.Duration
+	for _, r := range res {
+		for _, g := range r.Gaps {
+			n++
+			sum += g
+			if g > 50*time.Millisecond {
+				slow++
+			}
+		}
+	}
+	h := eng.models["m"].ITL
+	edge := slices.Index(h.bounds, 0.05)
+	var within uint64
+	for _, c := range h.counts[:edge+1] {
+		within += c
+	}
+	if h.count != n || h.count-within != slow || math.Abs(h.sum-sum.Seconds()) > 1e-6 {
+		t.Errorf("histogram count %d, over 0.05 s %d, sum %.6f; gaps %d, over 50 ms %d, sum %.6f",
+			h.count, h.count-within, h.sum, n, slow, sum.Seconds())
+	}
+	if slow == 0 {
+		t.Error("no gap over 50 ms: the long prefill should stall the others")
 	}
 }

@@ -19,6 +19,7 @@ func TestMetricsGolden(t *testing.T) {
 	for _, v := range []float64{0.03, 0.2, 12} {
 		ms.TTFT.observe(v)
 		ms.E2E.observe(v * 10)
+		ms.ITL.observe(v / 2)
 	}
 	ms.Running, ms.Waiting = 2, 1
 	sn := snapshot{

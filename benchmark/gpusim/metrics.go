@@ -121,6 +121,21 @@ func renderMetrics(format string, sn snapshot) []byte {
 		for _, name := range sn.models {
 			p.histogram("vllm:time_to_first_token_seconds", sn.perModel[name].TTFT, "model_name", name)
 		}
+		// vLLM named the gaps between tokens time_per_output_token_seconds,
+		// and later inter_token_latency_seconds (the older name went to a
+		// per-request mean); the formats follow the usage gauge's naming.
+		if format != FormatVLLMLegacy {
+			p.family("vllm:inter_token_latency_seconds", "histogram", "Histogram of inter-token latency in seconds.")
+			for _, name := range sn.models {
+				p.histogram("vllm:inter_token_latency_seconds", sn.perModel[name].ITL, "model_name", name)
+			}
+		}
+		if format != FormatVLLMV1 {
+			p.family("vllm:time_per_output_token_seconds", "histogram", "Histogram of time per output token in seconds.")
+			for _, name := range sn.models {
+				p.histogram("vllm:time_per_output_token_seconds", sn.perModel[name].ITL, "model_name", name)
+			}
+		}
 		p.family("vllm:e2e_request_latency_seconds", "histogram", "Histogram of end to end request latency in seconds.")
 		for _, name := range sn.models {
 			p.histogram("vllm:e2e_request_latency_seconds", sn.perModel[name].E2E, "model_name", name)

@@ -185,6 +185,9 @@ func TestMetricsCounters(t *testing.T) {
 		{"vllm:prefix_cache_queries_total", "a", 21},
 		{"vllm:prefix_cache_hits_total", "a", 0},
 		{"vllm:gpu_prefix_cache_queries_total", "b", 1},
+		// one gap fewer than the tokens: 4+5+6 and 15, under both names
+		{"vllm:inter_token_latency_seconds", "a", 15},
+		{"vllm:time_per_output_token_seconds", "b", 15},
 	}
 	for _, tt := range tests {
 		if v, ok := value(fams, tt.name, tt.model); !ok || v != tt.want {

@@ -50,7 +50,7 @@ type seq struct {
 	nextAt      time.Duration // simple mode: when the next token is due
 	preemptions int
 
-	arrival, admittedAt, firstTokenAt, doneAt time.Duration
+	arrival, admittedAt, firstTokenAt, lastTokenAt, doneAt time.Duration
 	// tokenTimes are the emission times of the tokens, when recorded.
 	tokenTimes []time.Duration
 

@@ -10,6 +10,10 @@ import (
 var (
 	ttftBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640}
 	e2eBuckets  = []float64{0.05, 0.1, 0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 60, 120, 240, 480, 960}
+	// itlBuckets are vLLM's for its inter-token latency histogram: a
+	// router reading the share of gaps over an SLO needs the SLO's edge
+	// (0.1 s) where vLLM puts it.
+	itlBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
 )
 
 // histogram is a cumulative-on-render Prometheus histogram.
@@ -24,11 +28,14 @@ func newHistogram(bounds []float64) histogram {
 	return histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
 }
 
-func (h *histogram) observe(v float64) {
+func (h *histogram) observe(v float64) { h.observeN(v, 1) }
+
+// observeN records n observations of v.
+func (h *histogram) observeN(v float64, n uint64) {
 	i, _ := slices.BinarySearch(h.bounds, v)
-	h.counts[i]++
-	h.sum += v
-	h.count++
+	h.counts[i] += n
+	h.sum += v * float64(n)
+	h.count += n
 }
 
 func (h histogram) clone() histogram {
@@ -49,16 +56,19 @@ type modelStats struct {
 	SuccessLength uint64
 	SuccessStop   uint64
 	TTFT, E2E     histogram
+	// ITL holds the gaps between a request's consecutive tokens.
+	ITL histogram
 }
 
 func newModelStats() *modelStats {
-	return &modelStats{TTFT: newHistogram(ttftBuckets), E2E: newHistogram(e2eBuckets)}
+	return &modelStats{TTFT: newHistogram(ttftBuckets), E2E: newHistogram(e2eBuckets), ITL: newHistogram(itlBuckets)}
 }
 
 func (m *modelStats) clone() modelStats {
 	c := *m
 	c.TTFT = m.TTFT.clone()
 	c.E2E = m.E2E.clone()
+	c.ITL = m.ITL.clone()
 	return c
 }
 
