@@ -35,6 +35,7 @@ func parseTelemetry(kvs [][2]string) Telemetry {
 		KVUsage: sample("kv"), Waiting: sample("wait"), Running: sample("run"), GPUUtil: sample("gpu"),
 		PrefixHits: sample("phit"), KVBlocks: sample("kvb"), StartTime: sample("start"),
 		HitMark: sample("hmark"), PredictedMark: sample("pmark"), HitRatio: sample("hratio"),
+		GapMark: sample("gmark"), SlowMark: sample("smark"), SlowShare: sample("sshare"),
 		At: ms("at"), By: m["by"], Error: m["err"],
 	}
 }
@@ -108,6 +109,9 @@ func telemetryFields(t Telemetry) []any {
 	add("hmark", t.HitMark)
 	add("pmark", t.PredictedMark)
 	add("hratio", t.HitRatio)
+	add("gmark", t.GapMark)
+	add("smark", t.SlowMark)
+	add("sshare", t.SlowShare)
 	out = append(out, "at", t.At.UnixMilli(), "by", t.By)
 	if t.Error != "" {
 		out = append(out, "err", t.Error)

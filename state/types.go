@@ -131,15 +131,22 @@ type Telemetry struct {
 	// process start (unix seconds). HitMark and PredictedMark open the
 	// current comparison window (the engine's and the index's hit tokens);
 	// HitRatio is engine over predicted hits, smoothed over windows.
-	PrefixHits    Sample    `json:"prefix_hits,omitzero"`
-	KVBlocks      Sample    `json:"kv_blocks,omitzero"`
-	StartTime     Sample    `json:"start_time,omitzero"`
-	HitMark       Sample    `json:"hit_mark,omitzero"`
-	PredictedMark Sample    `json:"predicted_mark,omitzero"`
-	HitRatio      Sample    `json:"prefix_hit_ratio,omitzero"`
-	At            time.Time `json:"scraped_at"`
-	By            string    `json:"scraped_by,omitempty"` // the replica that scraped
-	Error         string    `json:"error,omitempty"`      // the last scrape's error
+	PrefixHits    Sample `json:"prefix_hits,omitzero"`
+	KVBlocks      Sample `json:"kv_blocks,omitzero"`
+	StartTime     Sample `json:"start_time,omitzero"`
+	HitMark       Sample `json:"hit_mark,omitzero"`
+	PredictedMark Sample `json:"predicted_mark,omitzero"`
+	HitRatio      Sample `json:"prefix_hit_ratio,omitzero"`
+	// The engine's inter-token gaps against the SLO
+	// (internal/telemetry/gaps.go): GapMark and SlowMark open the current
+	// window (the engine's counts of gaps and of gaps over the SLO);
+	// SlowShare is the last closed window's share of gaps over it.
+	GapMark   Sample    `json:"gap_mark,omitzero"`
+	SlowMark  Sample    `json:"slow_mark,omitzero"`
+	SlowShare Sample    `json:"slow_gap_share,omitzero"`
+	At        time.Time `json:"scraped_at"`
+	By        string    `json:"scraped_by,omitempty"` // the replica that scraped
+	Error     string    `json:"error,omitempty"`      // the last scrape's error
 }
 
 // Snapshot is every worker's state at one moment, read in one batch.

@@ -1,6 +1,7 @@
 -- Store what a scrape saw. ARG: n, then per worker: id, field count,
 -- (field, value)... Fields: kv, wait, run, gpu, phit, kvb, start, hmark,
--- pmark, hratio, each with its _t (value, ms when seen), err, at, by. Absent fields are left as they were,
+-- pmark, hratio, gmark, smark, sshare, each with its _t (value, ms when seen),
+-- err, at, by. Absent fields are left as they were,
 -- so a value keeps its own (aging) time.
 local i = 2
 for _ = 1, tonumber(ARG[1]) do

@@ -162,6 +162,8 @@ func telemetry(t *testing.T, s Store) {
 	t0 := time.UnixMilli(time.Now().Add(-time.Second).UnixMilli())
 	if err := s.PutTelemetry(ctx, map[string]state.Telemetry{"w0": {
 		KVUsage: state.Sample{Value: 0.5, At: t0}, Waiting: state.Sample{Value: 3, At: t0}, At: t0, By: "ra",
+		GapMark: state.Sample{Value: 5000, At: t0}, SlowMark: state.Sample{Value: 7, At: t0},
+		SlowShare: state.Sample{Value: 0.0025, At: t0},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +179,10 @@ func telemetry(t *testing.T, s Store) {
 	if tm.KVUsage.Value != 0.5 || !tm.KVUsage.At.Equal(t0) || tm.Waiting.Value != 1 || !tm.Waiting.At.Equal(t1) ||
 		tm.By != "ra" || tm.Error != "kv metric missing" || !tm.At.Equal(t1) {
 		t.Fatalf("telemetry %+v", tm)
+	}
+	// The inter-token window's samples keep theirs too.
+	if tm.GapMark.Value != 5000 || tm.SlowMark.Value != 7 || tm.SlowShare.Value != 0.0025 || !tm.SlowShare.At.Equal(t0) {
+		t.Fatalf("gap window %+v %+v %+v", tm.GapMark, tm.SlowMark, tm.SlowShare)
 	}
 }
 
