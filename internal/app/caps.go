@@ -1,6 +1,8 @@
 package app
 
 import (
+	"time"
+
 	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/internal/config"
 )
@@ -15,5 +17,24 @@ func newLearner(cfg config.Config, store caps.Store) *caps.Learner {
 		MinSamples:    int64(a.MinSamples),
 		Floor:         a.Floor,
 		EngineWaiting: a.EngineWaiting,
+		SlowGapShare:  slowGapShare(a),
 	}, a.Enabled, nil)
+}
+
+// slowGap is the inter-token SLO the monitor measures the engines' gaps
+// against: only when adaptive caps use it.
+func slowGap(cfg config.Config) time.Duration {
+	if !cfg.AdaptiveCaps.Enabled {
+		return 0
+	}
+	return cfg.AdaptiveCaps.ITLSLO.D()
+}
+
+// slowGapShare is the tail inter-token signal's budget, 0 (off) without
+// an inter-token SLO.
+func slowGapShare(a config.AdaptiveCaps) float64 {
+	if a.ITLSLO.D() <= 0 {
+		return 0
+	}
+	return a.SlowGapShare
 }

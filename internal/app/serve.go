@@ -171,6 +171,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		Logger:         log.Named("telemetry"),
 		Metrics:        m,
 		Learner:        newLearner(cfg, store),
+		SlowGap:        slowGap(cfg),
 	})
 	keys, err := auth.New(cfg.Auth)
 	if err != nil {

@@ -61,6 +61,7 @@ func (l *Learner) Learn(ctx context.Context, snap state.Snapshot, mine []string)
 			Cap: w.Spec.MaxConcurrency, InFlight: w.InFlight,
 			TTFT: w.Stats.TTFT, TokensPerSec: w.Stats.TokensPerSec,
 			Waiting: w.Telemetry.Waiting, Running: w.Telemetry.Running,
+			SlowShare: w.Telemetry.SlowShare,
 		}, now)
 		if changed {
 			out[w.Spec.ID] = next

@@ -54,6 +54,12 @@ type Params struct {
 	// waiting). Zero is off (not a default), since only engines with
 	// metrics report it.
 	EngineWaiting float64
+	// SlowGapShare turns on the tail inter-token signal: when a closed
+	// window of the engine's gaps has more than this share over the
+	// inter-token SLO (telemetry measures it), the limit shrinks by
+	// SlowGapShare ÷ share; at or under it, the window counts as good
+	// latency. Zero is off.
+	SlowGapShare float64
 }
 
 func (p Params) withDefaults() Params {
@@ -87,6 +93,9 @@ type Observation struct {
 	// Waiting and Running are the engine's own request counts from the
 	// latest scrape (zero samples: not reported).
 	Waiting, Running state.Sample
+	// SlowShare is the share of the engine's inter-token gaps over the SLO
+	// in its last closed window (zero sample: none).
+	SlowShare state.Sample
 }
 
 // Next returns the worker's limit after observing o at now, and whether it
@@ -140,6 +149,17 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 	// climbs back at the latency signals' pace.
 	if p.EngineWaiting > 0 && o.Waiting.At.After(l.Updated) && o.Waiting.Value > p.EngineWaiting {
 		gradient = min(gradient, o.Running.Value/(o.Running.Value+o.Waiting.Value))
+		moved = true
+	}
+	// The tail inter-token signal, once per closed window: the share of
+	// the engine's gaps over the SLO against its budget. A request fails a
+	// p99 gap SLO on one or two slow gaps, so the budget is small and a
+	// worker past it is cut in proportion; at or under it, the window is
+	// good latency and lets the limit grow.
+	if p.SlowGapShare > 0 && o.SlowShare.At.After(l.Updated) {
+		if o.SlowShare.Value > p.SlowGapShare {
+			gradient = min(gradient, p.SlowGapShare/o.SlowShare.Value)
+		}
 		moved = true
 	}
 	if moved {

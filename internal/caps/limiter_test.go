@@ -77,6 +77,23 @@ func TestNextSteps(t *testing.T) {
 		{name: "engine queue signal off: nothing moves", l: calm, o: queued(6, 6, t0.Add(-time.Second)), unchanged: true},
 		{name: "engine not reporting: nothing moves", p: engine, l: calm, o: queued(0, 0, time.Time{}), unchanged: true},
 	}...)
+	tail := Params{SlowGapShare: 0.0005}
+	slowGaps := func(inFlight int, share float64, at time.Time) Observation {
+		o := obs(8, inFlight, 10, 0.1, 100) // no new latency samples
+		o.SlowShare = state.Sample{Value: share, At: at}
+		return o
+	}
+	recent := t0.Add(-time.Second)
+	tests = append(tests, []step{
+		{name: "slow gaps at twice their budget halve the limit", p: tail, l: calm, o: slowGaps(8, 0.001, recent), value: 4, estimate: 4, gradient: 0.5, changed: true},
+		{name: "slow gaps at 1.25 times their budget: four fifths", p: tail, l: calm, o: slowGaps(8, 0.000625, recent), value: 6, estimate: 6.4, gradient: 0.8, changed: true},
+		{name: "slow gaps far over budget: at most halved", p: tail, l: calm, o: slowGaps(8, 0.2, recent), value: 4, estimate: 4, gradient: 0.5, changed: true},
+		{name: "slow gaps within budget and busy: grows", p: tail, l: half, o: slowGaps(3, 0.0005, recent), value: 6, estimate: 6, gradient: 1, changed: true},
+		{name: "no slow gaps but mostly idle: holds", p: tail, l: half, o: slowGaps(1, 0, recent), value: 4, estimate: 4, gradient: 1, changed: true},
+		{name: "a window closed before the last update: nothing moves", p: tail, l: func() state.Limit { c := calm; c.Updated = t0; return c }(), o: slowGaps(8, 0.01, recent), unchanged: true},
+		{name: "tail signal off: nothing moves", l: calm, o: slowGaps(8, 0.01, recent), unchanged: true},
+		{name: "no window closed yet: nothing moves", p: tail, l: calm, o: slowGaps(8, 0, time.Time{}), unchanged: true},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			q := p
@@ -145,6 +162,50 @@ func TestNextConverges(t *testing.T) {
 	}
 	k = 64
 	run(40)
+	if l.Value != cap {
+		t.Fatalf("limit %d after the worker sped up, want the cap %d", l.Value, cap)
+	}
+}
+
+// TestNextTailConverges runs the tail signal alone against a worker whose
+// share of slow gaps is nil up to k requests and grows steeply beyond (the
+// shape gpusim's A40 shows on the Azure trace: 0 at half its throughput,
+// 0.08 % at 60 %, 1.6 % at 70 %): from a cap three times k the limit
+// comes down to about k and stays there on average, and climbs back to
+// the cap when the worker speeds up.
+func TestNextTailConverges(t *testing.T) {
+	const cap = 24
+	p := Params{SlowGapShare: 0.0005}
+	k := 8
+	shareAt := func(inFlight int) float64 {
+		if inFlight <= k {
+			return 0
+		}
+		return 0.002 * math.Pow(3, float64(inFlight-k-1))
+	}
+	var l state.Limit
+	at := t0
+	run := func(windows int) (mean float64) {
+		for range windows {
+			inFlight := l.Value
+			if inFlight == 0 {
+				inFlight = cap
+			}
+			at = at.Add(time.Second)
+			o := Observation{Cap: cap, InFlight: inFlight, SlowShare: state.Sample{Value: shareAt(inFlight), At: at}}
+			l, _ = p.Next(l, o, at)
+			mean += float64(l.Value) / float64(windows)
+		}
+		return mean
+	}
+	run(10)
+	mean := run(60)
+	t.Logf("mean %.2f", mean)
+	if mean < float64(k)/2 || mean > float64(k)+2 {
+		t.Fatalf("mean limit %.1f over 60 windows, want about %d (at least %d, at most %d)", mean, k, k/2, k+2)
+	}
+	k = 64
+	run(20)
 	if l.Value != cap {
 		t.Fatalf("limit %d after the worker sped up, want the cap %d", l.Value, cap)
 	}

@@ -18,10 +18,15 @@ type AdaptiveCaps struct {
 	// EngineWaiting: requests a worker's engine may hold waiting (its
 	// scraped num_requests_waiting) before its limit shrinks; 0 is off.
 	EngineWaiting float64 `yaml:"engine_waiting"`
+	// ITLSLO is the inter-token gap the tail signal counts against (0:
+	// off), and SlowGapShare the share of gaps over it a worker may show
+	// before its limit shrinks.
+	ITLSLO       Duration `yaml:"itl_slo"`
+	SlowGapShare float64  `yaml:"slow_gap_share"`
 }
 
 func defaultAdaptiveCaps() AdaptiveCaps {
-	return AdaptiveCaps{TTFTTolerance: 2, ITLTolerance: 1.5, MinSamples: 8, Floor: 1, EngineWaiting: 2}
+	return AdaptiveCaps{TTFTTolerance: 2, ITLTolerance: 1.5, MinSamples: 8, Floor: 1, EngineWaiting: 2, SlowGapShare: 0.0005}
 }
 
 func (a AdaptiveCaps) validate(bad func(key, format string, args ...any)) {
@@ -33,6 +38,12 @@ func (a AdaptiveCaps) validate(bad func(key, format string, args ...any)) {
 	}
 	if a.EngineWaiting < 0 {
 		bad("adaptive_caps.engine_waiting", "must be 0 (off) or more, got %g", a.EngineWaiting)
+	}
+	if a.ITLSLO.D() < 0 {
+		bad("adaptive_caps.itl_slo", "must be 0 (off) or more, got %s", a.ITLSLO.D())
+	}
+	if a.SlowGapShare <= 0 || a.SlowGapShare >= 1 {
+		bad("adaptive_caps.slow_gap_share", "must be above 0 and below 1, got %g", a.SlowGapShare)
 	}
 	if a.Floor < 1 {
 		bad("adaptive_caps.floor", "must be at least 1, got %d", a.Floor)

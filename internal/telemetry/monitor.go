@@ -47,6 +47,9 @@ type Options struct {
 	Now            func() time.Time
 	// Learner (may be nil) runs after each cycle's scrapes.
 	Learner Learner
+	// SlowGap is the inter-token SLO whose share of gaps over it the
+	// monitor measures for the learner (gaps.go); 0: not measured.
+	SlowGap time.Duration
 }
 
 // Monitor scrapes and health-checks the workers this replica holds the
@@ -139,7 +142,7 @@ func (m *Monitor) Cycle(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tm, scraped := m.scrape(cctx, spec, dcgm)
+			tm, scraped := m.scrape(cctx, spec, dcgm, prev[id].Telemetry)
 			again := scraped && prefixCheck(prev[id], &tm, m.opts.Now())
 			var healthOK, checked bool
 			if m.dueForHealth(id, now) {
@@ -203,7 +206,7 @@ func (m *Monitor) Scrapes() map[string]int64 {
 
 // scrape reads one worker's metrics (and slots, and DCGM) into telemetry.
 // It reports false when the worker declares no metrics.
-func (m *Monitor) scrape(ctx context.Context, spec state.WorkerSpec, dcgm *dcgmCache) (state.Telemetry, bool) {
+func (m *Monitor) scrape(ctx context.Context, spec state.WorkerSpec, dcgm *dcgmCache, prev state.Telemetry) (state.Telemetry, bool) {
 	format := spec.MetricsFormat
 	if format == "" {
 		format = FormatVLLM
@@ -239,6 +242,11 @@ func (m *Monitor) scrape(ctx context.Context, spec state.WorkerSpec, dcgm *dcgmC
 		}
 		if r.StartTime != nil {
 			tm.StartTime = state.Sample{Value: *r.StartTime, At: at}
+		}
+		if r.ITL != nil && m.opts.SlowGap > 0 {
+			if slow, ok := r.ITL.Over(m.opts.SlowGap.Seconds()); ok {
+				gapCheck(prev, &tm, r.ITL.Count, slow, at)
+			}
 		}
 	}
 	if err != nil {

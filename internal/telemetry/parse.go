@@ -46,6 +46,9 @@ type Reading struct {
 	PrefixHits *float64
 	KVBlocks   *float64
 	StartTime  *float64
+	// ITL is the engine's histogram of the gaps between a request's
+	// tokens (vLLM only; see gaps.go), summed over its series.
+	ITL *Histogram
 }
 
 // ErrNoMetrics: the exposition had none of the format's metrics; a worker
@@ -96,6 +99,9 @@ func ParseMetrics(format string, text []byte) (Reading, error) {
 		Running: firstOf(fams, n.running, sum),
 	}
 	readEngineCache(format, fams, &r)
+	if format == FormatVLLM {
+		r.ITL = readHistogram(fams, itlNames)
+	}
 	if r.KVUsage == nil && r.Waiting == nil && r.Running == nil {
 		return r, fmt.Errorf("%s: %w", format, ErrNoMetrics)
 	}
@@ -120,6 +126,11 @@ var wanted = func() map[string]map[string]bool {
 	}
 	for _, name := range engineCacheNames {
 		out[FormatVLLM][name] = true
+	}
+	for _, name := range itlNames {
+		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {
+			out[FormatVLLM][name+suffix] = true
+		}
 	}
 	return out
 }()
