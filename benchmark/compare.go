@@ -323,6 +323,9 @@ func benchRouterConfig(s Setup, c *config.Config, timeScale float64) {
 	scale := func(d config.Duration) config.Duration { return config.Duration(float64(d) * timeScale) }
 	c.RefreshInterval = scale(c.RefreshInterval)
 	c.InferenceAware.Staleness = scale(c.InferenceAware.Staleness)
+	// The engines' inter-token histograms are in wall time with buckets
+	// scaled alike (gpusim), so an SLO in GPU time is scaled too.
+	c.AdaptiveCaps.ITLSLO = scale(c.AdaptiveCaps.ITLSLO)
 	if s.FastScrape() {
 		c.Telemetry.ScrapeInterval = config.Duration(50 * time.Millisecond)
 		c.Telemetry.ScrapeTimeout = config.Duration(40 * time.Millisecond)

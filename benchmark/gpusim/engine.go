@@ -137,7 +137,7 @@ func newEngine(cfg Config, clk clock) (*Engine, error) {
 		recordTimes: cfg.StreamSummary,
 	}
 	for _, m := range cfg.Models {
-		e.models[m] = newModelStats()
+		e.models[m] = newScaledModelStats(cfg.Slowdown)
 	}
 	switch {
 	case cfg.Slots > 0:

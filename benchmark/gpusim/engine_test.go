@@ -370,3 +370,19 @@ func TestITLHistogramHoldsTheGaps(t *testing.T) {
 		t.Error("no gap over 50 ms: the long prefill should stall the others")
 	}
 }
+
+// A fleet slowed down by a common factor reports its histograms in buckets
+// scaled alike, rounded so that a scraper finds 0.1 × 0.15 at 0.015.
+func TestHistogramBucketsFollowTheSlowdown(t *testing.T) {
+	e, err := newEngine(simConfig(func(c *Config) { c.Slowdown = 0.15 }), &virtualClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.models["m"].ITL.bounds
+	if len(b) != len(itlBuckets) || !slices.Contains(b, 0.015) || b[0] != 0.0015 {
+		t.Errorf("inter-token buckets at slowdown 0.15: %v", b)
+	}
+	if e.models["m"].TTFT.bounds[0] != 0.00015 {
+		t.Errorf("TTFT buckets at slowdown 0.15: %v", e.models["m"].TTFT.bounds)
+	}
+}

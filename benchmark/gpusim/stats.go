@@ -2,6 +2,7 @@ package gpusim
 
 import (
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -60,8 +61,32 @@ type modelStats struct {
 	ITL histogram
 }
 
-func newModelStats() *modelStats {
-	return &modelStats{TTFT: newHistogram(ttftBuckets), E2E: newHistogram(e2eBuckets), ITL: newHistogram(itlBuckets)}
+func newModelStats() *modelStats { return newScaledModelStats(1) }
+
+// newScaledModelStats are a GPU's counters whose histogram buckets are
+// vLLM's times scale (the slowdown it started with): a fleet slowed down
+// by a common factor to fit a benchmark on a small machine reports its
+// latencies in the same buckets relative to its speed, so a threshold
+// scaled by the same factor (a router's inter-token SLO) meets a bucket
+// edge where it would on the real GPU.
+func newScaledModelStats(scale float64) *modelStats {
+	return &modelStats{
+		TTFT: newHistogram(scaled(ttftBuckets, scale)),
+		E2E:  newHistogram(scaled(e2eBuckets, scale)),
+		ITL:  newHistogram(scaled(itlBuckets, scale)),
+	}
+}
+
+func scaled(bounds []float64, scale float64) []float64 {
+	if scale == 1 {
+		return bounds
+	}
+	out := make([]float64, len(bounds))
+	for i, b := range bounds {
+		// to 12 digits, so that 0.1 × 0.15 is the 0.015 a scraper expects
+		out[i], _ = strconv.ParseFloat(strconv.FormatFloat(b*scale, 'g', 12, 64), 64)
+	}
+	return out
 }
 
 func (m *modelStats) clone() modelStats {

@@ -162,12 +162,16 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 		}
 		moved = true
 	}
+	// Growth needs the tail's latest window within budget too: the mean
+	// signals report every few requests and would otherwise climb back
+	// between two windows what the last one cut.
+	tailOK := p.SlowGapShare <= 0 || o.SlowShare.At.IsZero() || o.SlowShare.Value <= p.SlowGapShare
 	if moved {
 		gradient = max(p.MinGradient, min(1, gradient))
 		switch {
 		case gradient < 1:
 			l.Estimate *= gradient
-		case float64(o.InFlight) >= l.Estimate/2:
+		case tailOK && float64(o.InFlight) >= l.Estimate/2:
 			l.Estimate += math.Sqrt(l.Estimate)
 		}
 		l.Gradient, l.Updated = gradient, now

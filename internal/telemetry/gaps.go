@@ -39,7 +39,8 @@ type Histogram struct {
 // limit (seconds), so that a limit between two bounds counts the gaps
 // between them as over it; ok is false when no bound is at or below limit.
 func (h *Histogram) Over(limit float64) (over float64, ok bool) {
-	i, found := slices.BinarySearch(h.Bounds, limit)
+	// A bound a rounding away from the limit is the limit's edge.
+	i, found := slices.BinarySearch(h.Bounds, limit*(1+1e-9))
 	if !found {
 		i--
 	}

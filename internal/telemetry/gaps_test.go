@@ -46,8 +46,9 @@ func TestParseITLHistogram(t *testing.T) {
 		over  float64
 		ok    bool
 	}{
-		{0.1, 120 - 105, true},  // an edge: over 0.1 s
-		{0.12, 120 - 105, true}, // between edges: the lower one counts
+		{0.1, 120 - 105, true},         // an edge: over 0.1 s
+		{0.1 - 1e-17, 120 - 105, true}, // a rounding below it still is
+		{0.12, 120 - 105, true},        // between edges: the lower one counts
 		{0.15, 120 - 111, true},
 		{5, 120 - 111, true},
 		{0.01, 0, false}, // below every edge: no answer
