@@ -280,6 +280,8 @@ func TestLateWakeUpsDoNotStretchPasses(t *testing.T) {
 		t.Fatalf("first pass: wait %v ok %v", wait, ok)
 	}
 	due := wait // the planned end of the pass in flight
+	e.recordTimes = true
+	s := e.running[0]
 	for i := range 10 {
 		now := due + lag // the loop notices the end late
 		e.sched.advance(now)
@@ -290,6 +292,9 @@ func TestLateWakeUpsDoNotStretchPasses(t *testing.T) {
 		b := e.sched.(*batchScheduler)
 		if got, want := now+wait, due+b.lastStep.dur; got != want {
 			t.Fatalf("pass %d ends at %v, want %v (planned end of the last pass + its duration)", i, got, want)
+		}
+		if i > 0 && s.tokenTimes[len(s.tokenTimes)-1] != due {
+			t.Fatalf("pass %d: token at %v, want the pass's planned end %v", i, s.tokenTimes[len(s.tokenTimes)-1], due)
 		}
 		due += b.lastStep.dur
 	}
