@@ -161,8 +161,7 @@ func (m *Memory) PutTelemetry(_ context.Context, ts map[string]Telemetry) error 
 			StartTime: keep(t.StartTime, old.StartTime), HitMark: keep(t.HitMark, old.HitMark),
 			PredictedMark: keep(t.PredictedMark, old.PredictedMark), HitRatio: keep(t.HitRatio, old.HitRatio),
 			GapMark: keep(t.GapMark, old.GapMark), SlowMark: keep(t.SlowMark, old.SlowMark),
-			SlowShare: keep(t.SlowShare, old.SlowShare),
-			At: t.At, By: t.By, Error: t.Error,
+			SlowShare: keep(t.SlowShare, old.SlowShare), At: t.At, By: t.By, Error: t.Error,
 		}
 	}
 	return nil

@@ -107,6 +107,9 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 			// Learned is the concurrency limit adaptive caps learned (nil:
 			// none, max_concurrency applies).
 			Learned *state.Limit `json:"learned_limit,omitempty"`
+			// SlowGapShare is the tail signal's last closed window: the
+			// share of the engine's inter-token gaps over adaptive_caps.itl_slo.
+			SlowGapShare *state.Sample `json:"slow_gap_share,omitempty"`
 		}
 		out := struct {
 			Replica    string    `json:"replica"`
@@ -122,6 +125,9 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 			if wk.Limit.Value > 0 {
 				l := wk.Limit
 				ow.Learned = &l
+			}
+			if s := wk.Telemetry.SlowShare; !s.At.IsZero() {
+				ow.SlowGapShare = &s
 			}
 			out.Workers = append(out.Workers, ow)
 		}

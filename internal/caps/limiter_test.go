@@ -93,12 +93,24 @@ func TestNextSteps(t *testing.T) {
 		{name: "a window closed before the last update: nothing moves", p: tail, l: func() state.Limit { c := calm; c.Updated = t0; return c }(), o: slowGaps(8, 0.01, recent), unchanged: true},
 		{name: "tail signal off: nothing moves", l: calm, o: slowGaps(8, 0.01, recent), unchanged: true},
 		{name: "no window closed yet: nothing moves", p: tail, l: calm, o: slowGaps(8, 0, time.Time{}), unchanged: true},
-		{name: "calm means do not grow a limit whose last window was over budget", p: tail, l: func() state.Limit { c := half; c.Updated = t0; return c }(),
-			o: func() Observation { o := slowGaps(4, 0.001, recent); o.TTFT.Samples, o.TokensPerSec.Samples = 18, 18; return o }(),
-			value: 4, estimate: 4, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18},
-		{name: "calm means grow a limit whose last window was within budget", p: tail, l: func() state.Limit { c := half; c.Updated = t0; return c }(),
-			o: func() Observation { o := slowGaps(4, 0.0004, recent); o.TTFT.Samples, o.TokensPerSec.Samples = 18, 18; return o }(),
-			value: 6, estimate: 6, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18},
+		{
+			name: "calm means do not grow a limit whose last window was over budget", p: tail, l: func() state.Limit { c := half; c.Updated = t0; return c }(),
+			o: func() Observation {
+				o := slowGaps(4, 0.001, recent)
+				o.TTFT.Samples, o.TokensPerSec.Samples = 18, 18
+				return o
+			}(),
+			value: 4, estimate: 4, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18,
+		},
+		{
+			name: "calm means grow a limit whose last window was within budget", p: tail, l: func() state.Limit { c := half; c.Updated = t0; return c }(),
+			o: func() Observation {
+				o := slowGaps(4, 0.0004, recent)
+				o.TTFT.Samples, o.TokensPerSec.Samples = 18, 18
+				return o
+			}(),
+			value: 6, estimate: 6, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18,
+		},
 	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,7 +37,7 @@ vllm:time_per_output_token_seconds_count{model_name="a"} 1
 `
 
 func TestParseITLHistogram(t *testing.T) {
-	r, err := ParseMetrics(FormatVLLM, []byte(vllmITL))
+	r, err := ParseMetricsWithGaps(FormatVLLM, []byte(vllmITL))
 	if err != nil || r.ITL == nil {
 		t.Fatalf("%+v %v", r, err)
 	}
@@ -64,11 +64,15 @@ func TestParseITLHistogram(t *testing.T) {
 		"vllm:time_per_output_token_seconds_bucket{le=\"0.1\"} 7\n" +
 		"vllm:time_per_output_token_seconds_bucket{le=\"+Inf\"} 9\n" +
 		"vllm:time_per_output_token_seconds_count 9\n"
-	if r, _ := ParseMetrics(FormatVLLM, []byte(old)); r.ITL == nil || r.ITL.Count != 9 {
+	if r, _ := ParseMetricsWithGaps(FormatVLLM, []byte(old)); r.ITL == nil || r.ITL.Count != 9 {
 		t.Errorf("older name: %+v", r.ITL)
 	}
-	if r, _ := ParseMetrics(FormatVLLM, []byte(vllmV1)); r.ITL != nil {
+	if r, _ := ParseMetricsWithGaps(FormatVLLM, []byte(vllmV1)); r.ITL != nil {
 		t.Errorf("no histogram, read %+v", r.ITL)
+	}
+	// Without the tail signal the histogram is not even parsed.
+	if r, _ := ParseMetrics(FormatVLLM, []byte(vllmITL)); r.ITL != nil {
+		t.Errorf("ParseMetrics read the inter-token histogram: %+v", r.ITL)
 	}
 }
 

@@ -223,7 +223,11 @@ func (m *Monitor) scrape(ctx context.Context, spec state.WorkerSpec, dcgm *dcgmC
 	body, err := m.get(ctx, urlOr(spec.MetricsURL, spec.Address, "/metrics"))
 	if err == nil {
 		var r Reading
-		r, err = ParseMetrics(format, body)
+		if m.opts.SlowGap > 0 {
+			r, err = ParseMetricsWithGaps(format, body)
+		} else {
+			r, err = ParseMetrics(format, body)
+		}
 		at := m.opts.Now()
 		if r.KVUsage != nil {
 			tm.KVUsage = state.Sample{Value: *r.KVUsage, At: at}

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -85,11 +86,22 @@ var names = map[string]struct{ kv, waiting, running []string }{
 // ParseMetrics reads a Prometheus text exposition in the given format.
 // Series labelled by model are summed (a worker serving several models).
 func ParseMetrics(format string, text []byte) (Reading, error) {
+	return parseMetrics(format, text, wanted)
+}
+
+// ParseMetricsWithGaps is ParseMetrics that also reads the engine's
+// inter-token histogram (Reading.ITL): only the tail signal of adaptive
+// caps needs it, and a histogram is most of what a parse would cost.
+func ParseMetricsWithGaps(format string, text []byte) (Reading, error) {
+	return parseMetrics(format, text, wantedWithGaps)
+}
+
+func parseMetrics(format string, text []byte, want map[string]map[string]bool) (Reading, error) {
 	n, ok := names[format]
 	if !ok {
 		return Reading{}, fmt.Errorf("unknown metrics format %q", format)
 	}
-	fams, err := parseText(keepFamilies(text, wanted[format]))
+	fams, err := parseText(keepFamilies(text, want[format]))
 	if err != nil {
 		return Reading{}, err
 	}
@@ -99,7 +111,7 @@ func ParseMetrics(format string, text []byte) (Reading, error) {
 		Running: firstOf(fams, n.running, sum),
 	}
 	readEngineCache(format, fams, &r)
-	if format == FormatVLLM {
+	if format == FormatVLLM && want[format][itlNames[0]] {
 		r.ITL = readHistogram(fams, itlNames)
 	}
 	if r.KVUsage == nil && r.Waiting == nil && r.Running == nil {
@@ -126,6 +138,15 @@ var wanted = func() map[string]map[string]bool {
 	}
 	for _, name := range engineCacheNames {
 		out[FormatVLLM][name] = true
+	}
+	return out
+}()
+
+// wantedWithGaps is wanted plus vLLM's inter-token histograms.
+var wantedWithGaps = func() map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for format, set := range wanted {
+		out[format] = maps.Clone(set)
 	}
 	for _, name := range itlNames {
 		for _, suffix := range []string{"", "_bucket", "_sum", "_count"} {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -195,4 +196,94 @@ func (e *env) rawStats() string {
 	b := new(strings.Builder)
 	_, _ = io.Copy(b, resp.Body)
 	return b.String()
+}
+
+// TestTailSignalLowersAWorkerPastTheITLSLO: two workers with
+// max_concurrency 6 behind a real Envoy, one streaming at 8 tokens/s (every
+// gap 125 ms, past a 100 ms inter-token SLO), the other at 100. With only
+// the tail signal able to cut (adaptive_caps.itl_slo, the TTFT and
+// engine-queue signals out of reach), the slow worker's engine histogram
+// shows every gap slow, its limit falls below 6 and /stats shows the share;
+// the fast worker's windows show none and it keeps its cap.
+func TestTailSignalLowersAWorkerPastTheITLSLO(t *testing.T) {
+	e := newEnv(t, []workerSpec{
+		{ID: "slow", Model: "m", Cap: 6, Args: []string{"--ttft-ms", "20", "--tokens-per-second", "8"}},
+		{ID: "fast", Model: "m", Cap: 6, Args: []string{"--ttft-ms", "20", "--tokens-per-second", "100"}},
+	}, func(c *config.Config) {
+		c.AdaptiveCaps.Enabled = true
+		c.AdaptiveCaps.ITLSLO = config.Duration(100 * time.Millisecond)
+		c.AdaptiveCaps.TTFTTolerance = 1000
+		c.AdaptiveCaps.EngineWaiting = 0
+		c.Telemetry.ScrapeInterval = config.Duration(200 * time.Millisecond)
+		c.Telemetry.ScrapeTimeout = config.Duration(150 * time.Millisecond)
+		c.Strategy = "least_loaded"
+	})
+	client := benchmark.NewClient(e.URL, 16, "")
+	ctx, stop := context.WithCancel(e.ctx)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []string
+	for range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				r := client.Do(ctx, benchmark.Request{Model: "m", MaxTokens: 40, Stream: true}, time.Now())
+				if ctx.Err() == nil && !r.OK() {
+					mu.Lock()
+					failed = append(failed, fmt.Sprintf("%d %s", r.Status, r.Err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	defer func() { stop(); wg.Wait() }()
+	type statsWorker struct {
+		ID      string `json:"id"`
+		Learned *struct {
+			Value int `json:"value"`
+		} `json:"learned_limit"`
+		Share *struct {
+			Value float64 `json:"value"`
+		} `json:"slow_gap_share"`
+	}
+	var ws map[string]statsWorker
+	err := stack.WaitFor(e.ctx, 60*time.Second, func() error {
+		resp, err := http.Get("http://" + e.Cfg.AdminListen + "/stats")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var out struct{ Workers []statsWorker }
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return err
+		}
+		ws = map[string]statsWorker{}
+		for _, w := range out.Workers {
+			ws[w.ID] = w
+		}
+		slow, fast := ws["slow"], ws["fast"]
+		switch {
+		case slow.Share == nil || slow.Learned == nil || slow.Learned.Value >= 6:
+			return errors.New("the slow worker's limit is not cut yet")
+		case fast.Share == nil:
+			return errors.New("no window closed on the fast worker yet")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n/stats: %s", err, e.rawStats())
+	}
+	if s := ws["slow"].Share.Value; s < 0.9 {
+		t.Errorf("slow worker's slow-gap share %.3f, want about 1 (every gap 125 ms)", s)
+	}
+	if f := ws["fast"]; f.Share.Value != 0 || (f.Learned != nil && f.Learned.Value != 6) {
+		t.Errorf("fast worker: share %v, learned %+v; want 0 and its cap", f.Share.Value, f.Learned)
+	}
+	stop()
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Fatalf("%d requests failed, e.g. %v", len(failed), failed[:min(3, len(failed))])
+	}
+	t.Logf("slow: limit %d, share %.3f", ws["slow"].Learned.Value, ws["slow"].Share.Value)
 }
