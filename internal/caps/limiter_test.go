@@ -84,6 +84,15 @@ func TestNextSteps(t *testing.T) {
 		return o
 	}
 	recent := t0.Add(-time.Second)
+	// busyMeans: new, calm TTFT and tokens/s samples on a busy worker whose
+	// last window showed share; halfUpdated: a limit updated since it.
+	busyMeans := func(share float64) Observation {
+		o := slowGaps(4, share, recent)
+		o.TTFT.Samples, o.TokensPerSec.Samples = 18, 18
+		return o
+	}
+	halfUpdated := half
+	halfUpdated.Updated = t0
 	tests = append(tests, []step{
 		{name: "slow gaps at twice their budget halve the limit", p: tail, l: calm, o: slowGaps(8, 0.001, recent), value: 4, estimate: 4, gradient: 0.5, changed: true},
 		{name: "slow gaps at 1.25 times their budget: four fifths", p: tail, l: calm, o: slowGaps(8, 0.000625, recent), value: 6, estimate: 6.4, gradient: 0.8, changed: true},
@@ -93,24 +102,8 @@ func TestNextSteps(t *testing.T) {
 		{name: "a window closed before the last update: nothing moves", p: tail, l: func() state.Limit { c := calm; c.Updated = t0; return c }(), o: slowGaps(8, 0.01, recent), unchanged: true},
 		{name: "tail signal off: nothing moves", l: calm, o: slowGaps(8, 0.01, recent), unchanged: true},
 		{name: "no window closed yet: nothing moves", p: tail, l: calm, o: slowGaps(8, 0, time.Time{}), unchanged: true},
-		{
-			name: "calm means do not grow a limit whose last window was over budget", p: tail, l: func() state.Limit { c := half; c.Updated = t0; return c }(),
-			o: func() Observation {
-				o := slowGaps(4, 0.001, recent)
-				o.TTFT.Samples, o.TokensPerSec.Samples = 18, 18
-				return o
-			}(),
-			value: 4, estimate: 4, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18,
-		},
-		{
-			name: "calm means grow a limit whose last window was within budget", p: tail, l: func() state.Limit { c := half; c.Updated = t0; return c }(),
-			o: func() Observation {
-				o := slowGaps(4, 0.0004, recent)
-				o.TTFT.Samples, o.TokensPerSec.Samples = 18, 18
-				return o
-			}(),
-			value: 6, estimate: 6, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18,
-		},
+		{name: "calm means do not grow a limit whose last window was over budget", p: tail, l: halfUpdated, o: busyMeans(0.001), value: 4, estimate: 4, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18},
+		{name: "calm means grow a limit whose last window was within budget", p: tail, l: halfUpdated, o: busyMeans(0.0004), value: 6, estimate: 6, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18},
 	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

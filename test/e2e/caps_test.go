@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -35,33 +36,8 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 		c.Telemetry.ScrapeTimeout = config.Duration(150 * time.Millisecond)
 		c.Strategy = "least_loaded"
 	})
-	client := benchmark.NewClient(e.URL, 16, "")
-	ctx, stop := context.WithCancel(e.ctx)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed []string
-	served := map[string]int{}
-	clients := func(n int) {
-		for range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					r := client.Do(ctx, benchmark.Request{Model: "m", MaxTokens: 10, Stream: true}, time.Now())
-					if ctx.Err() != nil {
-						return
-					}
-					mu.Lock()
-					if !r.OK() {
-						failed = append(failed, fmt.Sprintf("%d %s", r.Status, r.Err))
-					}
-					served[r.Node]++
-					mu.Unlock()
-				}
-			}()
-		}
-	}
-	defer func() { stop(); wg.Wait() }()
+	l := startLoad(e, 10)
+	defer l.finish()
 
 	type limit struct {
 		Value    int     `json:"value"`
@@ -105,7 +81,7 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 	}
 	// Light load: two clients, one request on each worker at a time, until
 	// both have a baseline.
-	clients(2)
+	l.add(2)
 	err := stack.WaitFor(e.ctx, 20*time.Second, func() error {
 		b, err := baselines()
 		if err != nil {
@@ -120,7 +96,7 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 		t.Fatalf("%v\n/stats: %s", err, e.rawStats())
 	}
 	// Heavier load: twelve clients.
-	clients(10)
+	l.add(10)
 	var got map[string]int
 	err = stack.WaitFor(e.ctx, 30*time.Second, func() error {
 		var err error
@@ -133,7 +109,7 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("%v (limits %v, served %v)\n/stats: %s", err, got, served, e.rawStats())
+		t.Fatalf("%v (limits %v, served %v)\n/stats: %s", err, got, l.servedSoFar(), e.rawStats())
 	}
 	if got["fast"] != 6 {
 		t.Fatalf("the fast worker's limit came down too: %v\n/stats: %s", got, e.rawStats())
@@ -177,14 +153,65 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	stop()
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
+	failed, served := l.finish()
 	if len(failed) > 0 {
 		t.Fatalf("%d requests failed, e.g. %v", len(failed), failed[:min(3, len(failed))])
 	}
 	t.Logf("learned limits %v; served %v", got, served)
+}
+
+// load keeps streaming clients sending requests of maxTokens through
+// Envoy until finish, counting what each worker served and what failed.
+type load struct {
+	client    *benchmark.Client
+	ctx       context.Context
+	stop      context.CancelFunc
+	maxTokens int
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	failed    []string
+	served    map[string]int
+}
+
+func startLoad(e *env, maxTokens int) *load {
+	ctx, stop := context.WithCancel(e.ctx)
+	return &load{client: benchmark.NewClient(e.URL, 16, ""), ctx: ctx, stop: stop, maxTokens: maxTokens, served: map[string]int{}}
+}
+
+// add starts n more clients.
+func (l *load) add(n int) {
+	for range n {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for l.ctx.Err() == nil {
+				r := l.client.Do(l.ctx, benchmark.Request{Model: "m", MaxTokens: l.maxTokens, Stream: true}, time.Now())
+				if l.ctx.Err() != nil {
+					return
+				}
+				l.mu.Lock()
+				if !r.OK() {
+					l.failed = append(l.failed, fmt.Sprintf("%d %s", r.Status, r.Err))
+				}
+				l.served[r.Node]++
+				l.mu.Unlock()
+			}
+		}()
+	}
+}
+
+// servedSoFar copies the counts of requests served per worker.
+func (l *load) servedSoFar() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.served)
+}
+
+// finish stops the clients and waits for them (safe to call twice).
+func (l *load) finish() (failed []string, served map[string]int) {
+	l.stop()
+	l.wg.Wait()
+	return l.failed, l.servedSoFar()
 }
 
 func (e *env) rawStats() string {
@@ -218,26 +245,9 @@ func TestTailSignalLowersAWorkerPastTheITLSLO(t *testing.T) {
 		c.Telemetry.ScrapeTimeout = config.Duration(150 * time.Millisecond)
 		c.Strategy = "least_loaded"
 	})
-	client := benchmark.NewClient(e.URL, 16, "")
-	ctx, stop := context.WithCancel(e.ctx)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed []string
-	for range 12 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				r := client.Do(ctx, benchmark.Request{Model: "m", MaxTokens: 40, Stream: true}, time.Now())
-				if ctx.Err() == nil && !r.OK() {
-					mu.Lock()
-					failed = append(failed, fmt.Sprintf("%d %s", r.Status, r.Err))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	defer func() { stop(); wg.Wait() }()
+	l := startLoad(e, 40)
+	defer l.finish()
+	l.add(12)
 	type statsWorker struct {
 		ID      string `json:"id"`
 		Learned *struct {
@@ -280,9 +290,7 @@ func TestTailSignalLowersAWorkerPastTheITLSLO(t *testing.T) {
 	if f := ws["fast"]; f.Share.Value != 0 || (f.Learned != nil && f.Learned.Value != 6) {
 		t.Errorf("fast worker: share %v, learned %+v; want 0 and its cap", f.Share.Value, f.Learned)
 	}
-	stop()
-	wg.Wait()
-	if len(failed) > 0 {
+	if failed, _ := l.finish(); len(failed) > 0 {
 		t.Fatalf("%d requests failed, e.g. %v", len(failed), failed[:min(3, len(failed))])
 	}
 	t.Logf("slow: limit %d, share %.3f", ws["slow"].Learned.Value, ws["slow"].Share.Value)
