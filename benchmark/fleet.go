@@ -94,6 +94,19 @@ const (
 	capGoodShare = 0.99
 )
 
+// CapRule is how SizeFleet sizes caps.
+type CapRule struct {
+	// ITL is the inter-token SLO the caps fit; 0: none (every GPU sized
+	// at capLoad).
+	ITL time.Duration
+	// Mean takes the mean number of requests held (Little's law) where
+	// the SLO does not bound the GPU, instead of the 99th percentile.
+	Mean bool
+}
+
+// DefaultCapRule fits the default SLO, with room for bursts.
+func DefaultCapRule() CapRule { return CapRule{ITL: DefaultSLO().ITL} }
+
 // SizeFleet fills each GPU's saturation rate and cap from a virtual-time
 // replay of jobs on its profile (gpusim's engine, no processes). The
 // saturation rate is the highest rate at which the GPU alone keeps the
@@ -122,23 +135,6 @@ const (
 // depends only on the profile and the workload, so GPUs of one profile
 // share it.
 func SizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any, rule CapRule) error {
-	return sizeFleet(gpus, reqs, extra, rule.ITL, !rule.Mean)
-}
-
-// CapRule is how SizeFleet sizes caps.
-type CapRule struct {
-	// ITL is the inter-token SLO the caps fit; 0: none (every GPU sized
-	// at capLoad).
-	ITL time.Duration
-	// Mean takes the mean number of requests held (Little's law) where
-	// the SLO does not bound the GPU, instead of the 99th percentile.
-	Mean bool
-}
-
-// DefaultCapRule fits the default SLO, with room for bursts.
-func DefaultCapRule() CapRule { return CapRule{ITL: DefaultSLO().ITL} }
-
-func sizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any, itlSLO time.Duration, bursts bool) error {
 	type sized struct {
 		rate, prefill, load float64
 		cap, kv             int
@@ -157,7 +153,7 @@ func sizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any, itlSL
 				return fmt.Errorf("size %s: %w", gpus[i].Profile, err)
 			}
 			s = sized{rate: v.SaturationRate}
-			if s.cap, s.load, s.held, err = sizeCap(cfg, reqs, v.SaturationRate, itlSLO, bursts); err != nil {
+			if s.cap, s.load, s.held, err = sizeCap(cfg, reqs, v.SaturationRate, rule); err != nil {
 				return fmt.Errorf("size %s: %w", gpus[i].Profile, err)
 			}
 			s.kv, s.prefill = profileCapacity(cfg)
@@ -175,7 +171,8 @@ func sizeFleet(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any, itlSL
 // there: the 99th percentile with bursts at capLoad, else the mean
 // (Little's law). The load returned is rounded to the step for reports;
 // the replays use the unrounded one.
-func sizeCap(cfg gpusim.Config, reqs []gpusim.SimRequest, saturation float64, itlSLO time.Duration, bursts bool) (held int, load float64, stat string, err error) {
+func sizeCap(cfg gpusim.Config, reqs []gpusim.SimRequest, saturation float64, rule CapRule) (held int, load float64, stat string, err error) {
+	itlSLO, bursts := rule.ITL, !rule.Mean
 	cfg.StreamSummary = itlSLO > 0 // record the token times
 	for load = capLoad; ; load -= capLoadStep {
 		rate := load * saturation

@@ -90,10 +90,7 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 	// little after that end; starting from "now" would add that lateness
 	// to every pass, so a busier host (more processes, a time-scaled
 	// fleet) would quietly shrink the simulated GPU's capacity.
-	start := now
-	if end := b.start + b.lastStep.dur; b.chained && end <= now && now-end <= maxCatchUp {
-		start = end
-	}
+	start := b.onTimeline(now)
 	info := stepInfo{seqs: len(b.step)}
 	for _, it := range b.step {
 		info.tokens += it.n
@@ -103,6 +100,15 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 	info.dur = duration(float64(info.base) * e.knobs.Slowdown)
 	b.lastStep, b.start = info, start
 	return max(0, start+info.dur-now), true
+}
+
+// onTimeline is the planned end of the last pass, when passes run back
+// to back and the host noticed that end at most maxCatchUp ago; else now.
+func (b *batchScheduler) onTimeline(now time.Duration) time.Duration {
+	if end := b.start + b.lastStep.dur; b.chained && end <= now && now-end <= maxCatchUp {
+		return end
+	}
+	return now
 }
 
 func (b *batchScheduler) retime(now time.Duration) time.Duration {
@@ -124,10 +130,7 @@ func (b *batchScheduler) advance(now time.Duration) {
 	// wake-up lateness, which on a time-scaled fleet is a large share of
 	// a gap (1 ms late is 7 ms of GPU time at scale 0.15). A stall beyond
 	// maxCatchUp is the GPU's lost time, as the next pass's start treats it.
-	at := now
-	if end := b.start + b.lastStep.dur; end <= now && now-end <= maxCatchUp {
-		at = end
-	}
+	at := b.onTimeline(now)
 	for _, it := range b.step {
 		s := it.s
 		if s.state != stateRunning {

@@ -247,7 +247,7 @@ func (m *Monitor) scrape(ctx context.Context, spec state.WorkerSpec, dcgm *dcgmC
 		if r.StartTime != nil {
 			tm.StartTime = state.Sample{Value: *r.StartTime, At: at}
 		}
-		if r.ITL != nil && m.opts.SlowGap > 0 {
+		if r.ITL != nil { // read only with SlowGap set
 			if slow, ok := r.ITL.Over(m.opts.SlowGap.Seconds()); ok {
 				gapCheck(prev, &tm, r.ITL.Count, slow, at)
 			}

@@ -86,17 +86,17 @@ var names = map[string]struct{ kv, waiting, running []string }{
 // ParseMetrics reads a Prometheus text exposition in the given format.
 // Series labelled by model are summed (a worker serving several models).
 func ParseMetrics(format string, text []byte) (Reading, error) {
-	return parseMetrics(format, text, wanted)
+	return parseMetrics(format, text, wanted, false)
 }
 
 // ParseMetricsWithGaps is ParseMetrics that also reads the engine's
 // inter-token histogram (Reading.ITL): only the tail signal of adaptive
 // caps needs it, and a histogram is most of what a parse would cost.
 func ParseMetricsWithGaps(format string, text []byte) (Reading, error) {
-	return parseMetrics(format, text, wantedWithGaps)
+	return parseMetrics(format, text, wantedWithGaps, true)
 }
 
-func parseMetrics(format string, text []byte, want map[string]map[string]bool) (Reading, error) {
+func parseMetrics(format string, text []byte, want map[string]map[string]bool, gaps bool) (Reading, error) {
 	n, ok := names[format]
 	if !ok {
 		return Reading{}, fmt.Errorf("unknown metrics format %q", format)
@@ -111,7 +111,7 @@ func parseMetrics(format string, text []byte, want map[string]map[string]bool) (
 		Running: firstOf(fams, n.running, sum),
 	}
 	readEngineCache(format, fams, &r)
-	if format == FormatVLLM && want[format][itlNames[0]] {
+	if gaps && format == FormatVLLM {
 		r.ITL = readHistogram(fams, itlNames)
 	}
 	if r.KVUsage == nil && r.Waiting == nil && r.Running == nil {
