@@ -62,6 +62,15 @@ func (a Affinity) Uncached(match int) int {
 	return max(0, a.PromptTokens-BlockTokens*match)
 }
 
+// Need is the tokens a claim with match leading blocks held holds on its
+// worker (uncached prompt and max_tokens), as a token limit counts them.
+func (a Affinity) Need(match int) int {
+	return a.Uncached(match) + max(0, a.DecodeTokens)
+}
+
+// FullMatch is the longest match the prompt's blocks allow.
+func (a Affinity) FullMatch() int { return IndexStride * (len(a.Blocks) / IndexStride) }
+
 // Live are the figures a claim read for one candidate besides its
 // in-flight count: how many leading blocks of the prompt its index holds,
 // and its in-flight prefill and decode tokens (all replicas).
@@ -110,8 +119,7 @@ func (c Candidate) AffinityBounds(a Affinity, prefill, decode int) (lo, hi float
 	if c.Prefix < 0 || c.TokenLoad < 0 {
 		return math.Inf(-1), math.Inf(1)
 	}
-	full := IndexStride * (len(a.Blocks) / IndexStride)
-	lo = c.AffinityScore(a, Live{Match: full, Prefill: prefill, Decode: decode})
+	lo = c.AffinityScore(a, Live{Match: a.FullMatch(), Prefill: prefill, Decode: decode})
 	hi = c.AffinityScore(a, Live{Prefill: prefill, Decode: decode})
 	return lo, hi
 }
@@ -201,3 +209,5 @@ func (x *lruIndex) len() int { return x.order.Len() }
 type claimTokens struct {
 	prefill, decode int
 }
+
+func (t claimTokens) need() int { return t.prefill + t.decode }

@@ -14,7 +14,8 @@ import (
 //
 // A learned Limit lowers a worker's cap: both stores skip a worker whose
 // in-flight count reached min(cap, Limit.Value) at claim time, and hand it
-// no queued waiter past it. Raising a limit frees slots, which go to
+// no queued waiter past it. Its token limit does the same for the tokens
+// claims hold (TokenRoom). Raising a limit frees slots, which go to
 // waiters at once. Limits are soft state: a worker that leaves and comes
 // back, or a Redis that restarts empty, starts again from its configured
 // cap.
@@ -42,6 +43,19 @@ type Limit struct {
 	SeenTTFT int64     `json:"seen_ttft_samples"`
 	SeenTPS  int64     `json:"seen_tps_samples"`
 	Updated  time.Time `json:"updated"`
+	// Tokens is the learned in-flight token limit (see TokenRoom); 0: none.
+	// TokenEstimate is it before rounding down.
+	Tokens        int64   `json:"tokens,omitempty"`
+	TokenEstimate float64 `json:"token_estimate,omitempty"`
+}
+
+// TokenRoom reports whether a worker holding inFlight claims with held
+// tokens (uncached prompt plus max_tokens of the claims that carry token
+// counts) may take one of need more under its learned token limit. A
+// worker holding nothing always may: a request larger than the limit runs
+// alone rather than never.
+func (l Limit) TokenRoom(inFlight, held, need int) bool {
+	return l.Tokens <= 0 || inFlight == 0 || int64(held)+int64(need) <= l.Tokens
 }
 
 // PredictedHits is the prompt tokens a match of match leading blocks
@@ -104,7 +118,7 @@ func (r *Redis) PutLimits(ctx context.Context, ls map[string]Limit) error {
 			return fmt.Errorf("redis limits: %w", err)
 		}
 		sh := r.shardOfWorker(ctx, id)
-		groups[sh] = append(groups[sh], "limit", id, l.Value, string(js))
+		groups[sh] = append(groups[sh], "limit", id, l.Value, l.Tokens, string(js))
 	}
 	for sh, args := range groups {
 		if err := r.run(ctx, sh, scriptLimits, args...).Err(); err != nil {

@@ -201,9 +201,18 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		}
 		e := eval{w: w, score: c.Score(w.InFlight)}
 		if aff {
+			// A learned token limit: a candidate that cannot take the
+			// request even with a full match is out; one that can only
+			// with some match does not bound the others (its hi is not
+			// sure to be reachable).
+			if !w.tokenRoom(req.Affinity, req.Affinity.FullMatch()) {
+				continue
+			}
 			lo, hi := c.AffinityBounds(req.Affinity, w.PrefillTokens, w.DecodeTokens)
 			e.lo = e.score + lo
-			minHi = min(minHi, e.score+hi)
+			if w.tokenRoom(req.Affinity, 0) {
+				minHi = min(minHi, e.score+hi)
+			}
 		}
 		evals[i] = e
 	}
@@ -220,6 +229,9 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 				continue
 			}
 			res.Live[i] = e.w.live(req.Affinity.Blocks)
+			if !e.w.tokenRoom(req.Affinity, res.Live[i].Match) {
+				continue
+			}
 			s += c.AffinityScore(req.Affinity, res.Live[i])
 		}
 		if best < 0 || s < bestScore {
@@ -270,6 +282,11 @@ func (w *memWorker) live(blocks []uint64) Live {
 		l.Match = IndexStride * matchLen(groups, func(j int) bool { return w.index.has(blocks[IndexStride*j+IndexStride-1]) })
 	}
 	return l
+}
+
+// tokenRoom: the worker's learned token limit admits a with match.
+func (w *memWorker) tokenRoom(a Affinity, match int) bool {
+	return w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, a.Need(match))
 }
 
 // recordBlocks makes blocks the most recent of the worker's index.

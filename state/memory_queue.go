@@ -109,7 +109,9 @@ func (m *Memory) pumpWorker(id string, now time.Time) {
 				best = q[0]
 			}
 		}
-		if best == nil {
+		// Priority order holds: a head waiter past the token limit waits
+		// for room here or on another worker, and no one passes it.
+		if best == nil || !w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, best.tok.need()) {
 			return
 		}
 		m.grant(best.id, id, now)
@@ -120,11 +122,13 @@ func (m *Memory) pumpWorker(id string, now time.Time) {
 // least loaded (in-flight over cap) first.
 func (m *Memory) pumpModel(model string, now time.Time) {
 	for len(m.queues[model]) > 0 && m.globalRoom() {
+		head := m.queues[model][0]
 		var best *memWorker
 		load := 0.0
 		for _, id := range m.order {
 			w := m.workers[id]
-			if !w.free() || !slices.Contains(w.Spec.Models, model) {
+			if !w.free() || !slices.Contains(w.Spec.Models, model) ||
+				!w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, head.tok.need()) {
 				continue
 			}
 			if l := float64(w.InFlight) / float64(w.Spec.MaxConcurrency); best == nil || l < load {
@@ -134,7 +138,7 @@ func (m *Memory) pumpModel(model string, now time.Time) {
 		if best == nil {
 			return
 		}
-		m.grant(m.queues[model][0].id, best.Spec.ID, now)
+		m.grant(head.id, best.Spec.ID, now)
 	}
 }
 

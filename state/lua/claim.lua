@@ -69,9 +69,9 @@ end
 local inflight = hmget(K_INFLIGHT)
 local ok = hmget(K_OK)
 local lims = hmget(K_LIM)
-local tokp, tokd
+local tokp, tokd, limt
 if aff then
-  tokp, tokd = hmget(K_TOKP), hmget(K_TOKD)
+  tokp, tokd, limt = hmget(K_TOKP), hmget(K_TOKD), hmget(K_LIMTOK)
 end
 -- match: the leading blocks worker i's index holds; the index keeps a
 -- leading run of every chain it holds part of, so a binary search finds it.
@@ -119,6 +119,11 @@ end
 local best, bestScore = -1, 0
 local active, avail, matched, pre, dec_ = {}, {}, {}, {}, {}
 local curve, lo, minHi = {}, {}, nil
+-- fits is Limit.TokenRoom for candidate i with match m.
+local function fits(i, m)
+  local l = tonumber(limt[i]) or 0
+  return l <= 0 or active[i] == 0 or pre[i] + dec_[i] + uncached(m) + dtok <= l
+end
 for i = 1, #ids do
   local a = tonumber(inflight[i]) or 0
   active[i] = a
@@ -130,13 +135,20 @@ for i = 1, #ids do
       if aff then
         local p, d = tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
         pre[i], dec_[i] = p, d
-        -- Bounds hold for non-negative weights only; else no lookup is skipped.
-        local hi = math.huge
-        if pw[i] >= 0 and tw[i] >= 0 then
-          lo[i] = curve[i] + affinity(i, STRIDE * ng, p, d)
-          hi = curve[i] + affinity(i, 0, p, d)
+        if not fits(i, STRIDE * ng) then
+          -- Past its token limit even with a full match: out.
+          curve[i] = nil
+        else
+          -- Bounds hold for non-negative weights only; else no lookup is
+          -- skipped. A candidate that fits only with some match does not
+          -- bound the others.
+          local hi = math.huge
+          if pw[i] >= 0 and tw[i] >= 0 then
+            lo[i] = curve[i] + affinity(i, STRIDE * ng, p, d)
+            if fits(i, 0) then hi = curve[i] + affinity(i, 0, p, d) end
+          end
+          if minHi == nil or hi < minHi then minHi = hi end
         end
-        if minHi == nil or hi < minHi then minHi = hi end
       end
     end
   else
@@ -151,7 +163,11 @@ for i = 1, #ids do
       s = nil
     elseif aff then
       matched[i] = match(ids[i])
-      s = s + affinity(i, matched[i], pre[i], dec_[i])
+      if fits(i, matched[i]) then
+        s = s + affinity(i, matched[i], pre[i], dec_[i])
+      else
+        s = nil
+      end
     end
     if s and (best < 0 or s < bestScore) then
       best, bestScore = i, s

@@ -113,8 +113,9 @@ local function refresh_ok(id)
 end
 
 -- A worker's learned concurrency limit (adaptive caps, state/limit.go):
--- K_LIM holds the integer the scripts enforce, K_LIMST the limiter's JSON.
-local K_LIM, K_LIMST = PREFIX .. 'lim', PREFIX .. 'limst'
+-- K_LIM holds the integer the scripts enforce, K_LIMTOK its token limit,
+-- K_LIMST the limiter's JSON.
+local K_LIM, K_LIMTOK, K_LIMST = PREFIX .. 'lim', PREFIX .. 'limtok', PREFIX .. 'limst'
 -- Prompt tokens the prefix index predicted cached, per worker (a counter,
 -- compared with the engine's own prefix-cache hits).
 local K_PHIT = PREFIX .. 'phitp'
@@ -140,6 +141,23 @@ local function free(w)
   local a = tonumber(redis.call('HGET', K_INFLIGHT, w)) or 0
   local cap = effective_cap(ok, tonumber(redis.call('HGET', K_CAP, w)) or 0, redis.call('HGET', K_LIM, w))
   return a < cap, a, cap
+end
+
+-- tok_room is Limit.TokenRoom: whether worker w, holding a claims, may
+-- take one of need more tokens under its learned token limit.
+local function tok_room(w, a, need)
+  local lim = tonumber(redis.call('HGET', K_LIMTOK, w)) or 0
+  if lim <= 0 or a == 0 then return true end
+  local held = (tonumber(redis.call('HGET', K_TOKP, w)) or 0) + (tonumber(redis.call('HGET', K_TOKD, w)) or 0)
+  return held + need <= lim
+end
+
+-- waiter_need is the tokens queued waiter id holds once granted.
+local function waiter_need(id)
+  local rec = redis.call('HGET', K_WTOK, id)
+  if not rec then return 0 end
+  local p, d = tok_parse(rec)
+  return p + d
 end
 
 -- waiter records are "model\trank\treplica".
@@ -194,7 +212,11 @@ local function pump_worker(w, now)
         bestId, bestScore = head[1], tonumber(head[2])
       end
     end
+    -- Priority order holds: a head waiter past the token limit waits for
+    -- room here or on another worker, and no one passes it.
     if not bestId then return end
+    local _, a = free(w)
+    if not tok_room(w, a, waiter_need(bestId)) then return end
     grant(bestId, w, now)
   end
 end
@@ -204,15 +226,17 @@ local function pump_model(model, now)
   local q = qkey(model)
   for _ = 1, 256 do
     if redis.call('ZCARD', q) == 0 or not global_room() then return end
+    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    local need = waiter_need(head)
     local bestW, bestLoad = nil, nil
     for _, w in ipairs(redis.call('SMEMBERS', PREFIX .. 'model:' .. model)) do
       local ok, a, cap = free(w)
-      if ok and (not bestLoad or a / cap < bestLoad) then
+      if ok and tok_room(w, a, need) and (not bestLoad or a / cap < bestLoad) then
         bestW, bestLoad = w, a / cap
       end
     end
     if not bestW then return end
-    grant(redis.call('ZRANGE', q, 0, 0)[1], bestW, now)
+    grant(head, bestW, now)
   end
 end
 
@@ -224,7 +248,7 @@ local function deregister(id)
   for m in string.gmatch(models, '[^\n]+') do
     redis.call('SREM', PREFIX .. 'model:' .. m, id)
   end
-  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE, K_TOKP, K_TOKD, K_LIM, K_LIMST, K_PHIT}) do
+  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE, K_TOKP, K_TOKD, K_LIM, K_LIMTOK, K_LIMST, K_PHIT}) do
     redis.call('HDEL', k, id)
   end
   redis.call('ZREM', K_WKLEASES, id)

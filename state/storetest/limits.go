@@ -25,6 +25,12 @@ func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) S
 		learnedLimit(t, s, peers(t, s, newPeer, 2)[1])
 	})
 	t.Run("RaisedLimitGrantsWaiters", func(t *testing.T) { raisedLimit(t, newStore(t, def)) })
+	t.Run("TokenLimitCapsClaimsOnEveryReplica", func(t *testing.T) {
+		s := newStore(t, def)
+		tokenLimit(t, s, peers(t, s, newPeer, 2)[1])
+	})
+	t.Run("TokenLimitCountsTheMatch", func(t *testing.T) { tokenLimitMatch(t, newStore(t, def)) })
+	t.Run("TokenLimitHoldsWaiters", func(t *testing.T) { tokenLimitWaiter(t, newStore(t, def)) })
 	t.Run("LimitGoesWithWorker", func(t *testing.T) { limitGoes(t, newStore(t, def)) })
 	t.Run("ForgetPrefixesEmptiesTheIndex", func(t *testing.T) { forgetPrefixes(t, newStore(t, def)) })
 	t.Run("PredictedHitTokensCounted", func(t *testing.T) { predictedHits(t, newStore(t, def)) })
