@@ -69,8 +69,9 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		RequestID: r.ID, Time: start, Replica: s.opts.ReplicaID, Model: r.Model,
 		Priority: r.Priority, Tenant: r.Tenant, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens,
 		Stream: r.Stream, Strategy: plan.Strategy, Fallback: plan.Fallback, Excluded: plan.Excluded,
-		SnapshotAge: start.Sub(v.snap.At).Seconds(), LearnedCaps: v.learnedCaps(r.Model),
+		SnapshotAge: start.Sub(v.snap.At).Seconds(),
 	}
+	d.LearnedCaps, d.LearnedTokenCaps = v.learnedCaps(r.Model)
 	if len(plan.Candidates) == 0 {
 		return nil, s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
 			&RetryAfter{Err: fmt.Errorf("%s (%s): %w", r.Model, describeExcluded(plan.Excluded), ErrNoHealthyWorker), After: retryAfterBusy})
@@ -92,6 +93,10 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 				job.Blocks = job.Blocks[:n]
 			}
 			req.Affinity = state.Affinity{Blocks: job.Blocks, PromptTokens: job.PromptTokens, DecodeTokens: job.DecodeTokens()}
+		} else if s.opts.ClaimTokens || len(d.LearnedTokenCaps) > 0 {
+			// Token limits need the request's tokens, whatever the
+			// strategy: without blocks, the store looks nothing up.
+			req.Affinity = state.Affinity{PromptTokens: job.PromptTokens, DecodeTokens: job.DecodeTokens()}
 		}
 		res, err = s.store.Claim(ctx, req)
 	}

@@ -9,27 +9,33 @@ import (
 )
 
 // learnedCaps returns the learned concurrency limits of the model's
-// workers that are below their configured caps (nil: none).
-func (v *view) learnedCaps(model string) map[string]int {
-	var out map[string]int
+// workers that are below their configured caps, and their learned token
+// limits (nil: none).
+func (v *view) learnedCaps(model string) (caps map[string]int, tokens map[string]int64) {
 	for _, j := range v.byModel[model] {
 		w := v.snap.Workers[j]
 		if l := w.Limit.Value; l > 0 && l < w.Spec.MaxConcurrency {
-			if out == nil {
-				out = map[string]int{}
+			if caps == nil {
+				caps = map[string]int{}
 			}
-			out[w.Spec.ID] = l
+			caps[w.Spec.ID] = l
+		}
+		if t := w.Limit.Tokens; t > 0 {
+			if tokens == nil {
+				tokens = map[string]int64{}
+			}
+			tokens[w.Spec.ID] = t
 		}
 	}
-	return out
+	return caps, tokens
 }
 
-// learnedCaps logs worker → learned limit.
-type learnedCaps map[string]int
+// learned logs worker → learned limit.
+type learned[T int | int64] map[string]T
 
-func (m learnedCaps) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+func (m learned[T]) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	for w, l := range m {
-		enc.AddInt(w, l)
+		enc.AddInt64(w, int64(l))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,6 +49,45 @@ func TestLearnedCapInDecision(t *testing.T) {
 		if want := map[string]int{"a": 1, "b": 4}[l.Worker]; l.Cap != want {
 			t.Fatalf("line %s shows cap %d, want %d", l.Worker, l.Cap, want)
 		}
+	}
+	for _, tk := range tickets {
+		tk.Finish(Outcome{Status: 200})
+	}
+}
+
+// A learned token limit leaves out a worker whose claims' tokens and the
+// request's would pass it; the decision names it.
+func TestLearnedTokenCapInDecision(t *testing.T) {
+	ctx := context.Background()
+	s, store, rec := newTestScheduler(t, "scored", spec("a", "m", 4), spec("b", "m", 4))
+	if err := store.PutLimits(ctx, map[string]state.Limit{"a": {Value: 4, Estimate: 4, Tokens: 1000, TokenEstimate: 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var tickets []*Ticket
+	for i := range 5 {
+		tk, err := s.Admit(ctx, Request{ID: fmt.Sprint("r", i), Model: "m", PromptTokens: 100, MaxTokens: 500})
+		if err != nil {
+			t.Fatalf("admit %d: %v", i, err)
+		}
+		tickets = append(tickets, tk)
+	}
+	onA := 0
+	for _, tk := range tickets {
+		if tk.Worker() == "a" {
+			onA++
+		}
+	}
+	if onA != 1 {
+		t.Fatalf("%d requests of 600 tokens on a, whose learned token limit is 1000", onA)
+	}
+	if _, err := s.Admit(ctx, Request{ID: "r6", Model: "m", PromptTokens: 100, MaxTokens: 500}); !errors.Is(err, ErrAtCapacity) {
+		t.Fatalf("sixth request: %v, want at capacity (1 + 4)", err)
+	}
+	if d := rec.ds[0]; d.LearnedTokenCaps["a"] != 1000 || len(d.LearnedTokenCaps) != 1 || len(d.LearnedCaps) != 0 {
+		t.Fatalf("decision's learned caps %v and token caps %v, want a: 1000 tokens only", d.LearnedCaps, d.LearnedTokenCaps)
 	}
 	for _, tk := range tickets {
 		tk.Finish(Outcome{Status: 200})

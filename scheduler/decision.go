@@ -41,6 +41,9 @@ type Decision struct {
 	// their configured max_concurrency (adaptive caps): the cap each line
 	// shows is the lower one.
 	LearnedCaps map[string]int `json:"learned_caps,omitempty"`
+	// LearnedTokenCaps are the candidates' learned in-flight token limits
+	// (adaptive_caps.token_limits): a candidate past its own is left out.
+	LearnedTokenCaps map[string]int64 `json:"learned_token_caps,omitempty"`
 	// Result is filled in a second record when the request ends.
 	Result *Result `json:"result,omitempty"`
 }
@@ -105,7 +108,8 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.Int("candidates_total", len(d.Candidates)),
 		zap.Array("candidates", lines(cands)),
 		zap.Array("excluded", excluded(d.Excluded)),
-		zap.Object("learned_caps", learnedCaps(d.LearnedCaps)),
+		zap.Object("learned_caps", learned[int](d.LearnedCaps)),
+		zap.Object("learned_token_caps", learned[int64](d.LearnedTokenCaps)),
 	)
 }
 

@@ -111,7 +111,13 @@ type Options struct {
 	// MaxAffinityBlocks bounds the prompt blocks a claim looks up and
 	// records (the Redis CPU per claim); 0: all the body parser kept.
 	MaxAffinityBlocks int
-	Now               func() time.Time
+	// ClaimTokens: every claim carries the request's tokens (prompt
+	// estimate and max_tokens), whatever the strategy, so that the store
+	// counts each worker's in-flight tokens for learned token limits
+	// (adaptive_caps.token_limits). Strategies with the prefix or
+	// token-load term carry them anyway.
+	ClaimTokens bool
+	Now         func() time.Time
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.

@@ -21,7 +21,7 @@ func TestLearnedLimitShowsInTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := store.PutLimits(ctx, map[string]state.Limit{"w": {Value: 3, Estimate: 3.4, Gradient: 0.6, BaseTTFT: 0.12, BaseITL: 0.02, Updated: at}}); err != nil {
+	if err := store.PutLimits(ctx, map[string]state.Limit{"w": {Value: 3, Estimate: 3.4, Gradient: 0.6, BaseTTFT: 0.12, BaseITL: 0.02, Updated: at, Tokens: 5000, TokenEstimate: 5000.5}}); err != nil {
 		t.Fatal(err)
 	}
 	sched, err := scheduler.New(store, scheduler.Options{Strategy: scoring.Scored})
@@ -42,7 +42,7 @@ func TestLearnedLimitShowsInTheWorker(t *testing.T) {
 		w = out
 	}
 	l, _ := w["learnedLimit"].(map[string]any)
-	if l == nil || l["value"] != 3.0 || l["gradient"] != 0.6 || l["baseTtftSeconds"] != 0.12 || l["updated"] != "2026-01-02T03:04:05Z" {
+	if l == nil || l["value"] != 3.0 || l["gradient"] != 0.6 || l["baseTtftSeconds"] != 0.12 || l["updated"] != "2026-01-02T03:04:05Z" || l["tokens"] != "5000" {
 		t.Fatalf("learned limit in the worker status: %v", out)
 	}
 }

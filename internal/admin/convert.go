@@ -49,6 +49,7 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 	if l := w.Limit; l.Value > 0 {
 		out.LearnedLimit = &pb.LearnedLimit{
 			Value: int32(l.Value), Gradient: l.Gradient, BaseTtftSeconds: l.BaseTTFT, BaseItlSeconds: l.BaseITL, Updated: ts(l.Updated),
+			Tokens: l.Tokens,
 		}
 	}
 	for _, t := range terms {
@@ -69,6 +70,9 @@ func decision(d *scheduler.Decision) *pb.Decision {
 			out.LearnedCaps = map[string]int32{}
 		}
 		out.LearnedCaps[w] = int32(l)
+	}
+	if len(d.LearnedTokenCaps) > 0 {
+		out.LearnedTokenCaps = d.LearnedTokenCaps
 	}
 	for _, c := range d.Candidates {
 		pc := &pb.Candidate{Worker: c.Worker, Active: int32(c.Active), Cap: int32(c.Cap), Total: c.Total}

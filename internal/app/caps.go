@@ -18,6 +18,7 @@ func newLearner(cfg config.Config, store caps.Store) *caps.Learner {
 		Floor:         a.Floor,
 		EngineWaiting: a.EngineWaiting,
 		SlowGapShare:  slowGapShare(a),
+		TokenLimits:   a.TokenLimits,
 	}, a.Enabled, nil)
 }
 

@@ -142,6 +142,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		JoinDelay:              joinDelay(cfg),
 		KVBlocks:               cfg.Scoring.KVBlocks,
 		MaxAffinityBlocks:      cfg.Scoring.MaxPrefixBlocks,
+		ClaimTokens:            cfg.AdaptiveCaps.Enabled && cfg.AdaptiveCaps.TokenLimits,
 		PrefillTokensPerSecond: cfg.Scoring.PrefillTokensPerSecond,
 		Queue: scheduler.QueueOptions{
 			MaxSize:            cfg.Queue.MaxQueueSize,

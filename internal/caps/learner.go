@@ -58,7 +58,7 @@ func (l *Learner) Learn(ctx context.Context, snap state.Snapshot, mine []string)
 			continue
 		}
 		next, changed := l.params.Next(w.Limit, Observation{
-			Cap: w.Spec.MaxConcurrency, InFlight: w.InFlight,
+			Cap: w.Spec.MaxConcurrency, InFlight: w.InFlight, Tokens: w.PrefillTokens + w.DecodeTokens,
 			TTFT: w.Stats.TTFT, TokensPerSec: w.Stats.TokensPerSec,
 			Waiting: w.Telemetry.Waiting, Running: w.Telemetry.Running,
 			SlowShare: w.Telemetry.SlowShare,

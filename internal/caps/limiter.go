@@ -60,6 +60,9 @@ type Params struct {
 	// SlowGapShare ÷ share; at or under it, the window counts as good
 	// latency. Zero is off.
 	SlowGapShare float64
+	// TokenLimits learns an in-flight token limit beside the request
+	// limit, moved by the same gradient (see Next).
+	TokenLimits bool
 }
 
 func (p Params) withDefaults() Params {
@@ -86,8 +89,11 @@ func (p Params) withDefaults() Params {
 
 // Observation is what the limiter sees of one worker at one update.
 type Observation struct {
-	Cap          int       // the configured max_concurrency: the upper bound
-	InFlight     int       // claims held now, all replicas
+	Cap      int // the configured max_concurrency: the upper bound
+	InFlight int // claims held now, all replicas
+	// Tokens are the in-flight tokens those claims hold (uncached prompt
+	// and max_tokens of the claims that carry token counts).
+	Tokens       int
 	TTFT         state.EMA // seconds, from the shared averages
 	TokensPerSec state.EMA
 	// Waiting and Running are the engine's own request counts from the
@@ -114,6 +120,18 @@ type Observation struct {
 //     estimate + √estimate, the headroom of gradient limiters;
 //
 // then the estimate is clamped to [floor, cap] and the limit is its floor.
+//
+// With TokenLimits, the same gradient moves a token limit: requests of one
+// worker may differ a hundredfold in the prompt and output tokens they
+// bring, and its KV cache and prefill time follow the tokens. It starts at
+// the first cut from what the request limit holds at the mix in flight
+// then (tokens ÷ in-flight × estimate), is cut by the same gradient, grows
+// by a factor 1 + 1/√estimate (the request limit's headroom, in
+// proportion) while the worker holds at least half of it. It has no upper
+// bound and is not lifted while the mix is light: only load near it says
+// anything about it, and a limit kept through a spell of short requests is
+// what stops the next spell of long ones from swamping the worker before
+// any latency signal could.
 func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, bool) {
 	p = p.withDefaults()
 	if o.Cap <= 0 {
@@ -168,6 +186,9 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 	tailOK := p.SlowGapShare <= 0 || o.SlowShare.At.IsZero() || o.SlowShare.Value <= p.SlowGapShare
 	if moved {
 		gradient = max(p.MinGradient, min(1, gradient))
+		if p.TokenLimits {
+			l.TokenEstimate = p.nextTokens(l, o, gradient, tailOK)
+		}
 		switch {
 		case gradient < 1:
 			l.Estimate *= gradient
@@ -176,10 +197,34 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 		}
 		l.Gradient, l.Updated = gradient, now
 	}
+	if !p.TokenLimits {
+		l.TokenEstimate = 0
+	}
 	// A cap lowered in the config bounds the limit at once.
 	l.Estimate = max(floor, min(float64(o.Cap), l.Estimate))
 	l.Value = int(math.Floor(l.Estimate + 1e-9))
+	l.Tokens = int64(math.Floor(l.TokenEstimate + 1e-9))
 	return l, l != old
+}
+
+// nextTokens is the token limit's estimate after an update with gradient
+// (see Next); l holds the request limit's estimate before the update.
+func (p Params) nextTokens(l state.Limit, o Observation, gradient float64, tailOK bool) float64 {
+	t := l.TokenEstimate
+	if o.InFlight <= 0 || o.Tokens <= 0 {
+		return t // nothing in flight tells the mix: no start, no growth
+	}
+	perRequest := float64(o.Tokens) / float64(o.InFlight)
+	switch {
+	case gradient < 1:
+		if t <= 0 {
+			t = perRequest * l.Estimate
+		}
+		return max(1, t*gradient)
+	case t > 0 && tailOK && float64(o.Tokens) >= t/2:
+		t *= 1 + 1/math.Sqrt(max(1, l.Estimate))
+	}
+	return t
 }
 
 // baseline is the lowest recent value, drifting up by drift a step toward

@@ -23,10 +23,15 @@ type AdaptiveCaps struct {
 	// before its limit shrinks.
 	ITLSLO       Duration `yaml:"itl_slo"`
 	SlowGapShare float64  `yaml:"slow_gap_share"`
+	// TokenLimits learns an in-flight token limit beside the request
+	// limit (claims carry token counts under strategies with the prefix
+	// or token-load term, scored by default; others only meet the request
+	// limit).
+	TokenLimits bool `yaml:"token_limits"`
 }
 
 func defaultAdaptiveCaps() AdaptiveCaps {
-	return AdaptiveCaps{TTFTTolerance: 2, ITLTolerance: 1.5, MinSamples: 8, Floor: 1, EngineWaiting: 2, SlowGapShare: 0.0005}
+	return AdaptiveCaps{TTFTTolerance: 2, ITLTolerance: 1.5, MinSamples: 8, Floor: 1, EngineWaiting: 2, SlowGapShare: 0.0005, TokenLimits: true}
 }
 
 func (a AdaptiveCaps) validate(bad func(key, format string, args ...any)) {

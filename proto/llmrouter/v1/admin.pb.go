@@ -412,8 +412,11 @@ type LearnedLimit struct {
 	BaseTtftSeconds float64                `protobuf:"fixed64,3,opt,name=base_ttft_seconds,json=baseTtftSeconds,proto3" json:"base_ttft_seconds,omitempty"`
 	BaseItlSeconds  float64                `protobuf:"fixed64,4,opt,name=base_itl_seconds,json=baseItlSeconds,proto3" json:"base_itl_seconds,omitempty"`
 	Updated         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=updated,proto3" json:"updated,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The learned in-flight token limit (uncached prompt plus max_tokens of
+	// the claims it holds); 0: none.
+	Tokens        int64 `protobuf:"varint,6,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LearnedLimit) Reset() {
@@ -479,6 +482,13 @@ func (x *LearnedLimit) GetUpdated() *timestamppb.Timestamp {
 		return x.Updated
 	}
 	return nil
+}
+
+func (x *LearnedLimit) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
 }
 
 // ScoreTerm is one term of a worker's score (before weighting).
@@ -1125,9 +1135,11 @@ type Decision struct {
 	PromptTokensEstimate int32                  `protobuf:"varint,19,opt,name=prompt_tokens_estimate,json=promptTokensEstimate,proto3" json:"prompt_tokens_estimate,omitempty"`
 	Stream               bool                   `protobuf:"varint,20,opt,name=stream,proto3" json:"stream,omitempty"`
 	// Candidates' learned concurrency limits below their max_concurrency.
-	LearnedCaps   map[string]int32 `protobuf:"bytes,21,rep,name=learned_caps,json=learnedCaps,proto3" json:"learned_caps,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LearnedCaps map[string]int32 `protobuf:"bytes,21,rep,name=learned_caps,json=learnedCaps,proto3" json:"learned_caps,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Candidates' learned in-flight token limits (absent: none).
+	LearnedTokenCaps map[string]int64 `protobuf:"bytes,22,rep,name=learned_token_caps,json=learnedTokenCaps,proto3" json:"learned_token_caps,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
@@ -1303,6 +1315,13 @@ func (x *Decision) GetStream() bool {
 func (x *Decision) GetLearnedCaps() map[string]int32 {
 	if x != nil {
 		return x.LearnedCaps
+	}
+	return nil
+}
+
+func (x *Decision) GetLearnedTokenCaps() map[string]int64 {
+	if x != nil {
+		return x.LearnedTokenCaps
 	}
 	return nil
 }
@@ -1821,13 +1840,14 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"scraped_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tscrapedAt\x12A\n" +
 	"\x10last_score_terms\x18\x0f \x03(\v2\x17.llmrouter.v1.ScoreTermR\x0elastScoreTerms\x12?\n" +
 	"\rlearned_limit\x18\x10 \x01(\v2\x1a.llmrouter.v1.LearnedLimitR\flearnedLimit\x12(\n" +
-	"\x10prefix_hit_ratio\x18\x11 \x01(\x01R\x0eprefixHitRatio\"\xcc\x01\n" +
+	"\x10prefix_hit_ratio\x18\x11 \x01(\x01R\x0eprefixHitRatio\"\xe4\x01\n" +
 	"\fLearnedLimit\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x05R\x05value\x12\x1a\n" +
 	"\bgradient\x18\x02 \x01(\x01R\bgradient\x12*\n" +
 	"\x11base_ttft_seconds\x18\x03 \x01(\x01R\x0fbaseTtftSeconds\x12(\n" +
 	"\x10base_itl_seconds\x18\x04 \x01(\x01R\x0ebaseItlSeconds\x124\n" +
-	"\aupdated\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"e\n" +
+	"\aupdated\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\x12\x16\n" +
+	"\x06tokens\x18\x06 \x01(\x03R\x06tokens\"e\n" +
 	"\tScoreTerm\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
@@ -1859,7 +1879,7 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"7\n" +
 	"\x16ExplainDecisionRequest\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\"\xd7\x06\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\"\xf8\a\n" +
 	"\bDecision\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12.\n" +
@@ -1886,10 +1906,14 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"max_tokens\x18\x12 \x01(\x05R\tmaxTokens\x124\n" +
 	"\x16prompt_tokens_estimate\x18\x13 \x01(\x05R\x14promptTokensEstimate\x12\x16\n" +
 	"\x06stream\x18\x14 \x01(\bR\x06stream\x12J\n" +
-	"\flearned_caps\x18\x15 \x03(\v2'.llmrouter.v1.Decision.LearnedCapsEntryR\vlearnedCaps\x1a>\n" +
+	"\flearned_caps\x18\x15 \x03(\v2'.llmrouter.v1.Decision.LearnedCapsEntryR\vlearnedCaps\x12Z\n" +
+	"\x12learned_token_caps\x18\x16 \x03(\v2,.llmrouter.v1.Decision.LearnedTokenCapsEntryR\x10learnedTokenCaps\x1a>\n" +
 	"\x10LearnedCapsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\x8d\x01\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1aC\n" +
+	"\x15LearnedTokenCapsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x8d\x01\n" +
 	"\tCandidate\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\x05R\x06active\x12\x10\n" +
@@ -1948,7 +1972,7 @@ func file_llmrouter_v1_admin_proto_rawDescGZIP() []byte {
 	return file_llmrouter_v1_admin_proto_rawDescData
 }
 
-var file_llmrouter_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_llmrouter_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_llmrouter_v1_admin_proto_goTypes = []any{
 	(*WorkerSpec)(nil),               // 0: llmrouter.v1.WorkerSpec
 	(*MovingAverage)(nil),            // 1: llmrouter.v1.MovingAverage
@@ -1976,58 +2000,60 @@ var file_llmrouter_v1_admin_proto_goTypes = []any{
 	(*Stats)(nil),                    // 23: llmrouter.v1.Stats
 	(*QueueDepth)(nil),               // 24: llmrouter.v1.QueueDepth
 	nil,                              // 25: llmrouter.v1.Decision.LearnedCapsEntry
-	(*timestamppb.Timestamp)(nil),    // 26: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 27: google.protobuf.Duration
+	nil,                              // 26: llmrouter.v1.Decision.LearnedTokenCapsEntry
+	(*timestamppb.Timestamp)(nil),    // 27: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 28: google.protobuf.Duration
 }
 var file_llmrouter_v1_admin_proto_depIdxs = []int32{
-	26, // 0: llmrouter.v1.MovingAverage.updated:type_name -> google.protobuf.Timestamp
+	27, // 0: llmrouter.v1.MovingAverage.updated:type_name -> google.protobuf.Timestamp
 	0,  // 1: llmrouter.v1.Worker.spec:type_name -> llmrouter.v1.WorkerSpec
-	26, // 2: llmrouter.v1.Worker.lease_expires:type_name -> google.protobuf.Timestamp
+	27, // 2: llmrouter.v1.Worker.lease_expires:type_name -> google.protobuf.Timestamp
 	1,  // 3: llmrouter.v1.Worker.latency_seconds:type_name -> llmrouter.v1.MovingAverage
 	1,  // 4: llmrouter.v1.Worker.ttft_seconds:type_name -> llmrouter.v1.MovingAverage
 	1,  // 5: llmrouter.v1.Worker.tokens_per_second:type_name -> llmrouter.v1.MovingAverage
-	26, // 6: llmrouter.v1.Worker.scraped_at:type_name -> google.protobuf.Timestamp
+	27, // 6: llmrouter.v1.Worker.scraped_at:type_name -> google.protobuf.Timestamp
 	4,  // 7: llmrouter.v1.Worker.last_score_terms:type_name -> llmrouter.v1.ScoreTerm
 	3,  // 8: llmrouter.v1.Worker.learned_limit:type_name -> llmrouter.v1.LearnedLimit
-	26, // 9: llmrouter.v1.LearnedLimit.updated:type_name -> google.protobuf.Timestamp
+	27, // 9: llmrouter.v1.LearnedLimit.updated:type_name -> google.protobuf.Timestamp
 	2,  // 10: llmrouter.v1.ListWorkersResponse.workers:type_name -> llmrouter.v1.Worker
 	0,  // 11: llmrouter.v1.RegisterWorkerRequest.spec:type_name -> llmrouter.v1.WorkerSpec
-	27, // 12: llmrouter.v1.RegisterWorkerRequest.lease:type_name -> google.protobuf.Duration
+	28, // 12: llmrouter.v1.RegisterWorkerRequest.lease:type_name -> google.protobuf.Duration
 	2,  // 13: llmrouter.v1.RegisterWorkerResponse.worker:type_name -> llmrouter.v1.Worker
-	27, // 14: llmrouter.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	27, // 15: llmrouter.v1.HeartbeatRequest.lease:type_name -> google.protobuf.Duration
-	26, // 16: llmrouter.v1.HeartbeatResponse.lease_expires:type_name -> google.protobuf.Timestamp
-	26, // 17: llmrouter.v1.Decision.time:type_name -> google.protobuf.Timestamp
+	28, // 14: llmrouter.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	28, // 15: llmrouter.v1.HeartbeatRequest.lease:type_name -> google.protobuf.Duration
+	27, // 16: llmrouter.v1.HeartbeatResponse.lease_expires:type_name -> google.protobuf.Timestamp
+	27, // 17: llmrouter.v1.Decision.time:type_name -> google.protobuf.Timestamp
 	18, // 18: llmrouter.v1.Decision.candidates:type_name -> llmrouter.v1.Candidate
 	20, // 19: llmrouter.v1.Decision.excluded:type_name -> llmrouter.v1.Excluded
 	21, // 20: llmrouter.v1.Decision.result:type_name -> llmrouter.v1.DecisionResult
 	25, // 21: llmrouter.v1.Decision.learned_caps:type_name -> llmrouter.v1.Decision.LearnedCapsEntry
-	19, // 22: llmrouter.v1.Candidate.terms:type_name -> llmrouter.v1.Term
-	2,  // 23: llmrouter.v1.Stats.workers:type_name -> llmrouter.v1.Worker
-	24, // 24: llmrouter.v1.Stats.queues:type_name -> llmrouter.v1.QueueDepth
-	5,  // 25: llmrouter.v1.AdminService.ListWorkers:input_type -> llmrouter.v1.ListWorkersRequest
-	7,  // 26: llmrouter.v1.AdminService.GetWorker:input_type -> llmrouter.v1.GetWorkerRequest
-	8,  // 27: llmrouter.v1.AdminService.RegisterWorker:input_type -> llmrouter.v1.RegisterWorkerRequest
-	10, // 28: llmrouter.v1.AdminService.Heartbeat:input_type -> llmrouter.v1.HeartbeatRequest
-	12, // 29: llmrouter.v1.AdminService.DeregisterWorker:input_type -> llmrouter.v1.DeregisterWorkerRequest
-	14, // 30: llmrouter.v1.AdminService.DrainWorker:input_type -> llmrouter.v1.DrainWorkerRequest
-	15, // 31: llmrouter.v1.AdminService.UndrainWorker:input_type -> llmrouter.v1.UndrainWorkerRequest
-	16, // 32: llmrouter.v1.AdminService.ExplainDecision:input_type -> llmrouter.v1.ExplainDecisionRequest
-	22, // 33: llmrouter.v1.AdminService.GetStats:input_type -> llmrouter.v1.GetStatsRequest
-	6,  // 34: llmrouter.v1.AdminService.ListWorkers:output_type -> llmrouter.v1.ListWorkersResponse
-	2,  // 35: llmrouter.v1.AdminService.GetWorker:output_type -> llmrouter.v1.Worker
-	9,  // 36: llmrouter.v1.AdminService.RegisterWorker:output_type -> llmrouter.v1.RegisterWorkerResponse
-	11, // 37: llmrouter.v1.AdminService.Heartbeat:output_type -> llmrouter.v1.HeartbeatResponse
-	13, // 38: llmrouter.v1.AdminService.DeregisterWorker:output_type -> llmrouter.v1.DeregisterWorkerResponse
-	2,  // 39: llmrouter.v1.AdminService.DrainWorker:output_type -> llmrouter.v1.Worker
-	2,  // 40: llmrouter.v1.AdminService.UndrainWorker:output_type -> llmrouter.v1.Worker
-	17, // 41: llmrouter.v1.AdminService.ExplainDecision:output_type -> llmrouter.v1.Decision
-	23, // 42: llmrouter.v1.AdminService.GetStats:output_type -> llmrouter.v1.Stats
-	34, // [34:43] is the sub-list for method output_type
-	25, // [25:34] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	26, // 22: llmrouter.v1.Decision.learned_token_caps:type_name -> llmrouter.v1.Decision.LearnedTokenCapsEntry
+	19, // 23: llmrouter.v1.Candidate.terms:type_name -> llmrouter.v1.Term
+	2,  // 24: llmrouter.v1.Stats.workers:type_name -> llmrouter.v1.Worker
+	24, // 25: llmrouter.v1.Stats.queues:type_name -> llmrouter.v1.QueueDepth
+	5,  // 26: llmrouter.v1.AdminService.ListWorkers:input_type -> llmrouter.v1.ListWorkersRequest
+	7,  // 27: llmrouter.v1.AdminService.GetWorker:input_type -> llmrouter.v1.GetWorkerRequest
+	8,  // 28: llmrouter.v1.AdminService.RegisterWorker:input_type -> llmrouter.v1.RegisterWorkerRequest
+	10, // 29: llmrouter.v1.AdminService.Heartbeat:input_type -> llmrouter.v1.HeartbeatRequest
+	12, // 30: llmrouter.v1.AdminService.DeregisterWorker:input_type -> llmrouter.v1.DeregisterWorkerRequest
+	14, // 31: llmrouter.v1.AdminService.DrainWorker:input_type -> llmrouter.v1.DrainWorkerRequest
+	15, // 32: llmrouter.v1.AdminService.UndrainWorker:input_type -> llmrouter.v1.UndrainWorkerRequest
+	16, // 33: llmrouter.v1.AdminService.ExplainDecision:input_type -> llmrouter.v1.ExplainDecisionRequest
+	22, // 34: llmrouter.v1.AdminService.GetStats:input_type -> llmrouter.v1.GetStatsRequest
+	6,  // 35: llmrouter.v1.AdminService.ListWorkers:output_type -> llmrouter.v1.ListWorkersResponse
+	2,  // 36: llmrouter.v1.AdminService.GetWorker:output_type -> llmrouter.v1.Worker
+	9,  // 37: llmrouter.v1.AdminService.RegisterWorker:output_type -> llmrouter.v1.RegisterWorkerResponse
+	11, // 38: llmrouter.v1.AdminService.Heartbeat:output_type -> llmrouter.v1.HeartbeatResponse
+	13, // 39: llmrouter.v1.AdminService.DeregisterWorker:output_type -> llmrouter.v1.DeregisterWorkerResponse
+	2,  // 40: llmrouter.v1.AdminService.DrainWorker:output_type -> llmrouter.v1.Worker
+	2,  // 41: llmrouter.v1.AdminService.UndrainWorker:output_type -> llmrouter.v1.Worker
+	17, // 42: llmrouter.v1.AdminService.ExplainDecision:output_type -> llmrouter.v1.Decision
+	23, // 43: llmrouter.v1.AdminService.GetStats:output_type -> llmrouter.v1.Stats
+	35, // [35:44] is the sub-list for method output_type
+	26, // [26:35] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_llmrouter_v1_admin_proto_init() }
@@ -2041,7 +2067,7 @@ func file_llmrouter_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_llmrouter_v1_admin_proto_rawDesc), len(file_llmrouter_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
