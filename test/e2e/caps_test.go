@@ -23,8 +23,9 @@ import (
 // --max-concurrency 1: the rest wait inside it, so their TTFT grows with
 // what the router sends it). Under light streamed load through Envoy both
 // show their unloaded TTFT; under heavier load adaptive caps lower the
-// slow worker's learned limit below 6, shown in /stats and in the
-// decisions, while the fast worker keeps its cap; no request fails.
+// slow worker's learned limit below 6, and give it a token limit, shown
+// in /stats and in the decisions, while the fast worker keeps its cap; no
+// request fails.
 func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 	args := []string{"--ttft-ms", "100", "--tokens-per-second", "100"}
 	e := newEnv(t, []workerSpec{
@@ -41,6 +42,7 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 
 	type limit struct {
 		Value    int     `json:"value"`
+		Tokens   int64   `json:"tokens"`
 		BaseTTFT float64 `json:"base_ttft_seconds"`
 	}
 	type statsWorker struct {
@@ -114,6 +116,19 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 	if got["fast"] != 6 {
 		t.Fatalf("the fast worker's limit came down too: %v\n/stats: %s", got, e.rawStats())
 	}
+	// The cut started a token limit from the tokens the slow worker held
+	// (each request: its prompt estimate and max_tokens).
+	var tokenLimit int64
+	if ws, err := stats(); err == nil {
+		for _, w := range ws {
+			if w.ID == "slow" && w.Learned != nil {
+				tokenLimit = w.Learned.Tokens
+			}
+		}
+	}
+	if tokenLimit <= 0 {
+		t.Fatalf("the slow worker has no learned token limit\n/stats: %s", e.rawStats())
+	}
 	// The decision of a request sent now names the learned cap (explain,
 	// through the native API).
 	id := fmt.Sprintf("caps-%d", time.Now().UnixNano())
@@ -127,8 +142,9 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 	}
 	defer dresp.Body.Close()
 	var d struct {
-		LearnedCaps map[string]int `json:"learnedCaps"`
-		Candidates  []struct {
+		LearnedCaps      map[string]int    `json:"learnedCaps"`
+		LearnedTokenCaps map[string]string `json:"learnedTokenCaps"` // protojson: int64 as a string
+		Candidates       []struct {
 			Worker string `json:"worker"`
 			Cap    int    `json:"cap"`
 		} `json:"candidates"`
@@ -138,6 +154,9 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 	}
 	if c := d.LearnedCaps["slow"]; c < 1 || c >= 6 {
 		t.Fatalf("decision %s: learned caps %v, want slow's below 6", id, d.LearnedCaps)
+	}
+	if d.LearnedTokenCaps["slow"] == "" {
+		t.Fatalf("decision %s: learned token caps %v, want slow's", id, d.LearnedTokenCaps)
 	}
 	// Three more seconds of load: the fast worker keeps its cap throughout.
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); {
@@ -157,7 +176,7 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 	if len(failed) > 0 {
 		t.Fatalf("%d requests failed, e.g. %v", len(failed), failed[:min(3, len(failed))])
 	}
-	t.Logf("learned limits %v; served %v", got, served)
+	t.Logf("learned limits %v, slow's token limit %d; served %v", got, tokenLimit, served)
 }
 
 // load keeps streaming clients sending requests of maxTokens through
