@@ -102,8 +102,11 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 			Health   scoring.Health `json:"health"`
 			Draining bool           `json:"draining"`
 			InFlight int            `json:"in_flight"`
-			MaxConc  int            `json:"max_concurrency"`
-			Stats    state.Stats    `json:"moving_averages"`
+			// The tokens its claims hold: uncached prompt and max_tokens.
+			PrefillTokens int         `json:"prefill_tokens"`
+			DecodeTokens  int         `json:"decode_tokens"`
+			MaxConc       int         `json:"max_concurrency"`
+			Stats         state.Stats `json:"moving_averages"`
 			// Learned is the concurrency limit adaptive caps learned (nil:
 			// none, max_concurrency applies).
 			Learned *state.Limit `json:"learned_limit,omitempty"`
@@ -121,6 +124,7 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 			ow := worker{
 				ID: wk.Spec.ID, Address: wk.Spec.Address, Models: wk.Spec.Models, Zone: wk.Spec.Zone,
 				Health: wk.Health, Draining: wk.Draining, InFlight: wk.InFlight, MaxConc: wk.Spec.MaxConcurrency, Stats: wk.Stats,
+				PrefillTokens: wk.PrefillTokens, DecodeTokens: wk.DecodeTokens,
 			}
 			if wk.Limit.Value > 0 {
 				l := wk.Limit

@@ -12,8 +12,8 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// A learned limit shows in the worker's status (GET /v1/workers/{id},
-// and so /stats and `llm-router workers`).
+// A learned limit, and the tokens the worker's claims hold, show in its
+// status (GET /v1/workers/{id}, and so `llm-router workers`).
 func TestLearnedLimitShowsInTheWorker(t *testing.T) {
 	ctx := context.Background()
 	store := state.NewMemory(nil, state.Limits{})
@@ -22,6 +22,11 @@ func TestLearnedLimitShowsInTheWorker(t *testing.T) {
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := store.PutLimits(ctx, map[string]state.Limit{"w": {Value: 3, Estimate: 3.4, Gradient: 0.6, BaseTTFT: 0.12, BaseITL: 0.02, Updated: at, Tokens: 5000, TokenEstimate: 5000.5}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Claim(ctx, state.ClaimRequest{
+		ID: "c1", Candidates: []state.Candidate{{Worker: "w", Cap: 8}}, Affinity: state.Affinity{PromptTokens: 100, DecodeTokens: 50},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	sched, err := scheduler.New(store, scheduler.Options{Strategy: scoring.Scored})
@@ -44,5 +49,8 @@ func TestLearnedLimitShowsInTheWorker(t *testing.T) {
 	l, _ := w["learnedLimit"].(map[string]any)
 	if l == nil || l["value"] != 3.0 || l["gradient"] != 0.6 || l["baseTtftSeconds"] != 0.12 || l["updated"] != "2026-01-02T03:04:05Z" || l["tokens"] != "5000" {
 		t.Fatalf("learned limit in the worker status: %v", out)
+	}
+	if w["prefillTokens"] != 100.0 || w["decodeTokens"] != 50.0 {
+		t.Fatalf("in-flight tokens in the worker status: %v", out)
 	}
 }

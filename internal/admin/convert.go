@@ -36,6 +36,7 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 			HealthUrl: w.Spec.HealthURL, DcgmUrl: w.Spec.DCGMURL, DcgmGpu: w.Spec.DCGMGPU,
 		},
 		Health: string(w.Health), Draining: w.Draining, InFlight: int32(w.InFlight), Source: src,
+		PrefillTokens: int32(w.PrefillTokens), DecodeTokens: int32(w.DecodeTokens),
 		LeaseExpires:    ts(w.LeaseExpires),
 		LatencySeconds:  avg(w.Stats.Latency),
 		TtftSeconds:     avg(w.Stats.TTFT),

@@ -246,8 +246,12 @@ type Worker struct {
 	// Prefix-cache hit tokens its engine reported over those the router's
 	// prefix index predicted (smoothed); 0: not known.
 	PrefixHitRatio float64 `protobuf:"fixed64,17,opt,name=prefix_hit_ratio,json=prefixHitRatio,proto3" json:"prefix_hit_ratio,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Tokens its claims hold (all replicas): uncached prompt, and max_tokens
+	// (what the token-load term and a learned token limit count).
+	PrefillTokens int32 `protobuf:"varint,18,opt,name=prefill_tokens,json=prefillTokens,proto3" json:"prefill_tokens,omitempty"`
+	DecodeTokens  int32 `protobuf:"varint,19,opt,name=decode_tokens,json=decodeTokens,proto3" json:"decode_tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Worker) Reset() {
@@ -395,6 +399,20 @@ func (x *Worker) GetLearnedLimit() *LearnedLimit {
 func (x *Worker) GetPrefixHitRatio() float64 {
 	if x != nil {
 		return x.PrefixHitRatio
+	}
+	return 0
+}
+
+func (x *Worker) GetPrefillTokens() int32 {
+	if x != nil {
+		return x.PrefillTokens
+	}
+	return 0
+}
+
+func (x *Worker) GetDecodeTokens() int32 {
+	if x != nil {
+		return x.DecodeTokens
 	}
 	return 0
 }
@@ -1820,7 +1838,7 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"\rMovingAverage\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x01R\x05value\x12\x18\n" +
 	"\asamples\x18\x02 \x01(\x03R\asamples\x124\n" +
-	"\aupdated\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"\x81\x06\n" +
+	"\aupdated\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\aupdated\"\xcd\x06\n" +
 	"\x06Worker\x12,\n" +
 	"\x04spec\x18\x01 \x01(\v2\x18.llmrouter.v1.WorkerSpecR\x04spec\x12\x16\n" +
 	"\x06health\x18\x02 \x01(\tR\x06health\x12\x1a\n" +
@@ -1840,7 +1858,9 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"scraped_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tscrapedAt\x12A\n" +
 	"\x10last_score_terms\x18\x0f \x03(\v2\x17.llmrouter.v1.ScoreTermR\x0elastScoreTerms\x12?\n" +
 	"\rlearned_limit\x18\x10 \x01(\v2\x1a.llmrouter.v1.LearnedLimitR\flearnedLimit\x12(\n" +
-	"\x10prefix_hit_ratio\x18\x11 \x01(\x01R\x0eprefixHitRatio\"\xe4\x01\n" +
+	"\x10prefix_hit_ratio\x18\x11 \x01(\x01R\x0eprefixHitRatio\x12%\n" +
+	"\x0eprefill_tokens\x18\x12 \x01(\x05R\rprefillTokens\x12#\n" +
+	"\rdecode_tokens\x18\x13 \x01(\x05R\fdecodeTokens\"\xe4\x01\n" +
 	"\fLearnedLimit\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x05R\x05value\x12\x1a\n" +
 	"\bgradient\x18\x02 \x01(\x01R\bgradient\x12*\n" +
