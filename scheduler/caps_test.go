@@ -21,20 +21,7 @@ func TestLearnedCapInDecision(t *testing.T) {
 	if err := s.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var tickets []*Ticket
-	for range 5 {
-		tk, err := s.Admit(ctx, Request{ID: "r", Model: "m"})
-		if err != nil {
-			t.Fatalf("admit %d: %v", len(tickets), err)
-		}
-		tickets = append(tickets, tk)
-	}
-	onA := 0
-	for _, tk := range tickets {
-		if tk.Worker() == "a" {
-			onA++
-		}
-	}
+	tickets, onA := admitCounting(t, s, Request{Model: "m"}, 5, "a")
 	if onA != 1 {
 		t.Fatalf("%d requests on a, whose learned limit is 1", onA)
 	}
@@ -66,20 +53,7 @@ func TestLearnedTokenCapInDecision(t *testing.T) {
 	if err := s.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var tickets []*Ticket
-	for i := range 5 {
-		tk, err := s.Admit(ctx, Request{ID: fmt.Sprint("r", i), Model: "m", PromptTokens: 100, MaxTokens: 500})
-		if err != nil {
-			t.Fatalf("admit %d: %v", i, err)
-		}
-		tickets = append(tickets, tk)
-	}
-	onA := 0
-	for _, tk := range tickets {
-		if tk.Worker() == "a" {
-			onA++
-		}
-	}
+	tickets, onA := admitCounting(t, s, Request{Model: "m", PromptTokens: 100, MaxTokens: 500}, 5, "a")
 	if onA != 1 {
 		t.Fatalf("%d requests of 600 tokens on a, whose learned token limit is 1000", onA)
 	}
@@ -92,6 +66,24 @@ func TestLearnedTokenCapInDecision(t *testing.T) {
 	for _, tk := range tickets {
 		tk.Finish(Outcome{Status: 200})
 	}
+}
+
+// admitCounting admits n copies of r (ids r0..) and counts those placed on
+// worker.
+func admitCounting(t *testing.T, s *Scheduler, r Request, n int, worker string) (tickets []*Ticket, on int) {
+	t.Helper()
+	for i := range n {
+		r.ID = fmt.Sprint("r", i)
+		tk, err := s.Admit(context.Background(), r)
+		if err != nil {
+			t.Fatalf("admit %d: %v", i, err)
+		}
+		tickets = append(tickets, tk)
+		if tk.Worker() == worker {
+			on++
+		}
+	}
+	return tickets, on
 }
 
 func TestEngineFiguresOverEstimates(t *testing.T) {
