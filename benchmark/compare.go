@@ -150,6 +150,9 @@ type CompareReport struct {
 	Overload []string `json:"overload,omitempty"`
 	// Void lists the runs during which the machine was saturated.
 	Void []string `json:"void,omitempty"`
+	// Degraded lists the runs that did not schedule the whole fleet
+	// (degradedRouting), with why: they count in the tables, named.
+	Degraded []string `json:"degraded,omitempty"`
 	// HostRef is the host-speed probe's time before the first run, µs.
 	HostRef float64  `json:"host_probe_us"`
 	Notes   []string `json:"notes"`
@@ -279,6 +282,10 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, run.HostSlowdown, satMark(run.Saturated))
 				if run.Saturated {
 					rep.Void = append(rep.Void, label)
+				}
+				if why := degradedRouting(sm, gpuIDs(r.gpus)); why != "" {
+					rep.Degraded = append(rep.Degraded, label+" ("+why+")")
+					logf(o.Log, "%-48s degraded routing: %s", label, why)
 				}
 			}
 		}

@@ -163,6 +163,10 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 		// Kept after every attempt (Run.HostAttempts) or the repeat budget ran out.
 		fmt.Fprintf(w, "\n> **Host slow** through every attempt, kept and counted: %s.\n", strings.Join(slow, "; "))
 	}
+	if len(r.Degraded) > 0 {
+		fmt.Fprintf(w, "\n> **Degraded routing** in %d run(s), counted in the tables: %s. A run whose requests name no worker was routed by Envoy's fail-open path, not by the configuration; one that leaves a GPU idle at these loads did not schedule the whole fleet. Read those configurations' figures with that.\n",
+			len(r.Degraded), strings.Join(r.Degraded, "; "))
+	}
 	if len(r.Overload) > 0 {
 		fmt.Fprintf(w, "\n> **Overload**, left out of the tables and aims: %s. The capacity setup could not serve that seed's requests at its offered rate (median TTFT over %.0f ms, or measured requests unfinished after the grace).\n", strings.Join(r.Overload, "; "), r.Capacity.BoundMs)
 	}

@@ -113,6 +113,7 @@ func TestWriteCompare(t *testing.T) {
 	rep := fakeReport(map[string]float64{defaultSetup: 1, "envoy LEAST_REQUEST": 2}, []float64{0.6, 0.8, 0.95}, true)
 	rep.Runs[0].Saturated = true
 	rep.Void = []string{"60% seed 1 router scored"}
+	rep.Degraded = []string{"80% seed 2 router queue_kv_max_score (no request served by a40-1)"}
 	rep.HostRef = 130
 	rep.Runs[1].HostSlowdown, rep.Runs[1].HostAttempts = 1.3, []float64{1.4, 1.3, 1.5}
 	if err := writeCompare(dir, rep); err != nil {
@@ -125,7 +126,7 @@ func TestWriteCompare(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "latest", "report-test.md"))
-	for _, want := range []string{"llm-bench compare --test", "test machine", "**VOID**", "## 80% of capacity", "| " + defaultSetup + " |", "## CPU", "## Aims", "ttft-cdf-test.png", "Prefix-cache ceilings", "36.6%", "**Host speed**", "**Host slow**", "requests held there", "1.30 (attempts 1.40, 1.30, 1.50)"} {
+	for _, want := range []string{"llm-bench compare --test", "test machine", "**VOID**", "**Degraded routing** in 1 run(s)", "no request served by a40-1", "## 80% of capacity", "| " + defaultSetup + " |", "## CPU", "## Aims", "ttft-cdf-test.png", "Prefix-cache ceilings", "36.6%", "**Host speed**", "**Host slow**", "requests held there", "1.30 (attempts 1.40, 1.30, 1.50)"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("report lacks %q", want)
 		}

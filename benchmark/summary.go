@@ -2,8 +2,10 @@ package benchmark
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -192,4 +194,45 @@ func sortedDurations(ds []time.Duration) []time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s
+}
+
+// unroutedShare is the share of a run's successful requests that may name
+// no worker before the run counts as degraded (a few may lose the header
+// to a retry's race; a router that fails open loses it on all).
+const unroutedShare = 0.01
+
+// degradedRouting says how a run did not schedule the whole fleet, ""
+// when it did: successful requests that name no worker (x-routed-node
+// absent: the router did not answer them, so Envoy's fail-open path
+// routed them), or GPUs that served no request at all. At the loads
+// compared every GPU serves some requests under any configuration that
+// sees the whole fleet; one that serves none points at workers the
+// configuration never considered (not scraped, not healthy, or starved).
+func degradedRouting(s Summary, gpus []string) string {
+	var why []string
+	named := 0
+	for _, n := range s.PerWorker {
+		named += n
+	}
+	if un := s.OK - named; s.OK > 0 && float64(un) > unroutedShare*float64(s.OK) {
+		why = append(why, fmt.Sprintf("%d of %d successful requests name no worker", un, s.OK))
+	}
+	var idle []string
+	for _, g := range gpus {
+		if s.PerWorker[g] == 0 {
+			idle = append(idle, g)
+		}
+	}
+	if len(idle) > 0 && named > 0 {
+		why = append(why, "no request served by "+strings.Join(idle, ", "))
+	}
+	return strings.Join(why, "; ")
+}
+
+func gpuIDs(gpus []GPU) []string {
+	out := make([]string, len(gpus))
+	for i, g := range gpus {
+		out[i] = g.ID
+	}
+	return out
 }

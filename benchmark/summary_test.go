@@ -96,3 +96,22 @@ func TestTokensPerSecond(t *testing.T) {
 		t.Error("one token has no decode rate")
 	}
 }
+
+func TestDegradedRouting(t *testing.T) {
+	gpus := []string{"a", "b", "c"}
+	for _, tc := range []struct {
+		name string
+		s    Summary
+		want string
+	}{
+		{"every GPU served, every request named", Summary{OK: 100, PerWorker: map[string]int{"a": 50, "b": 30, "c": 20}}, ""},
+		{"one unnamed in a hundred is within the share", Summary{OK: 100, PerWorker: map[string]int{"a": 50, "b": 30, "c": 19}}, ""},
+		{"no request named: failed open", Summary{OK: 100, PerWorker: map[string]int{}}, "100 of 100 successful requests name no worker"},
+		{"a GPU left idle", Summary{OK: 100, PerWorker: map[string]int{"a": 60, "b": 40}}, "no request served by c"},
+		{"everything on one GPU, some unnamed", Summary{OK: 100, PerWorker: map[string]int{"b": 90}}, "10 of 100 successful requests name no worker; no request served by a, c"},
+	} {
+		if got := degradedRouting(tc.s, gpus); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
