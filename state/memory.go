@@ -274,32 +274,6 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	return res, nil
 }
 
-// live reads the worker's prefix match for blocks and its token load.
-func (w *memWorker) live(blocks []uint64) Live {
-	l := Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens}
-	if w.index != nil {
-		groups := len(blocks) / IndexStride
-		l.Match = IndexStride * matchLen(groups, func(j int) bool { return w.index.has(blocks[IndexStride*j+IndexStride-1]) })
-	}
-	return l
-}
-
-// tokenRoom: the worker's learned token limit admits a with match.
-func (w *memWorker) tokenRoom(a Affinity, match int) bool {
-	return w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, a.Need(match))
-}
-
-// recordBlocks makes blocks the most recent of the worker's index.
-func (w *memWorker) recordBlocks(blocks []uint64, bound int) {
-	if len(blocks) < IndexStride {
-		return
-	}
-	if w.index == nil {
-		w.index = newLRUIndex()
-	}
-	w.index.record(strided(blocks), max(1, bound/IndexStride))
-}
-
 // available: healthy or recovering (half-open), and not draining.
 func (w *memWorker) available() bool {
 	return (w.Health == scoring.Healthy || w.Health == scoring.Recovering) && !w.Draining
