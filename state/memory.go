@@ -206,6 +206,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 			// with some match does not bound the others (its hi is not
 			// sure to be reachable).
 			if !w.tokenRoom(req.Affinity, req.Affinity.FullMatch()) {
+				res.Live[i] = Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens} // its load says why
 				continue
 			}
 			lo, hi := c.AffinityBounds(req.Affinity, w.PrefillTokens, w.DecodeTokens)

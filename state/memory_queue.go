@@ -119,7 +119,8 @@ func (m *Memory) pumpWorker(id string, now time.Time) {
 }
 
 // pumpModel grants free slots among the model's workers to its waiters,
-// least loaded (in-flight over cap) first.
+// least loaded (in-flight over the cap in force) first, ties to the
+// lowest worker id.
 func (m *Memory) pumpModel(model string, now time.Time) {
 	for len(m.queues[model]) > 0 && m.globalRoom() {
 		head := m.queues[model][0]
@@ -131,7 +132,10 @@ func (m *Memory) pumpModel(model string, now time.Time) {
 				!w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, head.tok.need()) {
 				continue
 			}
-			if l := float64(w.InFlight) / float64(w.Spec.MaxConcurrency); best == nil || l < load {
+			// Load against the cap in force (a learned limit lowers it);
+			// ties to the lowest id, as pump.lua's pump_model.
+			l := float64(w.InFlight) / float64(w.capFor(w.Spec.MaxConcurrency))
+			if best == nil || l < load || (l == load && id < best.Spec.ID) {
 				best, load = w, l
 			}
 		}

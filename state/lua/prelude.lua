@@ -231,7 +231,8 @@ local function pump_model(model, now)
     local bestW, bestLoad = nil, nil
     for _, w in ipairs(redis.call('SMEMBERS', PREFIX .. 'model:' .. model)) do
       local ok, a, cap = free(w)
-      if ok and tok_room(w, a, need) and (not bestLoad or a / cap < bestLoad) then
+      -- Ties to the lowest id: SMEMBERS has no order (Memory.pumpModel).
+      if ok and tok_room(w, a, need) and (not bestLoad or a / cap < bestLoad or (a / cap == bestLoad and w < bestW)) then
         bestW, bestLoad = w, a / cap
       end
     end
