@@ -225,9 +225,9 @@ func (w *memWorker) live(blocks []uint64) Live {
 	return l
 }
 
-// tokenRoom: the worker's learned token limit admits a with match.
-func (w *memWorker) tokenRoom(a Affinity, match int) bool {
-	return w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, a.Need(match))
+// tokenRoom: the worker's learned token limit admits need more tokens.
+func (w *memWorker) tokenRoom(need int) bool {
+	return w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, need)
 }
 
 // recordBlocks makes blocks the most recent of the worker's index.

@@ -205,13 +205,13 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 			// request even with a full match is out; one that can only
 			// with some match does not bound the others (its hi is not
 			// sure to be reachable).
-			if !w.tokenRoom(req.Affinity, req.Affinity.FullMatch()) {
+			if !w.tokenRoom(req.Affinity.Need(req.Affinity.FullMatch())) {
 				res.Live[i] = Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens} // its load says why
 				continue
 			}
 			lo, hi := c.AffinityBounds(req.Affinity, w.PrefillTokens, w.DecodeTokens)
 			e.lo = e.score + lo
-			if w.tokenRoom(req.Affinity, 0) {
+			if w.tokenRoom(req.Affinity.Need(0)) {
 				minHi = min(minHi, e.score+hi)
 			}
 		}
@@ -230,7 +230,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 				continue
 			}
 			res.Live[i] = e.w.live(req.Affinity.Blocks)
-			if !e.w.tokenRoom(req.Affinity, res.Live[i].Match) {
+			if !e.w.tokenRoom(req.Affinity.Need(res.Live[i].Match)) {
 				continue
 			}
 			s += c.AffinityScore(req.Affinity, res.Live[i])

@@ -111,7 +111,7 @@ func (m *Memory) pumpWorker(id string, now time.Time) {
 		}
 		// Priority order holds: a head waiter past the token limit waits
 		// for room here or on another worker, and no one passes it.
-		if best == nil || !w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, best.tok.need()) {
+		if best == nil || !w.tokenRoom(best.tok.need()) {
 			return
 		}
 		m.grant(best.id, id, now)
@@ -128,12 +128,11 @@ func (m *Memory) pumpModel(model string, now time.Time) {
 		load := 0.0
 		for _, id := range m.order {
 			w := m.workers[id]
-			if !w.free() || !slices.Contains(w.Spec.Models, model) ||
-				!w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, head.tok.need()) {
+			if !w.free() || !slices.Contains(w.Spec.Models, model) || !w.tokenRoom(head.tok.need()) {
 				continue
 			}
 			// Load against the cap in force (a learned limit lowers it);
-			// ties to the lowest id, as pump.lua's pump_model.
+			// ties to the lowest id, as the scripts' pump_model (prelude.lua).
 			l := float64(w.InFlight) / float64(w.capFor(w.Spec.MaxConcurrency))
 			if best == nil || l < load || (l == load && id < best.Spec.ID) {
 				best, load = w, l

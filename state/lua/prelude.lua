@@ -204,7 +204,8 @@ local function pump_worker(w, now)
   local models = redis.call('HGET', K_WMODELS, w)
   if not models then return end
   for _ = 1, 64 do
-    if not free(w) or not global_room() then return end
+    local room, a = free(w)
+    if not room or not global_room() then return end
     local bestId, bestScore = nil, nil
     for m in string.gmatch(models, '[^\n]+') do
       local head = redis.call('ZRANGE', qkey(m), 0, 0, 'WITHSCORES')
@@ -214,9 +215,7 @@ local function pump_worker(w, now)
     end
     -- Priority order holds: a head waiter past the token limit waits for
     -- room here or on another worker, and no one passes it.
-    if not bestId then return end
-    local _, a = free(w)
-    if not tok_room(w, a, waiter_need(bestId)) then return end
+    if not bestId or not tok_room(w, a, waiter_need(bestId)) then return end
     grant(bestId, w, now)
   end
 end
