@@ -13,8 +13,9 @@
 //	TTFT = a0 + a1·W + a2·D + a3·W·D
 //	TPOT = b0 + b1·R + b2·T
 //
-// W is the prefill the request waits for: the uncached prompt tokens in
-// flight plus its own. D is the decode tokens in flight. R is the
+// W is the prefill the request waits for: the uncached prompt tokens of
+// the requests in flight that have not had their first token, plus its
+// own. D is the decode tokens in flight. R is the
 // sequences on the worker with the request, T the tokens in flight with
 // its prompt and output.
 //

@@ -49,6 +49,9 @@ type simEngine struct {
 	maxSeqs int
 	noise   float64 // relative spread of a step's time
 	rng     *rand.Rand
+	// prefillUntilEnd: the router's view counts a request's prefill
+	// tokens until it ends, not until its first token.
+	prefillUntilEnd bool
 
 	now      float64 // seconds since start
 	t0       time.Time
@@ -95,11 +98,16 @@ func (e *simEngine) request() (prompt, uncached, output int) {
 }
 
 // features is the router's view of the engine when a request arrives:
-// the in-flight requests, their prefill not yet done, their output.
+// the in-flight requests, their prefill not yet done (as far as the router
+// knows: until their first token), their output.
 func (e *simEngine) features(uncached, output int) Features {
 	f := Features{Running: len(e.inflight), Uncached: uncached, Output: output}
 	for _, r := range e.inflight {
-		f.PrefillTokens += r.uncached - r.prefilled
+		if e.prefillUntilEnd {
+			f.PrefillTokens += r.uncached
+		} else {
+			f.PrefillTokens += r.uncached - r.prefilled
+		}
 		f.DecodeTokens += r.output
 	}
 	return f

@@ -7,8 +7,11 @@ package latency
 type Features struct {
 	// Running is the worker's requests in flight.
 	Running int
-	// PrefillTokens is the uncached prompt tokens in flight on the worker:
-	// prefill queued or under way ahead of this request.
+	// PrefillTokens is the prefill ahead of this request on the worker:
+	// the uncached prompt tokens of its in-flight requests that have not
+	// had their first token. Counted until requests end instead, it
+	// mostly measures decoding requests, and TTFT predictions are several
+	// times worse (TestPrefillAheadEndsAtFirstToken).
 	PrefillTokens int
 	// DecodeTokens is the output tokens in flight on the worker (each
 	// in-flight request's max_tokens, or the default).

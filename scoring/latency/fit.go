@@ -67,14 +67,17 @@ func PriorFrom(m Model, strength float64) Prior {
 // residual: a single observation cannot swing the prediction on its own.
 const corrPseudo = 2
 
-// Fit is the model of a worker at now from its stats: per target, weighted
-// least squares with every weight decayed to now, regularised toward the
-// prior, its coefficients constrained non-negative (latency never falls as
-// load grows); then the fast correction. Stats of the wrong length or with
-// a non-finite or negative weight are ignored: the model is the prior.
+// Fit is the model of a worker at now from its stats. Per target: the slow
+// fit, weighted least squares with every weight decayed to now,
+// regularised toward the prior; the fast correction, from the recent
+// residuals over the slow fit; and the fast fit, regularised toward the
+// slow fit times the correction, which predictions use. Every coefficient
+// is constrained non-negative (latency never falls as load grows). Stats
+// of the wrong length or with a non-finite or negative weight are
+// ignored: the model is the prior.
 func Fit(c Config, s Stats, p Prior, now time.Time) Model {
 	c = c.withDefaults()
-	m := Model{Epoch: s.Epoch, minSamples: c.MinSamples}
+	m := Model{Epoch: s.Epoch}
 	p = p.sanitised()
 	if !valid(s.Sums) {
 		s.Sums = make([]float64, Size)
@@ -262,7 +265,7 @@ func solveNonneg(a [maxN][maxN]float64, b [maxN]float64, n int) (x [maxN]float64
 			}
 			return x, true
 		}
-		fixed[at] = true
+		fixed[at] = true //nolint:gosec // at is one of idx, all below n ≤ maxN
 	}
 	return [maxN]float64{}, true // every coefficient fixed at 0
 }

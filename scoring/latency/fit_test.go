@@ -97,7 +97,7 @@ func TestOneLoadOnly(t *testing.T) {
 		{"TTFT", m.PredictTTFT(f).Value, m.PredictTTFT(heavier).Value},
 		{"TPOT", m.PredictTPOT(f).Value, m.PredictTPOT(heavier).Value},
 	} {
-		if !(tc.busy > tc.light) || tc.busy > 100*tc.light {
+		if tc.busy <= tc.light || tc.busy > 100*tc.light {
 			t.Fatalf("%s: %v at the observed load, %v far heavier: want more, not wildly more", tc.name, tc.light, tc.busy)
 		}
 	}

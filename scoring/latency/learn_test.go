@@ -253,7 +253,8 @@ func TestHeterogeneousFleet(t *testing.T) {
 		engines[i] = newSimEngine(g, uint64(10+i), t0)
 		learners[i] = newLearner(cfg, DefaultPrior(), t0)
 	}
-	own, shared := make([]errs, len(classes)), make([]errs, len(classes))
+	own, shared, prior := make([]errs, len(classes)), make([]errs, len(classes)), make([]errs, len(classes))
+	priorModel := Fit(cfg, Stats{}, DefaultPrior(), t0)
 	// One virtual timeline, ten seconds at a time.
 	for until := 10.0; until <= 300; until += 10 {
 		for i, eng := range engines {
@@ -262,6 +263,7 @@ func TestHeterogeneousFleet(t *testing.T) {
 				if until > 120 {
 					own[i].record(learners[i].model, o)
 					shared[i].record(pooled.model, o)
+					prior[i].record(priorModel, o)
 				}
 				learners[i].observe(o)
 				pooled.observe(o)
@@ -269,7 +271,8 @@ func TestHeterogeneousFleet(t *testing.T) {
 		}
 	}
 	for i, g := range classes {
-		t.Logf("%s: median TTFT error %.3f learned alone, %.3f pooled", g.name, median(own[i].ttft), median(shared[i].ttft))
+		t.Logf("%s: median TTFT error %.3f learned alone, %.3f pooled, %.3f the prior's; TPOT %.3f alone, %.3f the prior's",
+			g.name, median(own[i].ttft), median(shared[i].ttft), median(prior[i].ttft), median(own[i].tpot), median(prior[i].tpot))
 		if median(own[i].ttft) > 0.15 {
 			t.Fatalf("%s: median TTFT error %.3f, want under 0.15", g.name, median(own[i].ttft))
 		}
@@ -279,8 +282,8 @@ func TestHeterogeneousFleet(t *testing.T) {
 			t.Fatalf("%s: pooled as good as separate (%.3f against %.3f)", classes[i].name, median(shared[i].ttft), median(own[i].ttft))
 		}
 	}
-	if !(learners[0].model.PredictTTFT(probe).Value < learners[1].model.PredictTTFT(probe).Value &&
-		learners[1].model.PredictTTFT(probe).Value < learners[2].model.PredictTTFT(probe).Value) {
+	fastest, middle, slowest := learners[0].model.PredictTTFT(probe).Value, learners[1].model.PredictTTFT(probe).Value, learners[2].model.PredictTTFT(probe).Value
+	if fastest >= middle || middle >= slowest {
 		t.Fatal("the classes are not ranked h100 < a100 < a40 at the probe")
 	}
 
@@ -304,5 +307,26 @@ func TestHeterogeneousFleet(t *testing.T) {
 	t.Logf("newcomer: median TTFT error %.3f from the fleet prior, %.3f from the generic one", median(a.ttft), median(b.ttft))
 	if median(a.ttft) > median(b.ttft)/2 {
 		t.Fatalf("the fleet prior is not closer: %.3f against %.3f", median(a.ttft), median(b.ttft))
+	}
+}
+
+// The prefill input must be the prefill still ahead: a request's uncached
+// tokens count until its first token. Counted until the request ends
+// instead, it mostly measures the decoding requests, and TTFT predictions
+// are several times worse.
+func TestPrefillAheadEndsAtFirstToken(t *testing.T) {
+	t.Parallel()
+	run := func(untilEnd bool) float64 {
+		eng := newSimEngine(a100, 6, t0)
+		eng.prefillUntilEnd = untilEnd
+		l := newLearner(DefaultConfig(), DefaultPrior(), t0)
+		var e errs
+		warm(eng, l, 240, 120, &e)
+		return median(e.ttft)
+	}
+	ahead, untilEnd := run(false), run(true)
+	t.Logf("median TTFT error %.3f with the prefill ahead, %.3f with prefill counted until the end", ahead, untilEnd)
+	if ahead > 0.15 || untilEnd < 2*ahead {
+		t.Fatalf("median TTFT error %.3f with the prefill ahead, %.3f counted until the end: want the first under 0.15 and the second at least twice it", ahead, untilEnd)
 	}
 }

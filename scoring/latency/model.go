@@ -11,8 +11,7 @@ type Model struct {
 	TTFT, TPOT Regression
 	// Epoch is the epoch of the stats the model was fit from, which its
 	// contributions are relative to (see Config.Contribution).
-	Epoch      time.Time
-	minSamples float64
+	Epoch time.Time
 }
 
 // Regression is one target's fit.

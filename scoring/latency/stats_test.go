@@ -97,10 +97,13 @@ func TestRebasePreservesFit(t *testing.T) {
 		}
 		a, b := Fit(cfg, l.stats, l.prior, now), Fit(cfg, r, l.prior, now)
 		for i := range maxN {
-			for _, c := range [][2]float64{
-				{a.TTFT.Coef[i], b.TTFT.Coef[i]}, {a.TTFT.Slow[i], b.TTFT.Slow[i]},
-				{a.TPOT.Coef[i], b.TPOT.Coef[i]}, {a.TPOT.Slow[i], b.TPOT.Slow[i]},
-			} {
+			pairs := [][2]float64{
+				{a.TTFT.Coef[i], b.TTFT.Coef[i]},
+				{a.TTFT.Slow[i], b.TTFT.Slow[i]},
+				{a.TPOT.Coef[i], b.TPOT.Coef[i]},
+				{a.TPOT.Slow[i], b.TPOT.Slow[i]},
+			}
+			for _, c := range pairs {
 				if !near(c[0], c[1], 1e-9) {
 					t.Fatalf("rebased to %v: coefficient %d %v, was %v", to, i, c[1], c[0])
 				}
