@@ -64,8 +64,9 @@
 // fast fit reshapes the curve from it. Predictions use the fast fit; with
 // little recent traffic it is the slow one. The tests measure both ends:
 // a worker whose speed halves is predicted 1.5 times slower within 10 s
-// of traffic where the slow fit alone never is, and a lightly used worker
-// keeps its curves where the fast fit alone is mostly unknown.
+// of traffic, where the slow fit alone is not within 20 s, and a lightly
+// used worker keeps its curves where the fast fit alone is mostly
+// unknown.
 //
 // # The prior
 //

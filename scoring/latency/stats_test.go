@@ -188,3 +188,40 @@ func TestContribution(t *testing.T) {
 		t.Fatalf("fast weight %v (want 0.5), slow %v", sum.Sums[ttftCorr], sum.Sums[tpotSlow-2])
 	}
 }
+
+// The layout is a contract with every store: changing the features or the
+// sums must come with a new Version, so stores drop sums they would
+// misread.
+func TestLayoutVersion(t *testing.T) {
+	layouts := map[int]int{1: 60} // Version: Size
+	if got, ok := layouts[Version]; !ok || got != Size {
+		t.Fatalf("Version %d has Size %d: a changed layout needs a new Version (and an entry here)", Version, Size)
+	}
+}
+
+func BenchmarkFit(b *testing.B) {
+	cfg := DefaultConfig()
+	l := newLearner(cfg, DefaultPrior(), t0)
+	for _, o := range observations(30) {
+		l.observe(o)
+	}
+	now := t0.Add(31 * time.Second)
+	b.ReportAllocs()
+	for b.Loop() {
+		Fit(cfg, l.stats, l.prior, now)
+	}
+}
+
+func BenchmarkPredict(b *testing.B) {
+	cfg := DefaultConfig()
+	l := newLearner(cfg, DefaultPrior(), t0)
+	for _, o := range observations(30) {
+		l.observe(o)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.model.PredictTTFT(probe)
+		l.model.PredictTPOT(probe)
+		l.model.TPOTDelta(probe)
+	}
+}
