@@ -153,7 +153,8 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	return applyNodesEnv(c, getenv)
 }
 
-// applyNodesEnv supports the distributed-router brief's VLLM_NODES list.
+// applyNodesEnv supports VLLM_NODES, the worker list of an earlier router
+// design's environment.
 func applyNodesEnv(c *Config, getenv func(string) string) error {
 	nodes := strings.TrimSpace(getenv("VLLM_NODES"))
 	if nodes == "" {
