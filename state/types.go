@@ -207,6 +207,10 @@ type HealthPolicy struct {
 }
 
 func (l Limits) withDefaults() Limits {
+	// A fallback for callers that set no lease (tests, tools). The product's
+	// default is the config's claim_lease, which internal/app passes in;
+	// internal/config imports this package, so it cannot be read from there
+	// and the two must be kept equal by hand.
 	if l.Lease <= 0 {
 		l.Lease = 10 * time.Second
 	}
