@@ -110,6 +110,12 @@ func (x *exchange) handleEPP(req *extprocv3.ProcessingRequest) *extprocv3.Proces
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}}
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		x.served = served(req.GetMetadataContext())
+		if x.served == "" && x.claim != nil && x.srv.opts.AddressOf != nil {
+			// No report (an ORIGINAL_DST cluster writes none): the request
+			// went to the one address such a gateway reads, the pick, so
+			// its failures count against the pick as any worker's do.
+			x.served, _ = x.srv.opts.AddressOf(x.claim.Worker())
+		}
 		resp := x.responseHeaders(r.ResponseHeaders)
 		if !x.epp.duplexResp {
 			return resp // as in cluster-header mode: STREAMED for SSE
