@@ -153,6 +153,11 @@ type Auth struct {
 	// ForwardAuthorization passes the client's Authorization header on to
 	// the worker; off by default, so tenant keys never reach workers.
 	ForwardAuthorization bool `yaml:"forward_authorization"`
+	// Objectives maps the names clients and gateways send in llm-d's
+	// x-llm-d-inference-objective header to priorities, as llm-d's
+	// InferenceObjectives do; x-llm-priority wins when both are sent, and
+	// the key's max_priority bounds either.
+	Objectives map[string]state.Priority `yaml:"objectives"`
 	// Token is AUTH_TOKEN: one key, tenant "default", up to critical.
 	Token string `yaml:"-"`
 }

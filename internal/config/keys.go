@@ -61,6 +61,7 @@ var Keys = []Key{
 		c.Auth.Enabled = &b
 		return nil
 	}},
+	{Path: "auth.objectives.<name>", Env: "", Default: "", Doc: "llm-d inference objectives: the priority (critical, standard or batch) a request naming <name> in x-llm-d-inference-objective asks for; x-llm-priority wins when both are sent, the key's max_priority bounds either, and an objective not listed is ignored"},
 	{Path: "auth.forward_authorization", Env: "AUTH_FORWARD_AUTHORIZATION", Default: "false", Doc: "pass the client's Authorization header to the worker (off: tenant keys never reach workers)", apply: setBool(func(c *Config) *bool { return &c.Auth.ForwardAuthorization })},
 	{Path: "admin.pprof", Env: "ADMIN_PPROF", Default: "false", Doc: "serve Go's profiler (/debug/pprof/) on the admin port; off by default, as profiles cost CPU and reveal internals", apply: setBool(func(c *Config) *bool { return &c.Admin.Pprof })},
 	{Path: "admin.token", Env: "ADMIN_TOKEN", Default: "", Doc: "admin credential (Bearer) for the admin API's changes: register, heartbeat, deregister, drain; separate from client keys; empty refuses every change", apply: setString(func(c *Config) *string { return &c.Admin.Token })},
