@@ -166,7 +166,8 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 		if o.Prefix {
 			weights.Prefix, weights.TokenLoad = 3, 2
 		}
-		s, err := scheduler.New(store, scheduler.Options{
+		m := metrics.New() // counted as in the router
+		s, err := scheduler.New(m.CountStore(store), scheduler.Options{
 			Strategy: scoring.Scored,
 			Params: scoring.Params{
 				Weights:      weights,
@@ -175,7 +176,7 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 			ReplicaID:     fmt.Sprintf("r%d", r),
 			Logger:        discard,
 			LogCandidates: 8,
-			Metrics:       metrics.New(),
+			Observer:      m,
 		})
 		if err != nil {
 			return PicksResult{}, err

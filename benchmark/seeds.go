@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/llm-router/llm-router/benchmark/gpusim"
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // seedCapacities gives every seed its own capacity, so that "80 % load"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/gpusim"
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // Job is one request of a workload.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // writeTrace writes a small trace CSV: request i arrives at i·gap seconds

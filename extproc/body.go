@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // Endpoint is an inference API the router schedules.
@@ -49,7 +49,7 @@ type Body struct {
 	Stream       bool
 	PromptTokens int // estimate: bytes of the prompt field / 4
 	IncludeUsage bool
-	// Blocks are the prompt's chained block hashes (internal/prefix): for
+	// Blocks are the prompt's chained block hashes (scoring/prefix): for
 	// chat, each message's raw "role" then raw "content" JSON in order; for
 	// completions, the raw "prompt" JSON; none for embeddings. At most
 	// MaxPromptBlocks; nil when the prompt is shorter than one block.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 func TestParseBody(t *testing.T) {

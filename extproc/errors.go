@@ -11,7 +11,6 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 
-	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/scheduler"
 )
 
@@ -21,6 +20,11 @@ var (
 	ErrNotFound    = errors.New("unknown path")
 	ErrMethod      = errors.New("method not allowed")
 	ErrUnavailable = errors.New("router is shutting down")
+	// ErrUnauthenticated: no API key, or one the Authenticator does not
+	// know.
+	ErrUnauthenticated = errors.New("missing or invalid API key")
+	// ErrBadPriority: an x-llm-priority value that is not a priority.
+	ErrBadPriority = errors.New("x-llm-priority must be critical, standard or batch")
 )
 
 // httpError is the client-facing form of an error: the one place where
@@ -46,10 +50,10 @@ func classify(err error) httpError {
 		e.Message = pe.Msg
 	}
 	switch {
-	case errors.Is(err, auth.ErrUnauthenticated):
+	case errors.Is(err, ErrUnauthenticated):
 		e.Status, e.Type, e.Code = 401, "invalid_request_error", "invalid_api_key"
 		e.Message = "Incorrect or missing API key. Send it as Authorization: Bearer <key>."
-	case errors.Is(err, auth.ErrBadPriority):
+	case errors.Is(err, ErrBadPriority):
 		e.Status, e.Type, e.Code = 400, "invalid_request_error", "invalid_priority"
 	case errors.Is(err, ErrBadRequest):
 		e.Status, e.Type, e.Code = 400, "invalid_request_error", "invalid_request"

@@ -18,7 +18,6 @@ import (
 
 	"github.com/tidwall/sjson"
 
-	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
 )
@@ -31,7 +30,7 @@ type exchange struct {
 	ctx  context.Context
 	send func(*extprocv3.ProcessingResponse) error
 
-	identity auth.Identity
+	identity Identity
 	priority state.Priority
 
 	requestID string
@@ -108,7 +107,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 	if x.srv.draining.Load() {
 		return x.fail(ErrUnavailable)
 	}
-	x.identity = auth.Anonymous
+	x.identity = Anonymous
 	if a := x.srv.opts.Auth; a != nil {
 		id, err := a.Authenticate(authorization)
 		if err != nil {
@@ -116,7 +115,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 		}
 		x.identity = id
 	}
-	p, err := auth.Priority(x.llmd.priority(priority, x.srv.opts.Objectives), x.identity)
+	p, err := priorityOf(x.llmd.priority(priority, x.srv.opts.Objectives), x.identity)
 	if err != nil {
 		return x.fail(err)
 	}

@@ -59,7 +59,7 @@ func (l *llmdRequest) read(key, value string) {
 // priority is the priority the request asks for: x-llm-priority when set,
 // else its objective's (an objective the configuration does not name is
 // ignored, as llm-d treats an objective with no InferenceObjective: the
-// default priority). auth.Priority then lowers it to the key's maximum.
+// default priority). priorityOf then lowers it to the key's maximum.
 func (l *llmdRequest) priority(header string, objectives map[string]state.Priority) string {
 	if header != "" || l.objective == "" {
 		return header

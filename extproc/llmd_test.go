@@ -8,15 +8,14 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
 )
 
 // keyAuth accepts any Authorization as the identity it holds.
-type keyAuth struct{ id auth.Identity }
+type keyAuth struct{ id Identity }
 
-func (k keyAuth) Authenticate(string) (auth.Identity, error) { return k.id, nil }
+func (k keyAuth) Authenticate(string) (Identity, error) { return k.id, nil }
 
 func runWith(t *testing.T, sched Scheduler, opts Options) *fakeStream {
 	t.Helper()
@@ -56,7 +55,7 @@ func TestObjectivePriorityBoundedByKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sched := &fakeScheduler{worker: "w1"}
-			st := runWith(t, sched, Options{Auth: keyAuth{auth.Identity{Tenant: "t", MaxPriority: tc.max}}, Objectives: objectives})
+			st := runWith(t, sched, Options{Auth: keyAuth{Identity{Tenant: "t", MaxPriority: tc.max}}, Objectives: objectives})
 			h := append([]string{":method", "POST", ":path", "/v1/chat/completions", "authorization", "Bearer k"}, tc.headers...)
 			st.roundTrip(t, reqHeaders(false, h...))
 			st.roundTrip(t, reqBody(`{"model":"m","messages":[]}`))

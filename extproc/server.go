@@ -23,8 +23,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/llm-router/llm-router/internal/auth"
-	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
 )
@@ -66,16 +64,11 @@ type Claim interface {
 	Finish(o scheduler.Outcome)
 }
 
-// Authenticator checks client keys.
-type Authenticator interface {
-	Authenticate(authorization string) (auth.Identity, error)
-}
-
 // Options configure the server.
 type Options struct {
 	MaxBodyBytes int64
 	// Auth checks the Authorization header; nil lets every request in as
-	// auth.Anonymous.
+	// Anonymous.
 	Auth Authenticator
 	// ForwardAuthorization keeps the client's Authorization header on the
 	// upstream request (off: removed, so tenant keys never reach workers).
@@ -97,7 +90,6 @@ type Options struct {
 	// AddressOf maps a worker to its ip:port, for endpoint-picker mode.
 	AddressOf func(worker string) (string, bool)
 	Logger    *zap.Logger
-	Metrics   *metrics.Metrics
 	Now       func() time.Time
 }
 
@@ -108,7 +100,6 @@ type Server struct {
 	sched    Scheduler
 	opts     Options
 	log      *zap.Logger
-	m        *metrics.Metrics
 	now      func() time.Time
 	draining atomic.Bool
 }
@@ -117,9 +108,6 @@ type Server struct {
 func New(sched Scheduler, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = metrics.New()
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -130,7 +118,7 @@ func New(sched Scheduler, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 4 << 20
 	}
-	return &Server{sched: sched, opts: opts, log: opts.Logger, m: opts.Metrics, now: opts.Now}
+	return &Server{sched: sched, opts: opts, log: opts.Logger, now: opts.Now}
 }
 
 // Drain makes the server refuse new requests (503) while open streams
@@ -139,9 +127,6 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 // Process handles one HTTP request's ext_proc stream.
 func (s *Server) Process(stream extprocv3.ExternalProcessor_ProcessServer) error {
-	s.m.ExtProcStreamsActive.Inc()
-	defer s.m.ExtProcStreamsActive.Dec()
-
 	x := newExchange(stream.Context(), s)
 	x.send = stream.Send
 	defer x.close()

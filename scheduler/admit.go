@@ -52,7 +52,7 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		return nil, fmt.Errorf("no worker snapshot yet: %w", ErrStore)
 	}
 	if _, ok := v.byModel[r.Model]; !ok {
-		s.m.RequestsRejected.WithLabelValues("", "unknown_model").Inc()
+		s.obs.Rejected("", "unknown_model")
 		return nil, &ModelError{Model: r.Model, Err: ErrUnknownModel}
 	}
 
@@ -111,7 +111,6 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		// made: the atomic claim at work (most often, a herd averted). With
 		// affinity the snapshot knows no match, so no such comparison.
 		d.Conflict = true
-		s.m.ClaimConflicts.Inc()
 	}
 	switch {
 	case res.Index >= 0:
@@ -150,7 +149,7 @@ func (s *Scheduler) queueSpec(r Request) *state.QueueSpec {
 func (s *Scheduler) admitted(d *Decision, r Request, id, worker string) *Ticket {
 	d.Outcome, d.Worker = OutcomeClaimed, worker
 	s.finishDecision(d)
-	t := &Ticket{s: s, ID: id, Decision: d, model: r.Model, worker: worker, start: s.now(), promptTokens: r.PromptTokens}
+	t := &Ticket{s: s, ID: id, Decision: d, worker: worker, start: s.now()}
 	s.mu.Lock()
 	s.live[id] = t
 	s.mu.Unlock()
@@ -189,7 +188,6 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 	granted := func(worker string) (*Ticket, error) {
 		waited := s.now().Sub(start)
 		d.WaitSeconds = waited.Seconds()
-		s.m.QueueWait.WithLabelValues(r.Model, string(r.Priority)).Observe(waited.Seconds())
 		return s.admitted(d, r, id, worker), nil
 	}
 	// leave takes the request out of the queue; a slot handed to it in the
@@ -248,15 +246,14 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 func (s *Scheduler) fail(d *Decision, outcome, reason string, err error) error {
 	d.Outcome = outcome
 	s.finishDecision(d)
-	s.m.RequestsRejected.WithLabelValues(d.Model, reason).Inc()
+	s.obs.Rejected(d.Model, reason)
 	return err
 }
 
 func (s *Scheduler) finishDecision(d *Decision) {
 	elapsed := s.now().Sub(d.Time)
 	d.DecideMicros = float64((elapsed - time.Duration(d.WaitSeconds*float64(time.Second))).Microseconds())
-	s.m.DecisionDuration.WithLabelValues(d.Strategy).Observe(float64(d.DecideMicros) / 1e6)
-	s.m.Picks.WithLabelValues(d.Strategy, d.Outcome).Inc()
+	s.obs.Decided(d)
 	if len(d.Candidates) > 0 {
 		s.last.Store(d.Model, d)
 	}

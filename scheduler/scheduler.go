@@ -13,10 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
@@ -90,8 +88,10 @@ type Options struct {
 	RefreshInterval time.Duration
 	EMAAlpha        float64
 	Logger          *zap.Logger
-	Metrics         *metrics.Metrics
-	Recorder        Recorder
+	// Observer is told of decisions, results and snapshots, for counting
+	// (nil: nothing is counted).
+	Observer Observer
+	Recorder Recorder
 	// LogCandidates bounds the candidates written in each decision's log
 	// line (the best ones); 0 writes all.
 	LogCandidates int
@@ -126,7 +126,7 @@ type Scheduler struct {
 	store    Store
 	strategy scoring.Strategy
 	log      *zap.Logger
-	m        *metrics.Metrics
+	obs      Observer
 	now      func() time.Time
 
 	observer ClaimObserver // the strategy, when it keeps per-replica state
@@ -155,8 +155,8 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	if opts.Metrics == nil {
-		opts.Metrics = metrics.New()
+	if opts.Observer == nil {
+		opts.Observer = noObserver{}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -194,47 +194,24 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		opts:     opts,
-		store:    instrument(store, opts.Metrics),
+		store:    store,
 		strategy: strategy,
 		log:      opts.Logger,
-		m:        opts.Metrics,
+		obs:      opts.Observer,
 		now:      opts.Now,
 		idPrefix: hex.EncodeToString(b[:]),
 		live:     map[string]*Ticket{},
 		waiters:  map[string]chan state.Notice{},
 	}
 	s.observer, _ = strategy.(ClaimObserver)
-	if err := opts.Metrics.Registry.Register(scoreTerms{s}); err != nil {
-		return nil, fmt.Errorf("register node_score_term: %w", err)
-	}
 	return s, nil
-}
-
-// scoreTerms collects llm_router_node_score_term from the latest decisions.
-type scoreTerms struct{ s *Scheduler }
-
-func (c scoreTerms) Describe(ch chan<- *prometheus.Desc) { ch <- metrics.ScoreTermDesc }
-
-func (c scoreTerms) Collect(ch chan<- prometheus.Metric) {
-	c.s.last.Range(func(k, v any) bool {
-		d := v.(*Decision)
-		for _, cand := range d.Candidates {
-			for _, t := range cand.Terms {
-				if t.Unknown {
-					continue
-				}
-				ch <- prometheus.MustNewConstMetric(metrics.ScoreTermDesc, prometheus.GaugeValue, t.Value, d.Model, cand.Worker, t.Name)
-			}
-		}
-		return true
-	})
 }
 
 // Strategy names the active strategy.
 func (s *Scheduler) Strategy() string { return s.strategy.Name() }
 
-// Run listens for queue notices, refreshes the snapshot (and publishes its
-// gauges), renews leases and pumps the queues until ctx ends.
+// Run listens for queue notices, refreshes the snapshot (and publishes it
+// to the observer), renews leases and pumps the queues until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
 	s.publish(s.Snapshot())
 	if err := s.store.Subscribe(ctx, s.opts.ReplicaID, s.onNotice); err != nil {
@@ -283,7 +260,7 @@ func (s *Scheduler) onNotice(n state.Notice) {
 }
 
 // Refresh rereads the worker snapshot used for scoring, and does nothing
-// else (Run publishes the snapshot's gauges after each).
+// else (Run publishes the snapshot to the observer after each).
 func (s *Scheduler) Refresh(ctx context.Context) error {
 	snap, err := s.store.Snapshot(ctx)
 	if err != nil {
@@ -294,52 +271,16 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// publish sets the snapshot's gauges. Every model a worker serves gets a
-// series for every priority, and every worker for every health state, 0
-// when nothing is there, so dashboards show 0 rather than "no data".
+// publish tells the observer of the snapshot, with the queue allowance of
+// each priority (the same for every model).
 func (s *Scheduler) publish(snap state.Snapshot) {
-	healthy := map[string]int{}
-	for _, w := range snap.Workers {
-		for _, m := range w.Spec.Models {
-			if w.Health == scoring.Healthy && !w.Draining {
-				healthy[m]++
-			} else {
-				healthy[m] += 0
-			}
+	var allow [3]int
+	for i, p := range state.Priorities() {
+		if spec := s.queueSpec(Request{Priority: p}); spec != nil {
+			allow[i] = spec.Allow
 		}
 	}
-	queues := map[string][3]int{}
-	for _, q := range snap.Queues {
-		queues[q.Model] = [3]int{q.Critical, q.Standard, q.Batch}
-		healthy[q.Model] += 0 // waiters for a model no worker serves any more
-	}
-	s.m.QueueDepth.Reset()
-	for m, n := range healthy {
-		s.m.ModelHealthyWorkers.WithLabelValues(m).Set(float64(n))
-		depth := queues[m]
-		for i, p := range state.Priorities() {
-			allow := 0 // queueing off
-			if spec := s.queueSpec(Request{Model: m, Priority: p}); spec != nil {
-				allow = spec.Allow
-			}
-			s.m.QueueCapacity.WithLabelValues(m, string(p)).Set(float64(allow))
-			s.m.QueueDepth.WithLabelValues(m, string(p)).Set(float64(depth[i]))
-		}
-	}
-	for _, w := range snap.Workers {
-		s.m.NodeActiveRequests.WithLabelValues(w.Spec.ID).Set(float64(w.InFlight))
-		s.m.NodeConcurrencyLimit.WithLabelValues(w.Spec.ID).Set(float64(state.CapWith(w.Spec.MaxConcurrency, w.Limit.Value)))
-		if r := w.Telemetry.HitRatio; !r.At.IsZero() {
-			s.m.NodePrefixHitRatio.WithLabelValues(w.Spec.ID).Set(r.Value)
-		}
-		for _, h := range scoring.HealthStates() {
-			v := 0.0
-			if w.Health == h {
-				v = 1
-			}
-			s.m.NodeHealth.WithLabelValues(w.Spec.ID, string(h)).Set(v)
-		}
-	}
+	s.obs.Published(snap, allow)
 }
 
 // Snapshot returns the last snapshot read (for /health and /stats).

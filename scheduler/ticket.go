@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -21,12 +20,10 @@ const releaseTimeout = 2 * time.Second
 // Ticket is one claimed worker for one request. Finish must be called when
 // the request ends, whatever ends it; it releases the claim exactly once.
 type Ticket struct {
-	s            *Scheduler
-	ID           string
-	Decision     *Decision
-	model        string
-	promptTokens int
-	start        time.Time
+	s        *Scheduler
+	ID       string
+	Decision *Decision
+	start    time.Time
 
 	mu       sync.Mutex
 	worker   string
@@ -91,8 +88,7 @@ func (t *Ticket) Moved(to string) {
 	if err := t.s.store.Move(ctx, t.ID, to); err != nil {
 		t.s.log.Warn("move claim", zap.String("request_id", t.Decision.RequestID), zap.String("from", from), zap.String("to", to), zap.Error(err))
 	}
-	t.s.m.RetriedElsewhere.WithLabelValues(from).Inc()
-	t.s.m.NodeFailures.WithLabelValues(from).Inc()
+	t.s.obs.Moved(from, to)
 }
 
 // Finish releases the claim and records the outcome; only the first call
@@ -128,7 +124,7 @@ func (t *Ticket) Finish(o Outcome) {
 	if s.observer != nil {
 		s.observer.Released(t.ID, s.now())
 	}
-	s.observe(t, worker, elapsed, o)
+	s.obs.Finished(t.Decision, worker, elapsed, o)
 	if s.opts.Recorder != nil {
 		// A second record with the outcome: the first (at the decision)
 		// is never modified, so readers of it need no lock.
@@ -138,33 +134,5 @@ func (t *Ticket) Finish(o Outcome) {
 			TokensPerSecond: o.TokensPerSec, CompletionTokens: o.CompletionTokens, Aborted: o.Aborted,
 		}
 		s.opts.Recorder.Record(&d)
-	}
-}
-
-func (s *Scheduler) observe(t *Ticket, worker string, elapsed time.Duration, o Outcome) {
-	code := strconv.Itoa(o.Status)
-	if o.Aborted && o.Status == 0 {
-		code = "499"
-	}
-	s.m.RequestsTotal.WithLabelValues(t.model, code).Inc()
-	s.m.RequestLatency.WithLabelValues(t.model).Observe(elapsed.Seconds())
-	s.m.RequestsPerNode.WithLabelValues(worker).Inc()
-	if o.UpstreamFailure {
-		s.m.NodeFailures.WithLabelValues(worker).Inc()
-	}
-	if o.Status >= 400 && !o.Aborted {
-		s.m.UpstreamErrors.WithLabelValues(code, worker).Inc()
-	}
-	if o.TTFT > 0 {
-		s.m.TimeToFirstToken.WithLabelValues(worker).Observe(o.TTFT.Seconds())
-	}
-	if o.TokensPerSec > 0 {
-		s.m.TokensPerSecond.WithLabelValues(worker).Observe(o.TokensPerSec)
-	}
-	if o.CompletionTokens > 0 {
-		s.m.TokensGenerated.WithLabelValues(t.model, worker).Add(float64(o.CompletionTokens))
-	}
-	if t.promptTokens > 0 {
-		s.m.TokensPrompt.WithLabelValues(t.model, worker).Add(float64(t.promptTokens))
 	}
 }

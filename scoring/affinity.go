@@ -41,7 +41,7 @@ func (a Affinity) TokenLoad() float64 {
 // On reports whether the claim must read live match and token figures.
 func (a Affinity) On() bool { return a.Prefix != 0 || a.TokenWeight != 0 }
 
-// BlockTokens is the tokens of one prompt block (internal/prefix).
+// BlockTokens is the tokens of one prompt block (scoring/prefix).
 const BlockTokens = 16
 
 // Live are the figures the claim read for one candidate besides its

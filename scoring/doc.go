@@ -59,7 +59,7 @@
 // prefix·prefix_miss + token_load·token_load, where:
 //
 //   - prefix_miss = 1 − match/blocks, in [0,1]: match is how many leading
-//     16-token blocks of the prompt (chained hashes, internal/prefix) the
+//     16-token blocks of the prompt (chained hashes, scoring/prefix) the
 //     worker's prefix index holds, blocks how many the claim looked up
 //     (bounded by scoring.max_prefix_blocks). The index is routing history
 //     shared by every replica: the blocks of the prompts claimed on the

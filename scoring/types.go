@@ -14,7 +14,7 @@ type Job struct {
 	PromptTokens int // estimated from the body size
 	MaxTokens    int // 0 when the client sent none
 	// Blocks are the prompt's chained 16-token block hashes (see
-	// internal/prefix), bounded; nil when unknown or shorter than a block.
+	// scoring/prefix), bounded; nil when unknown or shorter than a block.
 	// The prefix-aware emulations read them, and the store matches them when
 	// a plan's candidates carry an Affinity; the slice is shared, never
 	// modified.

@@ -28,7 +28,7 @@ import (
 // Matches are found to within a group (64 tokens); the record, which
 // dominates the claim's cost, touches a quarter of the entries.
 
-// BlockTokens is the tokens of one prompt block (internal/prefix.BlockTokens;
+// BlockTokens is the tokens of one prompt block (scoring/prefix.BlockTokens;
 // a test keeps them equal). It turns a match in blocks into cached tokens.
 const BlockTokens = 16
 
@@ -44,7 +44,7 @@ const DefaultKVBlocks = 4096
 // Affinity is what a claim tells the store about the request for prefix
 // affinity and token load. The zero value asks for neither.
 type Affinity struct {
-	// Blocks are the prompt's chained block hashes (internal/prefix); the
+	// Blocks are the prompt's chained block hashes (scoring/prefix); the
 	// store matches them against each candidate's index and records them
 	// for the winner. Nil: no prefix lookup and nothing recorded.
 	Blocks []uint64

@@ -46,7 +46,7 @@
 // With --prefix-cache (the default; --prefix-cache=false restores the
 // engine without one exactly), a GPU caches prompt blocks across requests
 // as vLLM's automatic prefix caching does. A request's blocks are the
-// chained hashes of internal/prefix, computed while parsing its body: the
+// chained hashes of scoring/prefix, computed while parsing its body: the
 // raw JSON of each chat message's "role" then "content", in order, or the
 // raw JSON of "prompt", 16 tokens of 4 bytes a block. Only full blocks are
 // cached, and the last prompt token is always recomputed, so at most

@@ -82,7 +82,7 @@ type Request struct {
 	// StopReason is the finish reason reported at the end: "length" when
 	// the client set a limit, "stop" otherwise.
 	StopReason string
-	// Blocks are the prompt's chained block hashes (internal/prefix); the
+	// Blocks are the prompt's chained block hashes (scoring/prefix); the
 	// prefix cache serves at most CacheableBlocks of them.
 	Blocks []uint64
 }

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // MooncakeRow is one request of a Mooncake trace (kvcache-ai/Mooncake,
@@ -175,7 +175,7 @@ func mooncakeID(ids []int64, i int) int64 {
 
 // ChatBlockHashes is the block hashes of a chat request whose only message
 // is {"role":"user","content":text}, as gpusim's server (and any reader
-// following internal/prefix) computes them from the body: the raw JSON
+// following scoring/prefix) computes them from the body: the raw JSON
 // "user" then the JSON string of text. text must need no JSON escaping
 // (a MooncakeRow's Prompt never does).
 func ChatBlockHashes(text string) []uint64 {

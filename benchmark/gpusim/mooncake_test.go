@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 const mooncakeTrace = "../traces/mooncake-conversation.jsonl"

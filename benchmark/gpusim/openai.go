@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // API shapes of the inference endpoints.
@@ -71,7 +71,7 @@ type parsedRequest struct {
 
 // parseInference decodes and checks the body of an inference request.
 // Prompt tokens are estimated as characters / 4 (at least 1). The prompt's
-// block hashes are those of internal/prefix: the raw JSON of each chat
+// block hashes are those of scoring/prefix: the raw JSON of each chat
 // message's role then content, or of the completion prompt.
 func parseInference(kind apiKind, w http.ResponseWriter, r *http.Request, models []string) (parsedRequest, error) {
 	var in inferenceRequest

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 func parse(t *testing.T, kind apiKind, body string) (parsedRequest, error) {
@@ -49,7 +49,7 @@ func TestParseOutputTokens(t *testing.T) {
 	}
 }
 
-// TestParseBlockHashes: the blocks are those of internal/prefix over the
+// TestParseBlockHashes: the blocks are those of scoring/prefix over the
 // raw JSON as sent, whitespace and escapes included.
 func TestParseBlockHashes(t *testing.T) {
 	text := MooncakeRow{InputLength: 300, HashIDs: []int64{1}}.Prompt()

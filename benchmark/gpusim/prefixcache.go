@@ -1,6 +1,6 @@
 package gpusim
 
-import "github.com/llm-router/llm-router/internal/prefix"
+import "github.com/llm-router/llm-router/scoring/prefix"
 
 // KVBlockTokens is the size of a KV block and of a prefix-cache block in
 // tokens (vLLM's default): only whole blocks are cached.

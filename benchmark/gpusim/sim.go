@@ -12,7 +12,7 @@ type SimRequest struct {
 	Arrival      time.Duration
 	PromptTokens int
 	OutputTokens int
-	// Blocks are the prompt's chained block hashes (internal/prefix, as
+	// Blocks are the prompt's chained block hashes (scoring/prefix, as
 	// the server derives them from a body; ChatBlockHashes and
 	// MooncakeRow.BlockHashes compute them for a text), so a replay models
 	// prefix caching. nil: nothing is ever cached for this request.

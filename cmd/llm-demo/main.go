@@ -13,7 +13,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/llm-router/llm-router/internal/demo"
+	"github.com/llm-router/llm-router/test/demo"
 )
 
 func main() {

@@ -127,7 +127,9 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	if err := store.Register(ctx, specs(cfg.Workers)); err != nil {
 		return nil, fmt.Errorf("register workers: %w", err)
 	}
-	sched, err := scheduler.New(store, scheduler.Options{
+	// The metrics count the scheduler's store round trips (a decorator)
+	// and observe its decisions; the scheduler knows no Prometheus.
+	sched, err := scheduler.New(m.CountStore(store), scheduler.Options{
 		Strategy:               cfg.Strategy,
 		Params:                 Params(cfg),
 		Zone:                   cfg.Locality.Zone,
@@ -152,10 +154,13 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		},
 		EMAAlpha: cfg.EMAAlpha,
 		Logger:   log.Named("scheduler"),
-		Metrics:  m,
+		Observer: m,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if err := m.CollectScoreTerms(sched); err != nil {
+		return nil, fmt.Errorf("register node_score_term: %w", err)
 	}
 	if err := sched.Refresh(ctx); err != nil {
 		return nil, err
@@ -199,7 +204,6 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		Objectives:           cfg.Auth.Objectives,
 		AddressOf:            sched.AddressOf,
 		Logger:               log.Named("extproc"),
-		Metrics:              m,
 	})
 	if cfg.TLS.ExtProc || cfg.TLS.Admin {
 		if r.certs, err = newCertSource(cfg.TLS, log.Named("tls")); err != nil {
@@ -214,7 +218,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(r.certs.tlsConfig("h2"))))
 	}
 	r.grpc = grpc.NewServer(grpcOpts...)
-	extprocv3.RegisterExternalProcessorServer(r.grpc, r.extproc)
+	extprocv3.RegisterExternalProcessorServer(r.grpc, m.CountStreams(r.extproc))
 	r.health = health.NewServer()
 	healthpb.RegisterHealthServer(r.grpc, r.health)
 	var configIDs []string

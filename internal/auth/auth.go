@@ -1,37 +1,27 @@
-// Package auth checks client API keys and decides which priority a request
-// may use. Keys are kept as SHA-256 digests and compared in constant time;
-// neither keys nor Authorization headers are ever logged.
+// Package auth checks client API keys: it loads them from the config and
+// implements extproc.Authenticator, returning each key's tenant and the
+// highest priority it may use. Keys are kept as SHA-256 digests and
+// compared in constant time; neither keys nor Authorization headers are
+// ever logged.
 package auth
 
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/llm-router/llm-router/extproc"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/state"
 )
 
-// ErrUnauthenticated: no key, or a key the router does not know.
-var ErrUnauthenticated = errors.New("missing or invalid API key")
-
-// ErrBadPriority: an x-llm-priority value that is not a priority.
-var ErrBadPriority = errors.New("x-llm-priority must be critical, standard or batch")
-
-// Identity is who a key belongs to and the highest priority it may use.
-type Identity struct {
-	Tenant      string
-	MaxPriority state.Priority
-}
-
 type entry struct {
 	digest [sha256.Size]byte
-	id     Identity
+	id     extproc.Identity
 }
 
 // Keys authenticates requests.
@@ -40,10 +30,7 @@ type Keys struct {
 	enabled bool
 }
 
-// Anonymous is the identity of requests when auth is off: they may lower
-// their priority but never raise it above standard, so a header alone
-// never buys priority.
-var Anonymous = Identity{Tenant: "anonymous", MaxPriority: state.PriorityStandard}
+var _ extproc.Authenticator = (*Keys)(nil)
 
 // New loads the keys from the config, its keys file and AUTH_TOKEN.
 func New(c config.Auth) (*Keys, error) {
@@ -78,7 +65,7 @@ func New(c config.Auth) (*Keys, error) {
 	for _, key := range keys {
 		k.entries = append(k.entries, entry{
 			digest: sha256.Sum256([]byte(key.Key)),
-			id:     Identity{Tenant: key.Tenant, MaxPriority: key.MaxPriority.OrStandard()},
+			id:     extproc.Identity{Tenant: key.Tenant, MaxPriority: key.MaxPriority.OrStandard()},
 		})
 	}
 	return k, nil
@@ -92,13 +79,14 @@ func (k *Keys) Count() int { return len(k.entries) }
 
 // Authenticate checks an Authorization header value ("Bearer <key>").
 // Every configured key is compared, in constant time, whatever matches.
-func (k *Keys) Authenticate(authorization string) (Identity, error) {
+// With keys off every request is extproc.Anonymous.
+func (k *Keys) Authenticate(authorization string) (extproc.Identity, error) {
 	if !k.enabled {
-		return Anonymous, nil
+		return extproc.Anonymous, nil
 	}
 	scheme, token, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return Identity{}, ErrUnauthenticated
+		return extproc.Identity{}, extproc.ErrUnauthenticated
 	}
 	d := sha256.Sum256([]byte(strings.TrimSpace(token)))
 	found := -1
@@ -108,21 +96,7 @@ func (k *Keys) Authenticate(authorization string) (Identity, error) {
 		}
 	}
 	if found < 0 {
-		return Identity{}, ErrUnauthenticated
+		return extproc.Identity{}, extproc.ErrUnauthenticated
 	}
 	return k.entries[found].id, nil
-}
-
-// Priority resolves the priority of a request: the x-llm-priority header
-// (empty: standard) lowered to the identity's maximum. A request may lower
-// its own priority freely and raise it only as far as its key allows.
-func Priority(header string, id Identity) (state.Priority, error) {
-	want := state.Priority(strings.ToLower(strings.TrimSpace(header))).OrStandard()
-	if !want.Valid() {
-		return "", ErrBadPriority
-	}
-	if limit := id.MaxPriority.OrStandard(); want.Rank() < limit.Rank() {
-		return limit, nil
-	}
-	return want, nil
 }

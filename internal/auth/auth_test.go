@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/llm-router/llm-router/extproc"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/state"
 )
@@ -28,44 +29,16 @@ func TestAuthenticate(t *testing.T) {
 	}{
 		{"Bearer sk-team-a-123456", "team-a", nil},
 		{"bearer sk-team-b-123456", "team-b", nil},
-		{"Bearer sk-team-a-12345", "", ErrUnauthenticated},
-		{"sk-team-a-123456", "", ErrUnauthenticated},
-		{"Basic sk-team-a-123456", "", ErrUnauthenticated},
-		{"", "", ErrUnauthenticated},
+		{"Bearer sk-team-a-12345", "", extproc.ErrUnauthenticated},
+		{"sk-team-a-123456", "", extproc.ErrUnauthenticated},
+		{"Basic sk-team-a-123456", "", extproc.ErrUnauthenticated},
+		{"", "", extproc.ErrUnauthenticated},
 	}
 	for _, tc := range tests {
 		id, err := k.Authenticate(tc.header)
 		if !errors.Is(err, tc.err) || id.Tenant != tc.tenant {
 			t.Errorf("Authenticate(%q) = %+v, %v; want tenant %q, %v", tc.header, id, err, tc.tenant, tc.err)
 		}
-	}
-}
-
-func TestPriorityNeverAboveTheKey(t *testing.T) {
-	std := Identity{Tenant: "t", MaxPriority: state.PriorityStandard}
-	crit := Identity{Tenant: "t", MaxPriority: state.PriorityCritical}
-	batch := Identity{Tenant: "t", MaxPriority: state.PriorityBatch}
-	tests := []struct {
-		header string
-		id     Identity
-		want   state.Priority
-	}{
-		{"", std, state.PriorityStandard},
-		{"critical", std, state.PriorityStandard}, // asks more than the key allows
-		{"critical", crit, state.PriorityCritical},
-		{"batch", crit, state.PriorityBatch}, // lowering is always allowed
-		{"", batch, state.PriorityBatch},
-		{"STANDARD", batch, state.PriorityBatch},
-		{"critical", Anonymous, state.PriorityStandard}, // no key: a header buys nothing
-	}
-	for _, tc := range tests {
-		got, err := Priority(tc.header, tc.id)
-		if err != nil || got != tc.want {
-			t.Errorf("Priority(%q, %s) = %q, %v; want %q", tc.header, tc.id.MaxPriority, got, err, tc.want)
-		}
-	}
-	if _, err := Priority("urgent", crit); !errors.Is(err, ErrBadPriority) {
-		t.Fatalf("bad priority accepted: %v", err)
 	}
 }
 
@@ -79,7 +52,7 @@ func TestDisabledIsExplicitOrLoud(t *testing.T) {
 	if none.Enabled() || none.Count() != 0 {
 		t.Fatal("no keys: auth off (reported by the caller)")
 	}
-	if id, err := none.Authenticate(""); err != nil || id != Anonymous {
+	if id, err := none.Authenticate(""); err != nil || id != extproc.Anonymous {
 		t.Fatalf("auth off: %+v %v", id, err)
 	}
 	tok, _ := New(config.Auth{Token: "single-token"})

@@ -2,6 +2,11 @@
 // registry it creates (never the global default), under one namespace:
 // llm_router_. Label names are shared slices so the same label always has
 // the same name.
+//
+// The scheduler and the ext_proc adapter know nothing of Prometheus: this
+// package implements scheduler.Observer, and decorates the scheduler's
+// store (CountStore) and the ext_proc server (CountStreams) so that each
+// round trip and stream is counted in one place; internal/app wires them.
 package metrics
 
 import (

@@ -14,7 +14,7 @@ import (
 )
 
 // TestEveryMetricIsRecorded: every collector of Metrics is written by the
-// product somewhere outside this package and outside tests; a metric that
+// product somewhere outside tests; a metric that
 // is declared and never recorded is a lie on a dashboard.
 func TestEveryMetricIsRecorded(t *testing.T) {
 	used := map[string]bool{}

@@ -32,7 +32,7 @@
 // # What is emulated
 //
 // Prompts are compared by the chained 16-token block hashes of
-// internal/prefix (scoring.Job.Blocks): characters are estimated at four a
+// scoring/prefix (scoring.Job.Blocks): characters are estimated at four a
 // token, as the Gateway API Inference Extension does, while SGLang's router
 // matches characters and Dynamo tokens. Where that or anything else is
 // simplified, the emulation says so in its own comments.
@@ -41,8 +41,8 @@ package emulate
 import (
 	"time"
 
-	"github.com/llm-router/llm-router/internal/prefix"
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // Names of the emulations, for the strategy key.
@@ -90,7 +90,7 @@ func New(name string) (scoring.Strategy, bool) {
 }
 
 // blockTokens is the block size every emulation works in: vLLM's default,
-// and the size internal/prefix hashes.
+// and the size scoring/prefix hashes.
 const blockTokens = prefix.BlockTokens
 
 // leading is the number of leading blocks of blocks for which has is true:

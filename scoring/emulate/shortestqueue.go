@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-router/llm-router/internal/prefix"
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // Defaults of the SGLang router's cache_aware policy, as its command line

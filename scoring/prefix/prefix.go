@@ -17,6 +17,12 @@
 // Two requests whose streams share their first k·BlockBytes bytes share
 // their first k block hashes; the partial block at the end is never hashed,
 // as vLLM never caches a partial block.
+//
+// The package sits under scoring because a block is the unit of the prefix
+// term (scoring.Job.Blocks): extproc cuts a request's blocks here, the
+// store indexes them, and the emulations and gpusim cut the same ones, all
+// importing downwards. Like scoring it does no I/O; unlike scoring's root
+// it uses one module besides the standard library (xxhash).
 package prefix
 
 import "github.com/cespare/xxhash/v2"

@@ -1,6 +1,13 @@
 // Package demo runs the quick-start stack: three simulated GPUs, the router
 // and a real Envoy, sends a few requests through Envoy and prints which
 // worker served each one and why, then serves until interrupted.
+//
+// The demo is a harness, not product: it runs the router against simulated
+// GPUs in a throwaway directory to show it working, and nothing the router
+// binary links depends on it. So it lives with the other harnesses and
+// starts its processes with test/stack, as the end-to-end tests, the chaos
+// suite and the benchmark do; cmd/llm-demo, like cmd/llm-chaos, is a
+// harness command.
 package demo
 
 import (

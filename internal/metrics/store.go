@@ -1,25 +1,25 @@
-package scheduler
+package metrics
 
 import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/llm-router/llm-router/internal/metrics"
+	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
 )
 
-// countedStore is the scheduler's Store with every round trip counted in
+// countedStore is the scheduler's store with every round trip counted in
 // one place (llm_router_store_round_trips_total and, for the failed ones,
 // llm_router_store_errors_total, by operation), rather than by hand at each
 // call site. A call whose own context was cancelled (the client left, the
 // process stops) is a round trip but not a store error.
 type countedStore struct {
-	Store
+	scheduler.Store
 	snapshot, claim, release, renew, move, cancel, poll, pump opCounters
 }
 
-var _ Store = (*countedStore)(nil)
+var _ scheduler.Store = (*countedStore)(nil)
 
 // opCounters are one operation's two counters, resolved once.
 type opCounters struct{ trips, errs prometheus.Counter }
@@ -31,8 +31,9 @@ func (o opCounters) count(ctx context.Context, err error) {
 	}
 }
 
-// instrument wraps s so that its round trips are counted on m.
-func instrument(s Store, m *metrics.Metrics) *countedStore {
+// CountStore wraps the scheduler's store so that its round trips are
+// counted on m (internal/app gives the scheduler the wrapped store).
+func (m *Metrics) CountStore(s scheduler.Store) scheduler.Store {
 	op := func(name string) opCounters {
 		return opCounters{m.StoreRoundTrips.WithLabelValues(name), m.StoreErrors.WithLabelValues(name)}
 	}
