@@ -223,8 +223,8 @@ func ParseSetups(s string) ([]Setup, error) {
 		}
 		fields := strings.Fields(part)
 		name := fields[0]
-		if !slices.Contains(config.Strategies, name) {
-			return nil, fmt.Errorf("setup %q: want an Envoy policy (ROUND_ROBIN, LEAST_REQUEST) or a strategy (%s)", part, strings.Join(config.Strategies, ", "))
+		if !slices.Contains(config.Strategies(), name) {
+			return nil, fmt.Errorf("setup %q: want an Envoy policy (ROUND_ROBIN, LEAST_REQUEST) or a strategy (%s)", part, strings.Join(config.Strategies(), ", "))
 		}
 		replicas := 1
 		var settings []string
