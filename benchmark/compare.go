@@ -88,7 +88,7 @@ type CompareOptions struct {
 func DefaultSetups() []Setup {
 	out := []Setup{EnvoySetup("ROUND_ROBIN"), EnvoySetup("LEAST_REQUEST")}
 	def := config.Default().Strategy
-	for _, s := range config.Strategies {
+	for _, s := range config.Strategies() {
 		out = append(out, RouterSetup(s))
 		switch s {
 		case emulate.PrefixQueueKVMaxScore:

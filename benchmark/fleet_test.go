@@ -113,7 +113,7 @@ func TestParseSetups(t *testing.T) {
 	}
 	// Every strategy once, and the GIE prefix emulation again with three
 	// replicas.
-	if len(DefaultSetups()) != 5+len(config.Strategies) || !slices.ContainsFunc(DefaultSetups(), func(s Setup) bool { return s.Replicas == 3 && s.Strategy == "scored" }) ||
+	if len(DefaultSetups()) != 5+len(config.Strategies()) || !slices.ContainsFunc(DefaultSetups(), func(s Setup) bool { return s.Replicas == 3 && s.Strategy == "scored" }) ||
 		!slices.ContainsFunc(DefaultSetups(), func(s Setup) bool { return len(s.Settings) == 2 }) {
 		t.Errorf("default setups %v", DefaultSetups())
 	}

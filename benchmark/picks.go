@@ -162,7 +162,7 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 		if err := store.Register(ctx, specs); err != nil {
 			return PicksResult{}, err
 		}
-		weights := scoring.Weights{Active: 100, Queue: 10, Latency: 5, JobCost: 2, Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15}
+		weights := scoring.Weights{Active: 100, Terms: scoring.DefaultTermWeights()}
 		if o.Prefix {
 			weights.Prefix, weights.TokenLoad = 3, 2
 		}

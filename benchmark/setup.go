@@ -48,6 +48,18 @@ func (s Setup) Uncapped() bool {
 	return slices.Contains(emulate.Names(), s.Strategy)
 }
 
+// routerCommand is the binary a router replica of the setup runs, with
+// `serve --config FILE`. The product's strategies run in llm-router, the
+// binary users run. The emulations of other schedulers are registered
+// only where scoring/emulate is linked, which llm-router never is:
+// `llm-bench serve` runs the same router (app.Run) with them registered.
+func (s Setup) routerCommand() string {
+	if slices.Contains(emulate.Names(), s.Strategy) {
+		return "llm-bench"
+	}
+	return "llm-router"
+}
+
 // FastScrape reports whether the strategy emulates the Gateway API
 // Inference Extension, which scrapes the workers' metrics every 50 ms.
 func (s Setup) FastScrape() bool {
@@ -166,7 +178,7 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 			if err := writeRouterConfig(path, cfgs[i]); err != nil {
 				return rs, err
 			}
-			r, err := stack.StartRouter(ctx, filepath.Join(e.binDir, "llm-router"), path, cfgs[i].AdminListen, cfgs[i].ExtProcListen)
+			r, err := stack.StartRouter(ctx, filepath.Join(e.binDir, s.routerCommand()), path, cfgs[i].AdminListen, cfgs[i].ExtProcListen)
 			if err != nil {
 				return rs, fmt.Errorf("start router %d: %w", i, err)
 			}
@@ -211,8 +223,8 @@ func ParseSetups(s string) ([]Setup, error) {
 		}
 		fields := strings.Fields(part)
 		name := fields[0]
-		if !slices.Contains(config.Strategies, name) {
-			return nil, fmt.Errorf("setup %q: want an Envoy policy (ROUND_ROBIN, LEAST_REQUEST) or a strategy (%s)", part, strings.Join(config.Strategies, ", "))
+		if !slices.Contains(config.Strategies(), name) {
+			return nil, fmt.Errorf("setup %q: want an Envoy policy (ROUND_ROBIN, LEAST_REQUEST) or a strategy (%s)", part, strings.Join(config.Strategies(), ", "))
 		}
 		replicas := 1
 		var settings []string

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
-	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 // observing is a stateful strategy: it prefers worker "b" and records what
@@ -21,6 +20,12 @@ type observing struct {
 }
 
 var _ ClaimObserver = (*observing)(nil)
+
+// observing registers as any strategy outside scoring does (the
+// benchmark's emulations): by name, with a factory.
+func init() {
+	scoring.RegisterStrategy("observing", func(scoring.Params) scoring.Strategy { return &observing{} })
+}
 
 func (*observing) Name() string { return "observing" }
 
@@ -87,7 +92,7 @@ func TestStatefulStrategyIsToldOfClaimAndRelease(t *testing.T) {
 }
 
 func TestBuiltInStrategiesObserveNothing(t *testing.T) {
-	for _, name := range []string{scoring.Scored, emulate.QueueKVMaxScore, scoring.RoundRobin} {
+	for _, name := range []string{scoring.RoundRobin, scoring.LeastLoaded, scoring.LatencyBased, scoring.InferenceAware, scoring.Scored} {
 		s, _, _ := newTestScheduler(t, name, spec("a", "m", 1))
 		if s.observer != nil {
 			t.Errorf("%s: built-in strategies keep no per-replica state", name)
@@ -95,16 +100,27 @@ func TestBuiltInStrategiesObserveNothing(t *testing.T) {
 	}
 }
 
-func TestEmulationsAreSelectableAndObserve(t *testing.T) {
-	for _, name := range emulate.PrefixNames() {
-		s, _, _ := newTestScheduler(t, name, spec("a", "m", 4), spec("b", "m", 4))
-		if s.Strategy() != name || s.observer == nil {
-			t.Fatalf("%s: strategy %s, observer %v", name, s.Strategy(), s.observer)
-		}
-		tk, err := s.Admit(context.Background(), Request{ID: "r", Model: "m", PromptTokens: 64, Blocks: []uint64{1, 2, 3, 4}})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		tk.Finish(Outcome{Status: 200})
+// A strategy registered outside scoring is selectable by name, each
+// scheduler gets an instance of its own, and one that observes claims is
+// told of them.
+func TestRegisteredStrategyIsSelectableAndObserves(t *testing.T) {
+	s, _, _ := newTestScheduler(t, "observing", spec("a", "m", 4), spec("b", "m", 4))
+	other, _, _ := newTestScheduler(t, "observing", spec("a", "m", 4))
+	if s.Strategy() != "observing" || s.observer == nil {
+		t.Fatalf("strategy %s, observer %v", s.Strategy(), s.observer)
+	}
+	if s.observer == other.observer {
+		t.Fatal("two schedulers share one instance of a stateful strategy")
+	}
+	tk, err := s.Admit(context.Background(), Request{ID: "r", Model: "m", PromptTokens: 64, Blocks: []uint64{1, 2, 3, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Finish(Outcome{Status: 200})
+	obs := s.observer.(*observing)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if want := []string{"claimed " + tk.ID + " b", "released " + tk.ID}; !slices.Equal(obs.events, want) {
+		t.Fatalf("events %v, want %v", obs.events, want)
 	}
 }

@@ -33,7 +33,7 @@ func newTestScheduler(t *testing.T, strategy string, specs ...state.WorkerSpec) 
 	s, err := New(store, Options{
 		Strategy: strategy,
 		Params: scoring.Params{
-			Weights:      scoring.Weights{Active: 100, Queue: 10, Latency: 5, JobCost: 2, Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15},
+			Weights:      scoring.Weights{Active: 100, Terms: scoring.DefaultTermWeights()},
 			JobCostScale: 10 * time.Second, MinSamples: 3, Staleness: time.Minute, LoadPenalty: 0.1,
 		},
 		ReplicaID: "test",
@@ -256,7 +256,7 @@ func TestStaleTelemetryIsUnknown(t *testing.T) {
 	rec := &recorder{}
 	s, err := New(store, Options{
 		Strategy: "scored", Recorder: rec, TelemetryStale: 2 * time.Second,
-		Params: scoring.Params{Weights: scoring.Weights{Active: 100, Queue: 10, KVPressure: 15}},
+		Params: scoring.Params{Weights: scoring.Weights{Active: 100, Terms: map[string]float64{"queue": 10, "kv_pressure": 15}}},
 	})
 	if err != nil {
 		t.Fatal(err)

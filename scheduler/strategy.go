@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
-	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 // ClaimObserver is implemented by strategies that keep their own record of
@@ -19,14 +18,11 @@ type ClaimObserver interface {
 	Released(id string, now time.Time)
 }
 
-// newStrategy builds the named strategy: one of the product's own
-// (scoring.New) or one of the benchmark's emulations of other schedulers,
-// which live apart in scoring/emulate and are built only when named. Each
-// Scheduler gets its own instance, so an emulation's state is per replica,
-// as in the schedulers it emulates.
+// newStrategy builds the named strategy from scoring's registry: the
+// product's own, or any other a package linked into the binary registered
+// (the benchmark's emulations of other schedulers, in llm-bench). Each
+// Scheduler gets its own instance, so a strategy's state is per replica,
+// as in the schedulers the emulations copy.
 func newStrategy(name string, p scoring.Params) (scoring.Strategy, error) {
-	if s, ok := emulate.New(name); ok {
-		return s, nil
-	}
 	return scoring.New(name, p)
 }

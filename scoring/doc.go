@@ -1,7 +1,8 @@
 // Package scoring is the router's pure decision code: given a job and a view
 // of the candidate workers, it filters them and turns each strategy into
-// per-worker score curves. It performs no I/O, reads no clock and holds no
-// globals; callers pass ages and random tie-break ranks in.
+// per-worker score curves. It performs no I/O and reads no clock; callers
+// pass ages and random tie-break ranks in. Its only package state is the
+// registry of strategies and terms (see Registries).
 //
 // # Why curves, not numbers
 //
@@ -18,45 +19,55 @@
 //
 // # The scored formula
 //
-//	score = 100·active + 10·queue + 5·norm_latency + 2·norm_job_cost
-//	        − 3·norm_throughput + 1·node_distance + 15·kv_pressure + 15·gpu_util
+//	score = active·active_count + Σ_t weight_t·value_t
+//	        + prefix·prefix_miss + token_load·token_load_fraction
 //
-// lowest wins; these are the configuration's default weights
-// (scoring.weights.*), every one configurable. Definitions, over the eligible workers E
-// (serve the model, healthy or recovering, not draining; the cap is checked
-// at claim time, and a recovering worker's is 1: it takes one probe request
-// at a time):
+// lowest wins. Each weight is the configuration's scoring.weights.<key>;
+// the defaults are stated once, in the configuration (internal/config,
+// and the table in docs/configuration.md generated from it). The sum runs
+// over the eligible workers E (serve the model, healthy or recovering,
+// not draining; the cap is checked at claim time, and a recovering
+// worker's is 1: it takes one probe request at a time).
 //
-//   - active: the worker's live in-flight requests through this router (all
-//     replicas). Not normalised: one more request always costs Weights.Active.
-//   - queue: requests waiting inside the worker, as it reports them (vLLM
-//     num_requests_waiting, SGLang num_queue_reqs, llama.cpp
-//     requests_deferred, TensorRT-LLM num_requests_waiting), scraped. Not
-//     normalised. Unknown → 0.
-//   - norm_latency = latency_w / max_{e∈E, known} latency_e, in [0,1], where
-//     latency is the moving average of end-to-end request latency. Unknown → 0.
-//   - norm_job_cost = cost_w / (cost_w + JobCostScale), in [0,1), where
-//     cost_w = ttft_w + out_est / tokens_per_second_w is the expected service
-//     time of this job on w in seconds, out_est = 0.5·max_tokens (or
-//     DefaultOutputTokens when the client sent none). A saturating form rather
-//     than division by the maximum, so that it grows with the job's size: a
-//     long job pays more for a slow worker than a short one. Unknown when the
-//     worker has no tokens/s average → 0.
-//   - norm_throughput = tps_w / max_{e∈E, known} tps_e, in [0,1] (tokens/s
-//     moving average). Subtracted. Unknown → 0.
-//   - node_distance: 0 same zone, 0.5 same region but another zone, 1 another
-//     region; 0 when either side's locality is unset.
-//   - kv_pressure: the worker's KV-cache usage fraction in [0,1], scraped
-//     (vLLM kv_cache_usage_perc or the older gpu_cache_usage_perc, SGLang
-//     token_usage, TensorRT-LLM kv_cache_utilization; llama.cpp: the share
-//     of busy slots from /slots). Unknown → 0.
-//   - gpu_util: GPU utilisation fraction in [0,1] from a DCGM exporter
-//     (DCGM_FI_DEV_GPU_UTIL / 100), when the worker names one. Unknown → 0.
+// active is the worker's live in-flight requests through this router (all
+// replicas), read inside the atomic claim. Not normalised: one more
+// request always costs Weights.Active.
+//
+// The snapshot terms t are the ones registered with RegisterTerm, each in
+// a file of its own (term_<name>.go) that holds its definition (Doc), the
+// inputs it reads (Reads), its default weight and the one function
+// computing it; Terms lists them, in the order the breakdown shows them.
+// The product registers:
+//
+//   - queue (term_queue.go): requests waiting inside the worker, as it
+//     reports them. Not normalised.
+//   - norm_latency (term_norm_latency.go) = latency_w / max_{e∈E, known}
+//     latency_e, in [0,1], where latency is the moving average of
+//     end-to-end request latency.
+//   - norm_job_cost (term_norm_job_cost.go) = cost_w / (cost_w +
+//     JobCostScale), in [0,1), where cost_w = ttft_w + out_est /
+//     tokens_per_second_w is the expected service time of this job on w in
+//     seconds, out_est = 0.5·max_tokens (or DefaultOutputTokens when the
+//     client sent none). A saturating form rather than division by the
+//     maximum, so that it grows with the job's size: a long job pays more
+//     for a slow worker than a short one. Unknown when the worker has no
+//     tokens/s average.
+//   - norm_throughput (term_norm_throughput.go) = tps_w / max_{e∈E, known}
+//     tps_e, in [0,1] (tokens/s moving average). Subtracted: its weight
+//     enters the breakdown negated.
+//   - node_distance (term_node_distance.go): 0 same zone, 0.5 same region
+//     but another zone, 1 another region; 0 when either side's locality is
+//     unset.
+//   - kv_pressure (term_kv_pressure.go): the worker's KV-cache usage
+//     fraction in [0,1], scraped.
+//   - gpu_util (term_gpu_util.go): GPU utilisation fraction in [0,1] from a
+//     DCGM exporter (DCGM_FI_DEV_GPU_UTIL / 100), when the worker names one.
+//
+// Each file's Reads names the metric every engine reports it under.
 //
 // Two more terms are read live, like active, because they change with every
 // claim on any replica: the store evaluates them inside the atomic claim
-// (see Affinity) and adds them to the curve's value, score +=
-// prefix·prefix_miss + token_load·token_load, where:
+// (see Affinity) and adds them to the curve's value, where:
 //
 //   - prefix_miss = 1 − match/blocks, in [0,1]: match is how many leading
 //     16-token blocks of the prompt (chained hashes, scoring/prefix) the
@@ -82,11 +93,8 @@
 // and the guard errs towards leaving a busy warm worker early.
 //
 // prefix_match (the raw matched fraction, weight 0) is recorded beside
-// them. The router's configuration (internal/config, the one place for
-// defaults) sets prefix to 300 and token_load to 1000: a full prefix miss
-// weighs as three more requests in flight, a worker whose KV is full of
-// in-flight work as ten. Params' zero value has both at 0, which keeps the
-// formula above and skips the index and the token counts altogether.
+// them. Setting both weights to 0 skips the index and the token counts
+// altogether.
 //
 // Moving averages (latency, TTFT, tokens/s) older than Params.Staleness
 // count as unknown, like scraped values older than their bound (the
@@ -95,6 +103,15 @@
 // A term whose signal is unknown (never measured, or older than its staleness
 // bound) contributes 0 and is listed as unknown in the breakdown, so a
 // missing metric is visible rather than silently read as "idle".
+//
+// # Registries
+//
+// Strategies are built by name from a registry as well (RegisterStrategy,
+// New): scoring registers the product's own; the benchmark's emulations of
+// other schedulers (scoring/emulate) register only in the binary that links
+// them, llm-bench. The registries are the package's only state, written at
+// init and read when a strategy is built, never during a decision.
+// docs/extending.md is the checklist for adding a strategy or a term.
 //
 // Ties are broken by caller-supplied random ranks, never by list order.
 package scoring

@@ -9,7 +9,7 @@ import (
 
 func params() Params {
 	return Params{
-		Weights:      Weights{Active: 100, Queue: 10, Latency: 5, JobCost: 2, Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15},
+		Weights:      Weights{Active: 100, Terms: DefaultTermWeights()},
 		JobCostScale: 10 * time.Second,
 		MinSamples:   3,
 		Staleness:    60 * time.Second,
@@ -205,28 +205,6 @@ func TestScoredTermsAreNormalised(t *testing.T) {
 	}
 }
 
-func TestJobCostGrowsWithJobSize(t *testing.T) {
-	slow := worker("slow", func(w *Worker) { w.TTFT, w.TokensPerSec = avg(1, 5), avg(10, 5) })
-	s, _ := New(Scored, params())
-	term := func(maxTokens int) float64 {
-		plan := Build(s, Input{Job: Job{Model: "m", MaxTokens: maxTokens}, Workers: []Worker{slow}})
-		for _, tm := range plan.Candidates[0].Terms {
-			if tm.Name == "norm_job_cost" {
-				return tm.Value
-			}
-		}
-		t.Fatal("no norm_job_cost term")
-		return 0
-	}
-	// cost = 1 + 5/10 = 1.5 s → 1.5/11.5; cost = 1 + 1000/10 = 101 s → 101/111
-	if got := term(10); math.Abs(got-1.5/11.5) > 1e-9 {
-		t.Fatalf("short job norm_job_cost = %v", got)
-	}
-	if got := term(2000); math.Abs(got-101.0/111) > 1e-9 {
-		t.Fatalf("long job norm_job_cost = %v", got)
-	}
-}
-
 func TestUnknownTermsAreFlagged(t *testing.T) {
 	s, _ := New(Scored, params())
 	stale := worker("a", func(w *Worker) { w.Latency = Average{Value: 3, Samples: 9, Age: time.Hour} })
@@ -274,24 +252,6 @@ func TestBreakdownTotalsMatchCurves(t *testing.T) {
 	}
 	if !bd[1].Full {
 		t.Fatalf("b at its cap should be marked full")
-	}
-}
-
-func TestDistance(t *testing.T) {
-	tests := []struct {
-		wz, wr, z, r string
-		want         float64
-	}{
-		{"a", "eu", "a", "eu", 0},
-		{"b", "eu", "a", "eu", 0.5},
-		{"c", "us", "a", "eu", 1},
-		{"c", "us", "", "", 0},
-		{"", "", "a", "eu", 0},
-	}
-	for _, tc := range tests {
-		if got := Distance(tc.wz, tc.wr, tc.z, tc.r); got != tc.want {
-			t.Errorf("Distance(%q,%q,%q,%q) = %v, want %v", tc.wz, tc.wr, tc.z, tc.r, got, tc.want)
-		}
 	}
 }
 

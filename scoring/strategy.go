@@ -1,18 +1,21 @@
 package scoring
 
 import (
-	"fmt"
 	"slices"
 	"time"
 )
 
 // Weights are the scored formula's coefficients.
 type Weights struct {
-	Active, Queue, Latency, JobCost, Throughput, Distance, KVPressure, GPUUtil float64
-	// Prefix weighs the unmatched fraction of the prompt's blocks on the
-	// worker, TokenLoad its in-flight tokens relative to its KV capacity;
-	// both are scored by the store on live figures (see Affinity).
-	Prefix, TokenLoad float64
+	// Active weighs the live in-flight count (the curve's slope); Prefix
+	// the unmatched fraction of the prompt's blocks on the worker,
+	// TokenLoad its in-flight tokens relative to its KV capacity. The
+	// store evaluates these three inside the atomic claim (see Affinity).
+	Active, Prefix, TokenLoad float64
+	// Terms weighs the snapshot terms by key (scoring.weights.<key>, see
+	// RegisterTerm); a term without an entry weighs 0. DefaultTermWeights
+	// holds every registered term's default.
+	Terms map[string]float64
 }
 
 // Params configures every strategy.
@@ -50,7 +53,7 @@ type Strategy interface {
 	Plan(in Input, eligible []Worker) []Candidate
 }
 
-// Names of the built-in strategies.
+// Names of the product's strategies.
 const (
 	RoundRobin     = "round_robin"
 	LeastLoaded    = "least_loaded"
@@ -59,28 +62,15 @@ const (
 	Scored         = "scored"
 )
 
-// Names lists the strategies New builds: the product's own. The
-// emulations of other schedulers, for the benchmark, are in
-// scoring/emulate.
-func Names() []string {
-	return []string{RoundRobin, LeastLoaded, LatencyBased, InferenceAware, Scored}
-}
-
-// New returns the named strategy.
-func New(name string, p Params) (Strategy, error) {
-	switch name {
-	case RoundRobin:
-		return roundRobin{}, nil
-	case LeastLoaded:
-		return leastLoaded{}, nil
-	case LatencyBased:
-		return latencyBased{}, nil
-	case InferenceAware:
-		return inferenceAware{p: p}, nil
-	case Scored:
-		return scored{p: p}, nil
-	}
-	return nil, fmt.Errorf("unknown strategy %q", name)
+// The product's strategies register here; other packages register theirs
+// the same way (the benchmark's emulations of other schedulers, in
+// scoring/emulate).
+func init() {
+	RegisterStrategy(RoundRobin, func(Params) Strategy { return roundRobin{} })
+	RegisterStrategy(LeastLoaded, func(Params) Strategy { return leastLoaded{} })
+	RegisterStrategy(LatencyBased, func(Params) Strategy { return latencyBased{} })
+	RegisterStrategy(InferenceAware, func(p Params) Strategy { return inferenceAware{p: p} })
+	RegisterStrategy(Scored, newScored)
 }
 
 // Filter splits the workers serving the job's model into eligible ones and
@@ -213,122 +203,4 @@ func (s inferenceAware) estimate(job Job, w Worker) (float64, bool) {
 		return 0, false
 	}
 	return w.TTFT.Value + job.OutputEstimate()/w.TokensPerSec.Value, true
-}
-
-type scored struct{ p Params }
-
-func (scored) Name() string { return Scored }
-
-// Plan computes every term of the scored formula except active, which the
-// store adds from the live count (Slope = Weights.Active).
-func (s scored) Plan(in Input, eligible []Worker) []Candidate {
-	wt := s.p.Weights
-	fresh := func(a Average) Average {
-		if s.p.Staleness > 0 && a.Age > s.p.Staleness {
-			return Average{} // stale: unknown, not zero
-		}
-		return a
-	}
-	maxLat := maxKnown(eligible, func(w Worker) Average { return fresh(w.Latency) })
-	maxTPS := maxKnown(eligible, func(w Worker) Average { return fresh(w.TokensPerSec) })
-	out := make([]Candidate, 0, len(eligible))
-	const nTerms = 7
-	backing := make([]Term, 0, nTerms*len(eligible)) // one allocation for every candidate's terms
-	for _, w := range eligible {
-		terms := append(backing[len(backing):], []Term{
-			signalTerm("queue", wt.Queue, w.Queue),
-			ratioTerm("norm_latency", wt.Latency, fresh(w.Latency), maxLat),
-			s.jobCostTerm(in.Job, fresh(w.TTFT), fresh(w.TokensPerSec)),
-			ratioTerm("norm_throughput", -wt.Throughput, fresh(w.TokensPerSec), maxTPS),
-			{Name: "node_distance", Weight: wt.Distance, Value: w.Distance},
-			signalTerm("kv_pressure", wt.KVPressure, w.KVPressure),
-			signalTerm("gpu_util", wt.GPUUtil, w.GPUUtil),
-		}...)
-		backing = backing[:len(backing)+nTerms]
-		terms = terms[:nTerms:nTerms]
-		base := 0.0
-		for _, t := range terms {
-			base += t.Contribution()
-		}
-		c := candidate(w, Curve{Base: base, Slope: wt.Active}, terms...)
-		c.Affinity = s.affinity(w)
-		out = append(out, c)
-	}
-	return out
-}
-
-// affinity is the candidate's live part: prefix and token-load weights,
-// its capacity and, with an SLO and a known prefill rate, the prefill
-// load at which its match yields.
-func (s scored) affinity(w Worker) Affinity {
-	wt := s.p.Weights
-	if wt.Prefix == 0 && wt.TokenLoad == 0 {
-		return Affinity{}
-	}
-	a := Affinity{Prefix: wt.Prefix, KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
-	if wt.TokenLoad != 0 && w.KVBlocks > 0 {
-		a.TokenWeight, a.CapacityTokens = wt.TokenLoad, float64(w.KVBlocks*BlockTokens)
-	}
-	if wt.Prefix != 0 && s.p.TTFTSLO > 0 && w.PrefillRate > 0 {
-		a.PrefillLimit = s.p.TTFTSLO.Seconds() * w.PrefillRate
-	}
-	return a
-}
-
-// jobCostTerm is cost/(cost+scale) with cost = ttft + out_est/tps seconds.
-func (s scored) jobCostTerm(job Job, ttft, tps Average) Term {
-	t := Term{Name: "norm_job_cost", Weight: s.p.Weights.JobCost}
-	if tps.Samples == 0 || tps.Value <= 0 {
-		t.Unknown = true
-		return t
-	}
-	cost := job.OutputEstimate() / tps.Value
-	if ttft.Samples > 0 {
-		cost += ttft.Value
-	}
-	scale := s.p.JobCostScale.Seconds()
-	if scale <= 0 {
-		scale = 10
-	}
-	t.Value = cost / (cost + scale)
-	return t
-}
-
-func signalTerm(name string, weight float64, s Signal) Term {
-	return Term{Name: name, Weight: weight, Value: s.Value, Unknown: !s.Known}
-}
-
-func ratioTerm(name string, weight float64, a Average, maxV float64) Term {
-	t := Term{Name: name, Weight: weight}
-	if a.Samples == 0 || maxV <= 0 {
-		t.Unknown = true
-		return t
-	}
-	t.Value = a.Value / maxV
-	return t
-}
-
-func maxKnown(ws []Worker, f func(Worker) Average) float64 {
-	m := 0.0
-	for _, w := range ws {
-		if a := f(w); a.Samples > 0 && a.Value > m {
-			m = a.Value
-		}
-	}
-	return m
-}
-
-// Distance is the node_distance term: 0 same zone, 0.5 same region, 1
-// elsewhere; 0 when either locality is unset.
-func Distance(workerZone, workerRegion, zone, region string) float64 {
-	switch {
-	case zone != "" && workerZone == zone:
-		return 0
-	case region != "" && workerRegion == region:
-		return 0.5
-	case (zone == "" && region == "") || (workerZone == "" && workerRegion == ""):
-		return 0
-	default:
-		return 1
-	}
 }

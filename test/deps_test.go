@@ -19,6 +19,9 @@ var testOnly = []string{
 	"github.com/prometheus/prometheus/",
 	"gonum.org/",
 	"github.com/openai/openai-go",
+	// Not a module but the benchmark's emulations of other schedulers:
+	// linked, they register strategies the product does not offer.
+	"github.com/llm-router/llm-router/scoring/emulate",
 }
 
 func deps(t *testing.T, pkgs ...string) []string {

@@ -42,7 +42,7 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 	timeScale := fs.Float64("time-scale", 0, "run the GPUs this many times their profiled durations (gpusim --slowdown); results stay in GPU time")
 	tokenScale := fs.Float64("token-scale", 0, "multiply every length of the trace by this (0, 1]")
 	o := benchmark.DefaultCompareOptions()
-	fs.StringVar(&o.BinDir, "bin", o.BinDir, "directory holding llm-router and gpusim")
+	fs.StringVar(&o.BinDir, "bin", o.BinDir, "directory holding llm-router, llm-bench and gpusim")
 	fs.StringVar(&o.Workload.Kind, "workload", o.Workload.Kind, "trace (the trace's lengths) or extreme (10- and 2,000-token outputs)")
 	fs.StringVar(&o.Workload.Arrivals, "arrivals", o.Workload.Arrivals, "poisson, or trace (its own arrival times, rescaled)")
 	fs.StringVar(&o.Workload.MaxTokens, "max-tokens", benchmark.MaxTokensBound, "what clients send as max_tokens: bound (absent or 4096, half each) or oracle (the true output length)")

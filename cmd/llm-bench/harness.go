@@ -22,7 +22,7 @@ func harnessFlags(name string, args []string, stderr io.Writer, extra func(*flag
 	setup := fs.String("setup", "scored", "configuration started when --url is empty: an Envoy policy or a router strategy")
 	fs.StringVar(&o.URL, "url", "", "send to this OpenAI-compatible gateway (e.g. http://127.0.0.1:8080) instead of starting a stack")
 	fs.StringVar(&o.APIKey, "api-key", "", "bearer key sent with every request")
-	fs.StringVar(&o.BinDir, "bin", o.BinDir, "directory holding llm-router and gpusim")
+	fs.StringVar(&o.BinDir, "bin", o.BinDir, "directory holding llm-router, llm-bench and gpusim")
 	fs.StringVar(&o.Fleet, "fleet", o.Fleet, "simulated GPUs started when --url is empty, profile:count,...")
 	fs.Float64Var(&o.TimeScale, "time-scale", o.TimeScale, "run the started fleet this many times slower; times stay in GPU time")
 	fs.StringVar(&o.Workload.TracePath, "trace", o.Workload.TracePath, "trace CSV the request lengths come from (synthetic when absent)")

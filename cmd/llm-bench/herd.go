@@ -18,10 +18,10 @@ func parseHerdFlags(args []string, stderr io.Writer) (benchmark.HerdOptions, err
 	fs.SetOutput(stderr)
 	o := benchmark.HerdOptions{Hold: 300 * time.Millisecond}
 	short := fs.Bool("short", false, "the short version: scored and least_loaded only, 10 bursts each")
-	strategies := fs.String("strategies", strings.Join(config.Strategies, ","), "router strategies")
+	strategies := fs.String("strategies", strings.Join(config.Strategies(), ","), "router strategies")
 	replicas := fs.String("replicas", "1,3", "router replica counts (sharing one redis-server)")
 	baselines := fs.String("baselines", "LEAST_REQUEST,ROUND_ROBIN", "Envoy policies measured for reference")
-	fs.StringVar(&o.BinDir, "bin", "bin", "directory holding llm-router and gpusim")
+	fs.StringVar(&o.BinDir, "bin", "bin", "directory holding llm-router, llm-bench and gpusim")
 	fs.IntVar(&o.Workers, "workers", 6, "idle GPUs, and requests per burst (the fleet size)")
 	fs.IntVar(&o.Bursts, "bursts", 50, "bursts per configuration")
 	fs.DurationVar(&o.Hold, "hold", o.Hold, "how long each request holds its GPU")

@@ -5,6 +5,7 @@
 //	herd        bursts onto an idle fleet: how often two requests land on one GPU while another idles
 //	overhead    what Envoy + llm-router add over Envoy alone and over Envoy + a no-op ext_proc, at fixed rates and in a closed loop
 //	noop-extproc the no-op ext_proc server the overhead benchmark starts (the floor)
+//	serve       a router replica, as llm-router serve, that also accepts the emulations of other schedulers
 //	picks       scheduler decisions per second against one real redis-server
 //	script-cost Redis server time of a decision, a snapshot and a renewal per fleet size
 //	sequential  the same requests one at a time, then concurrently
@@ -39,6 +40,8 @@ commands:
   herd        bursts of N simultaneous requests onto N idle GPUs: collision rate per strategy, atomic claim on/off, 1 and 3 replicas
   overhead    Envoy straight to one instant gpusim vs Envoy with a no-op ext_proc and with llm-router: fixed rates (open loop) or closed loop
   noop-extproc serve the no-op ext_proc server (started by overhead)
+  serve       --config FILE: a router replica as llm-router serve runs it, that also accepts the
+              emulations of other schedulers (started by compare and herd for those setups)
   picks       scheduler decisions per second against one real redis-server, 1 and 3 replicas
               (--pools 1,2,4: one shard against pools on a 3-master Redis Cluster)
   script-cost Redis server time of a decision, a snapshot and a renewal, per workers of a model
@@ -59,6 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"herd":         herd,
 		"overhead":     overhead,
 		"noop-extproc": noopExtProc,
+		"serve":        serve,
 		"picks":        picks,
 		"script-cost":  scriptCost,
 		"sequential":   sequential,

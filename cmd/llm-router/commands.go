@@ -97,16 +97,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	log, err := app.NewLogger(cfg.LogLevel)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = log.Sync() }()
-	r, err := app.New(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	return r.Serve(ctx)
+	return app.Run(ctx, cfg)
 }
 
 func envoyConfig(args []string, stdout, stderr io.Writer) error {

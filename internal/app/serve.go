@@ -272,13 +272,8 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 
 // Params converts the config into scoring parameters.
 func Params(cfg config.Config) scoring.Params {
-	w := cfg.Scoring.Weights
 	return scoring.Params{
-		Weights: scoring.Weights{
-			Active: w.Active, Queue: w.Queue, Latency: w.Latency, JobCost: w.JobCost,
-			Throughput: w.Throughput, Distance: w.Distance, KVPressure: w.KVPressure, GPUUtil: w.GPUUtil,
-			Prefix: w.Prefix, TokenLoad: w.TokenLoad,
-		},
+		Weights:      cfg.Scoring.Weights.Scoring(),
 		JobCostScale: cfg.Scoring.JobCostScale.D(),
 		TTFTSLO:      cfg.Scoring.TTFTSLO.D(),
 		MinSamples:   int64(cfg.InferenceAware.MinSamples),

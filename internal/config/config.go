@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
-	"github.com/llm-router/llm-router/scoring/emulate"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -314,23 +313,6 @@ type Scoring struct {
 	MaxPrefixBlocks int `yaml:"max_prefix_blocks"`
 }
 
-// Weights are the coefficients of the scored formula; lower totals win.
-type Weights struct {
-	Active     float64 `yaml:"active"`
-	Queue      float64 `yaml:"queue"`
-	Latency    float64 `yaml:"latency"`
-	JobCost    float64 `yaml:"job_cost"`
-	Throughput float64 `yaml:"throughput"`
-	Distance   float64 `yaml:"distance"`
-	KVPressure float64 `yaml:"kv_pressure"`
-	GPUUtil    float64 `yaml:"gpu_util"`
-	// Prefix weighs the share of the prompt's blocks the worker was not
-	// sent before; TokenLoad its in-flight tokens relative to its KV
-	// capacity. Both are read live in the atomic claim.
-	Prefix    float64 `yaml:"prefix"`
-	TokenLoad float64 `yaml:"token_load"`
-}
-
 // InferenceAware configures the inference_aware strategy (expected
 // completion time, the formula of an earlier router design); the keys keep
 // that design's names.
@@ -361,10 +343,11 @@ type Worker struct {
 	PrefillTokensPerSecond float64 `yaml:"prefill_tokens_per_second"`
 }
 
-// Strategies lists the accepted values of strategy: scoring's and, last,
-// the benchmark's emulations of other routers' cache-aware schedulers
-// (scoring/emulate). The names are defined there, once.
-var Strategies = append(scoring.Names(), emulate.Names()...)
+// Strategies lists the accepted values of strategy: the strategies
+// registered with scoring in this binary. llm-router registers the
+// product's own; llm-bench also links the benchmark's emulations of other
+// schedulers (scoring/emulate), so only its routers accept their names.
+func Strategies() []string { return scoring.Names() }
 
 // Default returns the configuration every loaded file starts from.
 func Default() Config {
@@ -420,13 +403,7 @@ func Default() Config {
 		},
 		Discovery: Discovery{MaxConcurrency: 4, MetricsFormat: "vllm"},
 		Scoring: Scoring{
-			Weights: Weights{
-				Active: 100, Queue: 10, Latency: 5, JobCost: 2,
-				Throughput: 3, Distance: 1, KVPressure: 15, GPUUtil: 15,
-				// Chosen on held-out benchmark seeds (4-6), judged on
-				// seeds 1-3: docs/benchmark-results.md.
-				Prefix: 300, TokenLoad: 1000,
-			},
+			Weights:                defaultWeights(),
 			JobCostScale:           Duration(10 * time.Second),
 			TTFTSLO:                Duration(2 * time.Second),
 			PrefillTokensPerSecond: 10000,

@@ -4,13 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/llm-router/llm-router/scoring"
-	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 const issueExample = `
@@ -185,32 +181,3 @@ func dump(c Config) string {
 }
 
 func fmtConfig(c Config) string { return fmt.Sprintf("%+v", c) }
-
-// Every strategy the scheduler can build is accepted, the emulations of
-// other schedulers included, and the default stays scored.
-func TestEmulationsAreAcceptedStrategies(t *testing.T) {
-	for _, name := range append(emulate.Names(), scoring.Scored) {
-		if !slices.Contains(Strategies, name) {
-			t.Errorf("strategy %s is not accepted", name)
-		}
-		c := Default()
-		c.Strategy = name
-		if err := c.Validate(); err != nil && strings.Contains(err.Error(), "strategy") {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-	if Default().Strategy != scoring.Scored {
-		t.Error("the default strategy must stay scored")
-	}
-	// The key's documentation (and so docs/configuration.md) names each one.
-	for _, k := range Keys {
-		if k.Path != "strategy" {
-			continue
-		}
-		for _, name := range Strategies {
-			if !strings.Contains(k.Doc, name) {
-				t.Errorf("the strategy key's doc does not name %s", name)
-			}
-		}
-	}
-}

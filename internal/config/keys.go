@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -19,11 +20,12 @@ type Key struct {
 }
 
 // Keys lists every configuration key. docs/configuration.md's table is generated from
-// it (TestConfigReferenceDocumentsEveryKey keeps them equal).
-var Keys = []Key{
+// it (TestConfigReferenceDocumentsEveryKey keeps them equal). The snapshot
+// terms' weights are listed from scoring's registry (termKeys).
+var Keys = slices.Concat([]Key{
 	{Path: "extproc_listen", Env: "EXTPROC_LISTEN", Default: "127.0.0.1:9002", Doc: "ext_proc gRPC listener (with the standard gRPC health service)", apply: setString(func(c *Config) *string { return &c.ExtProcListen })},
 	{Path: "admin_listen", Env: "ADMIN_LISTEN", Default: "127.0.0.1:9090", Doc: "admin HTTP listener: /health, /stats, /metrics", apply: setString(func(c *Config) *string { return &c.AdminListen })},
-	{Path: "strategy", Env: "ROUTING_STRATEGY", Default: "scored", Doc: "round_robin, least_loaded, latency_based, inference_aware, scored, or one of the benchmark's emulations of other schedulers: queue_kv_max_score (the Gateway API Inference Extension's default), prefix_queue_kv_max_score (the same with its approximate prefix-cache scorer, as llm-d runs it), prefix_match_or_shortest_queue (the SGLang router's cache_aware policy), prefix_overlap_min_cost (NVIDIA Dynamo's KV router without KV events)", apply: setString(func(c *Config) *string { return &c.Strategy })},
+	{Path: "strategy", Env: "ROUTING_STRATEGY", Default: "scored", Doc: "round_robin, least_loaded, latency_based, inference_aware or scored: the strategies registered in llm-router (docs/extending.md adds one). The benchmark's routers (llm-bench serve) also accept its emulations of other schedulers (docs/benchmark.md)", apply: setString(func(c *Config) *string { return &c.Strategy })},
 	{Path: "log_level", Env: "LOG_LEVEL", Default: "info", Doc: "debug, info, warn or error", apply: setString(func(c *Config) *string { return &c.LogLevel })},
 	{Path: "replica_id", Env: "REPLICA_ID", Default: "hostname-pid", Doc: "this replica's name in claims, logs and /health", apply: setString(func(c *Config) *string { return &c.ReplicaID })},
 	{Path: "max_body_bytes", Env: "MAX_BODY_BYTES", Default: "4194304", Doc: "largest request body accepted; larger gets 413", apply: setInt64(func(c *Config) *int64 { return &c.MaxBodyBytes })},
@@ -102,7 +104,8 @@ var Keys = []Key{
 	{Path: "discovery.models", Env: "DISCOVERY_MODELS", Default: "", Doc: "the models every discovered pod serves (pods carry no model names), comma-separated in the env var", apply: setList(func(c *Config) *[]string { return &c.Discovery.Models })},
 	{Path: "discovery.max_concurrency", Env: "DISCOVERY_MAX_CONCURRENCY", Default: "4", Doc: "max_concurrency of each discovered pod", apply: setInt(func(c *Config) *int { return &c.Discovery.MaxConcurrency })},
 	{Path: "discovery.metrics_format", Env: "DISCOVERY_METRICS_FORMAT", Default: "vllm", Doc: "metrics_format of each discovered pod", apply: setString(func(c *Config) *string { return &c.Discovery.MetricsFormat })},
-	{Path: "scoring.weights.{active,queue,latency,job_cost,throughput,distance,kv_pressure,gpu_util}", Env: "", Default: "100,10,5,2,3,1,15,15", Doc: "weights of the scored formula (throughput is subtracted)"},
+	{Path: "scoring.weights.active", Env: "SCORING_WEIGHT_ACTIVE", Default: "100", Doc: "weight of a worker's live in-flight requests (all replicas), read in the claim: one more request always costs this much; the scored formula's other weights follow, one per registered term (scoring/doc.go defines them)", apply: setFloat(func(c *Config) *float64 { return &c.Scoring.Weights.Active })},
+}, termKeys(), []Key{
 	{Path: "scoring.weights.prefix", Env: "SCORING_WEIGHT_PREFIX", Default: "300", Doc: "weight of the share of the prompt's 16-token blocks a worker was not sent before (prefix-cache affinity), read live in the claim from an index shared by every replica: a full miss weighs as three more requests in flight (3·100·active); chosen on held-out benchmark seeds (docs/benchmark-results.md); 0 turns the index off", apply: setFloat(func(c *Config) *float64 { return &c.Scoring.Weights.Prefix })},
 	{Path: "scoring.weights.token_load", Env: "SCORING_WEIGHT_TOKEN_LOAD", Default: "1000", Doc: "weight of a worker's in-flight tokens (uncached prompt + expected output, all replicas) relative to its KV capacity (kv_blocks·16), read live in the claim: a worker whose KV is full of in-flight work weighs as ten more requests, so a small GPU fills no faster than a large one; chosen on held-out benchmark seeds; 0: off", apply: setFloat(func(c *Config) *float64 { return &c.Scoring.Weights.TokenLoad })},
 	{Path: "scoring.ttft_slo", Env: "SCORING_TTFT_SLO_SECONDS", Default: "2s", Doc: "prefix load guard (sticky until saturated): a warm worker's match stops counting once its in-flight prefill plus the request's uncached prompt exceeds ttft_slo × its prefill rate; 0: no guard", apply: setDuration(func(c *Config) *Duration { return &c.Scoring.TTFTSLO })},
@@ -123,13 +126,13 @@ var Keys = []Key{
 	{Path: "adaptive_caps.token_limits", Env: "ADAPTIVE_CAPS_TOKEN_LIMITS", Default: "true", Doc: "learn an in-flight token limit beside the request limit (uncached prompt plus max_tokens of the claims a worker holds), moved by the same signals: it starts at the first cut from what the request limit holds at the mix in flight, so a worker taught by long requests is not swamped by the next long ones after a spell of short ones; an idle worker always takes one request; with it every claim carries its tokens (see docs/adaptive-caps.md)", apply: setBool(func(c *Config) *bool { return &c.AdaptiveCaps.TokenLimits })},
 	{Path: "adaptive_caps.floor", Env: "ADAPTIVE_CAPS_FLOOR", Default: "1", Doc: "lowest learned limit", apply: setInt(func(c *Config) *int { return &c.AdaptiveCaps.Floor })},
 	{Path: "workers[].{id,address,models,zone,region,max_concurrency,metrics_format,metrics_url,health_url,dcgm_url,dcgm_gpu,kv_blocks,prefill_tokens_per_second}", Env: "VLLM_NODES, MODEL_NAME", Default: "", Doc: "the GPU workers; id is also the Envoy cluster name; kv_blocks and prefill_tokens_per_second default to the scoring keys of the same names; metrics_format vllm (default), sglang, llamacpp, trtllm or none; metrics_url/health_url default to the address's /metrics and /health; dcgm_url with dcgm_gpu (gpu index or UUID) feeds gpu_util. VLLM_NODES (comma-separated URLs) with MODEL_NAME replaces the list, with ids node-0.. and max_concurrency from MAX_CONCURRENCY_PER_NODE (default 4)", apply: nil},
-}
+})
 
 // Set applies one key by its path (scoring.weights.prefix=...), as the
 // environment would: for tools that vary one setting, such as the
 // benchmark's configurations.
 func Set(c *Config, path, value string) error {
-	for _, k := range Keys {
+	for _, k := range settable() {
 		if k.Path == path && k.apply != nil {
 			if err := k.apply(c, strings.TrimSpace(value)); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
@@ -141,7 +144,7 @@ func Set(c *Config, path, value string) error {
 }
 
 func applyEnv(c *Config, getenv func(string) string) error {
-	for _, k := range Keys {
+	for _, k := range settable() {
 		if k.Env == "" || k.apply == nil {
 			continue
 		}

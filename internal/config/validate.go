@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -33,8 +34,8 @@ func (c *Config) Validate() error {
 	for i, a := range c.Envoy.ExtProcAddrs {
 		checkAddr(fmt.Sprintf("envoy.extproc_addrs[%d]", i), a)
 	}
-	if !slices.Contains(Strategies, c.Strategy) {
-		bad("strategy", "unknown strategy %q (want one of %s)", c.Strategy, strings.Join(Strategies, ", "))
+	if names := Strategies(); !slices.Contains(names, c.Strategy) {
+		bad("strategy", "unknown strategy %q (want one of %s)", c.Strategy, strings.Join(names, ", "))
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		bad("log_level", "want debug, info, warn or error, got %q", c.LogLevel)
@@ -189,6 +190,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Scoring.Weights.Prefix < 0 || c.Scoring.Weights.TokenLoad < 0 {
 		bad("scoring.weights", "prefix and token_load must not be negative")
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Scoring.Weights.Terms)) {
+		if _, ok := scoring.LookupTerm(k); !ok {
+			bad("scoring.weights."+k, "no such term (want one of %s)", strings.Join(weightKeys(), ", "))
+		}
 	}
 	if c.Scoring.TTFTSLO.D() < 0 || c.Scoring.PrefillTokensPerSecond < 0 || c.Scoring.MaxPrefixBlocks < 0 {
 		bad("scoring", "ttft_slo, prefill_tokens_per_second and max_prefix_blocks must not be negative")

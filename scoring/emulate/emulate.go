@@ -1,8 +1,9 @@
 // Package emulate holds the benchmark's emulations of other routers'
 // cache-aware schedulers, so that llm-router can be compared with them on
 // the same GPUs and the same traces. None of them is on the product's
-// default path: they are built only when named (strategy: ...), and the
-// product's own strategies live in package scoring.
+// default path: only the benchmark links this package, which registers them
+// with scoring (scoring.RegisterStrategy), and the product's own strategies
+// live in package scoring.
 //
 // Each emulation is a scoring.Strategy that also keeps what the scheduler
 // it emulates keeps per router replica: a prefix index fed by its own
@@ -61,7 +62,8 @@ const (
 	PrefixOverlapMinCost = "prefix_overlap_min_cost"
 )
 
-// Names lists every emulation; config.Strategies accepts each of them.
+// Names lists every emulation; each is registered with scoring (the
+// strategy key accepts it) in binaries that link this package.
 func Names() []string {
 	return append([]string{QueueKVMaxScore}, PrefixNames()...)
 }
@@ -72,21 +74,16 @@ func PrefixNames() []string {
 	return []string{PrefixQueueKVMaxScore, PrefixMatchOrShortestQueue, PrefixOverlapMinCost}
 }
 
-// New returns a fresh instance, with empty state and the upstream
-// defaults, of the named emulation, and false when name is not one. This
-// is the one place the emulations are registered by name.
-func New(name string) (scoring.Strategy, bool) {
-	switch name {
-	case QueueKVMaxScore:
-		return queueKVMaxScore{}, true
-	case PrefixQueueKVMaxScore:
-		return newPrefixQueueKV(), true
-	case PrefixMatchOrShortestQueue:
-		return newPrefixMatchOrShortestQueue(), true
-	case PrefixOverlapMinCost:
-		return newPrefixOverlapMinCost(), true
-	}
-	return nil, false
+// The emulations register with scoring when a binary links this package:
+// llm-bench does, llm-router does not, so only the benchmark's routers
+// accept these names (see docs/benchmark.md). Each scheduler gets a fresh
+// instance with empty state and the upstream defaults; the product's
+// Params do not apply to them.
+func init() {
+	scoring.RegisterStrategy(QueueKVMaxScore, func(scoring.Params) scoring.Strategy { return queueKVMaxScore{} })
+	scoring.RegisterStrategy(PrefixQueueKVMaxScore, func(scoring.Params) scoring.Strategy { return newPrefixQueueKV() })
+	scoring.RegisterStrategy(PrefixMatchOrShortestQueue, func(scoring.Params) scoring.Strategy { return newPrefixMatchOrShortestQueue() })
+	scoring.RegisterStrategy(PrefixOverlapMinCost, func(scoring.Params) scoring.Strategy { return newPrefixOverlapMinCost() })
 }
 
 // blockTokens is the block size every emulation works in: vLLM's default,

@@ -82,27 +82,37 @@ func term(t *testing.T, cs []scoring.Candidate, worker, name string) float64 {
 	return 0
 }
 
+// newEmulation builds the named emulation through scoring's registry, as
+// the scheduler does.
+func newEmulation(t *testing.T, name string) scoring.Strategy {
+	t.Helper()
+	s, err := scoring.New(name, scoring.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func TestRegistry(t *testing.T) {
-	if s, ok := New(QueueKVMaxScore); !ok || s.Name() != QueueKVMaxScore {
-		t.Fatalf("New(%q) = %v, %v", QueueKVMaxScore, s, ok)
+	names := scoring.Names()
+	if got := names[len(names)-len(Names()):]; !slices.Equal(got, Names()) {
+		t.Fatalf("registered strategies %v: want the emulations %v registered, after scoring's own", names, Names())
+	}
+	if s := newEmulation(t, QueueKVMaxScore); s.Name() != QueueKVMaxScore {
+		t.Fatalf("%s built %s", QueueKVMaxScore, s.Name())
 	} else if _, ok := s.(observer); ok {
 		t.Errorf("%s keeps no state and should not observe claims", QueueKVMaxScore)
 	}
 	for _, name := range PrefixNames() {
-		s, ok := New(name)
-		if !ok || s.Name() != name {
-			t.Fatalf("New(%q) = %v, %v", name, s, ok)
+		s := newEmulation(t, name)
+		if s.Name() != name {
+			t.Fatalf("%s built %s", name, s.Name())
 		}
 		if _, ok := s.(observer); !ok {
 			t.Errorf("%s keeps per-replica state but does not observe claims", name)
 		}
-		if other, _ := New(name); other == s {
+		if other := newEmulation(t, name); other == s {
 			t.Errorf("%s: instances must not share state", name)
-		}
-	}
-	for _, name := range []string{scoring.Scored, "nope"} {
-		if _, ok := New(name); ok {
-			t.Errorf("%s is not an emulation", name)
 		}
 	}
 }
@@ -113,7 +123,7 @@ func TestRegistry(t *testing.T) {
 func TestPrefixAffinityWinsAtEqualLoad(t *testing.T) {
 	for _, name := range PrefixNames() {
 		t.Run(name, func(t *testing.T) {
-			s, _ := New(name)
+			s := newEmulation(t, name)
 			o := s.(observer)
 			ws := fleet(4)
 			conv := seq(1, 40)

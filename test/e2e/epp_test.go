@@ -33,7 +33,7 @@ func eppConfig(mode string) func(*config.Config) {
 		for i, w := range c.Workers {
 			c.Workers[i].Zone, c.Workers[i].Region = zones[w.ID][0], zones[w.ID][1]
 		}
-		c.Scoring.Weights = config.Weights{Active: 100, Distance: 1}
+		c.Scoring.Weights = config.Weights{Active: 100, Terms: map[string]float64{"distance": 1}}
 		// Passive failures decide health here, not a check racing the test.
 		c.Health.CheckInterval = config.Duration(time.Minute)
 	}
