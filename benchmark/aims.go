@@ -3,6 +3,7 @@ package benchmark
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/llm-router/llm-router/internal/config"
@@ -98,7 +99,9 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 		for _, seed := range us.Seeds {
 			ceil = append(ceil, max(rep.Ceilings.Fleet[seed], rep.Ceilings.Pooled[seed]))
 		}
-		if len(ceil) > 0 {
+		// Seeds with a ceiling of 0 have no ratio; with none left, no aim
+		// (and no infinite bounds, which JSON cannot carry).
+		if slices.ContainsFunc(ceil, func(c float64) bool { return c > 0 }) {
 			r := Estimate{}
 			lo, hi := math.Inf(1), math.Inf(-1)
 			for i, h := range us.HitRate.Seeds {
@@ -115,7 +118,7 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 				Detail: fmt.Sprintf("per seed: %s (interval: min and max over seeds)", joinFloats(r.Seeds, "%.2f")),
 			})
 		}
-		if x3, ok := at[defaultSetup+" x3"]; ok {
+		if x3, ok := at[defaultSetup+" x3"]; ok && len(us.HitRate.Seeds) > 0 && len(x3.HitRate.Seeds) > 0 {
 			aims = append(aims, replicaHitAim(us, x3, load))
 		}
 	} else {

@@ -68,7 +68,7 @@ func measureCapacity(ctx context.Context, r *runner, w *Workload, o CompareOptio
 		sm := run.Summary
 		ok := sm.TTFTP50 <= c.BoundMs && !slices.Contains(sm.LowerBounds, "ttft_p50_ms") && sm.ErrorRate < 0.01
 		if run.Saturated {
-			c.void = append(c.void, fmt.Sprintf("capacity probe %.2f req/s", rate))
+			c.void = append(c.void, fmt.Sprintf("capacity probe %.2f req/s: %s", rate, voidMachineBusy))
 		}
 		c.Probes = append(c.Probes, Probe{Rate: rate, TTFTP50: sm.TTFTP50, Sustainable: ok, Saturated: run.Saturated, Run: run})
 		logf(o.Log, "capacity probe %6.2f req/s %4.0fs: median TTFT %6.0f ms, %d errors -> %s%s", rate, run.WallSeconds, sm.TTFTP50, sm.Errors, sustainWord(ok), satMark(run.Saturated))

@@ -143,11 +143,17 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 	fmt.Fprintf(w, "- **Time scale**: %g (times are GPU time)\n", r.TimeScale)
 	lo, hi := blockRange(r.Stats)
 	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% two-level bootstrap interval (%d replicates, each drawing the seeds with replacement, so that the spread between runs is in it, then rebuilding each drawn seed's measured requests from blocks of consecutive ones, since neighbours in time share a queue; ratios pair the seed draws; each seed's block length chosen from its own autocorrelation by the Politis–White rule: %d to %d requests in this run); the per-seed values and blocks are in compare-%s.json\n", bootstrapReplicates, lo, hi, r.Name)
+	if err := r.voidError(""); err != nil && len(r.Runs) > 0 {
+		fmt.Fprintf(w, "\n> **VOID comparison**: every run was void, so nothing below measures the configurations. %s.\n", strings.TrimPrefix(err.Error(), ErrVoid.Error()+": "))
+	}
 	if len(r.Void) > 0 {
-		fmt.Fprintf(w, "\n> **VOID**: the machine was saturated (over %.0f%% of its cores busy) during %d run(s): %s. Latency differences in those runs may be the machine's, not the configurations'.\n",
-			100*saturationShare, len(r.Void), strings.Join(r.Void, "; "))
+		fmt.Fprintf(w, "\n> **VOID**: %d run(s) void: %s. Why a run is void: machine busy (over %.0f%% of the machine's cores busy, with anything), host slow (the host-speed probe over %.0f%% slower through every attempt), sender late (a request sent over %v after its arrival time), overload (no configuration kept up with that load and seed). Overloaded runs are left out of the tables and aims; the others are counted, and their latency differences may be the machine's, not the configurations'. Every run's own figures are in the Runs table.\n",
+			len(r.Void), strings.Join(r.Void, "; "), 100*saturationShare, 100*(hostSlowLimit-1), senderLagLimit)
 	} else {
-		fmt.Fprintf(w, "\n**Valid**: the machine stayed below %.0f%% of its cores busy in every run (see the CPU table).\n", 100*saturationShare)
+		fmt.Fprintf(w, "\n**Valid**: no run was void: the machine stayed below %.0f%% of its cores busy, the host at speed and the sender on time in every run (see the Runs and CPU tables).\n", 100*saturationShare)
+	}
+	if warn := r.Budget.Warning(r.TimeScale); warn != "" {
+		fmt.Fprintf(w, "\n> **Machine budget**, judged before the runs: %s.\n", warn)
 	}
 	if r.HostRef > 0 {
 		fmt.Fprintf(w, "\n**Host speed**: a probe timed fixed work on a free core every %v (%.0f µs before the first run; hostProbe); a run during which it was over %.0f%% slower was repeated up to %d times and its attempt on the fastest host kept, a choice that reads the probe only (the CPU table lists every attempt).\n",
@@ -168,7 +174,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 			len(r.Degraded), strings.Join(r.Degraded, "; "))
 	}
 	if len(r.Overload) > 0 {
-		fmt.Fprintf(w, "\n> **Overload**, left out of the tables and aims: %s. The capacity setup could not serve that seed's requests at its offered rate (median TTFT over %.0f ms, or measured requests unfinished after the grace).\n", strings.Join(r.Overload, "; "), r.Capacity.BoundMs)
+		fmt.Fprintf(w, "\n> **Overload**, left out of the tables and aims: %s. No configuration kept up with that seed's requests at its offered rate (each left measured requests unfinished after the grace, failed 1%% or more, or had a median TTFT over %.0f ms).\n", strings.Join(r.Overload, "; "), r.Capacity.BoundMs)
 	}
 	r.fleetSection(w)
 	r.capacitySection(w)
@@ -184,9 +190,15 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 			}
 		}
 		fmt.Fprintf(w, "\n## %.0f%% of capacity\n\n", 100*load)
+		if len(st) == 0 {
+			fmt.Fprintln(w, "No configuration has figures at this load: every seed was overloaded (see the Runs table for each run's own figures).")
+			continue
+		}
 		statsTables(w, st)
 	}
-	if len(r.Aims) > 0 {
+	if len(r.Aims) == 0 {
+		fmt.Fprintf(w, "\n## Aims\n\nNot judged: the default strategy (%s) has no figures at the load they are judged at.\n", defaultSetup)
+	} else {
 		fmt.Fprintf(w, "\n## Aims\n\nJudged by the interval: met when all of it is on the target's side, missed when all of it is on the other, not settled otherwise.\n\n")
 		fmt.Fprintln(w, "| aim | load | value [95% interval] | target | verdict | values |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|")
@@ -194,9 +206,13 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 			fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | **%s** | %s |\n", a.Name, 100*a.Load, fmtEst(a.Ratio, ""), a.Target, a.Verdict, a.Detail)
 		}
 	}
+	r.runsTable(w)
 	r.cpuTable(w)
 	fmt.Fprintf(w, "\n## Plots\n\n")
 	for _, p := range plots {
+		if why := r.plotNotes[p]; why != "" {
+			fmt.Fprintf(w, "%s: %s.\n\n", p, why)
+		}
 		fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
 	}
 	fmt.Fprintf(w, "## Notes\n\n")
@@ -222,7 +238,11 @@ func (r *CompareReport) capacitySection(w io.Writer) {
 		fmt.Fprintf(w, "\n## Capacity\n\nEach seed's capacity is its fleet estimate: the sum of every GPU's saturation rate alone on the seed's requests (the highest rate keeping the median TTFT ≤ 2 s, gpusim in virtual time), what a perfect balancer would sustain. It is deterministic, so repeated comparisons offer the same rates; `--probe-capacity` measures it through real runs instead. %s.\n", seedRates(r.Seeds, r.SeedCapacity))
 		return
 	}
-	fmt.Fprintf(w, "\n## Capacity\n\n**%.2f req/s**, measured with %s on seed %d. ", c.Rate, c.Setup, r.Seeds[0])
+	first := uint64(0)
+	if len(r.Seeds) > 0 {
+		first = r.Seeds[0]
+	}
+	fmt.Fprintf(w, "\n## Capacity\n\n**%.2f req/s**, measured with %s on seed %d. ", c.Rate, c.Setup, first)
 	if len(c.Probes) > 0 {
 		fmt.Fprintf(w, "A rate (req/s of GPU time) is sustainable when an open-loop run of %d requests at that rate keeps the median TTFT of its measured requests ≤ %.0f ms with under 1%% errors; the capacity is the highest sustainable rate found (search from 85%% of the fleet estimate, 15%% steps, then bisection to 5%%).\n\n", c.Requests, c.BoundMs)
 		fmt.Fprintln(w, "| probe rate req/s | median TTFT ms | sustainable | machine saturated |")
@@ -302,6 +322,28 @@ func seedRates(seeds []uint64, m map[uint64]float64) string {
 		parts[i] = fmt.Sprintf("seed %d %.2f req/s", s, m[s])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// runsTable writes every run's own figures, void ones marked with why.
+func (r *CompareReport) runsTable(w io.Writer) {
+	fmt.Fprintf(w, "\n## Runs\n\nEvery run's own figures over its measured requests (ms of GPU time; a figure marked ≥ fell on a request cut at the grace, so it is a lower bound), and why it is void, if it is.\n\n")
+	fmt.Fprintln(w, "| run | offered req/s | TTFT p50 | TTFT p99 | E2E p99 | good | errors | unfinished | prefix hit rate | sender lag ms | void |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, run := range r.Runs {
+		s := run.Summary
+		cell := func(name string, v float64) string {
+			if slices.Contains(s.LowerBounds, name) {
+				return fmt.Sprintf("≥ %.0f", v)
+			}
+			return fmt.Sprintf("%.0f", v)
+		}
+		void := "-"
+		if len(run.Void) > 0 {
+			void = "**VOID**: " + strings.Join(run.Void, ", ")
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %s | %s | %s | %.1f%% | %d | %d | %.1f%% | %.0f | %s |\n", runLabel(run), s.Rate,
+			cell("ttft_p50_ms", s.TTFTP50), cell("ttft_p99_ms", s.TTFTP99), cell("e2e_p99_ms", s.E2EP99), 100*s.GoodFraction, s.Errors, s.Unfinished, 100*run.HitRate, run.SenderLagMs, void)
+	}
 }
 
 // cpuTable writes every run's CPU per process and the machine's load.

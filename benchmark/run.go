@@ -36,6 +36,9 @@ type Run struct {
 	HostSlowdown float64   `json:"host_slowdown"`
 	HostAttempts []float64 `json:"host_attempts,omitempty"`
 	WallSeconds  float64   `json:"wall_seconds"`
+	// Void lists why the run's figures may not be the configuration's
+	// (voidReasons), each with its figure; empty when valid.
+	Void []string `json:"void,omitempty"`
 	// Inflight samples each GPU's running and waiting requests.
 	Inflight []InflightSample `json:"inflight,omitempty"`
 	// results are every job's result in GPU time, measured or not.

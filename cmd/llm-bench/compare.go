@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -169,9 +170,11 @@ func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o.Command = "llm-bench compare " + strings.Join(args, " ")
 	o.Progress, o.Log = stderr, stderr
 	rep, err := benchmark.Compare(ctx, o)
-	if err != nil {
+	if err != nil && !errors.Is(err, benchmark.ErrVoid) {
 		return err
 	}
+	// A void comparison still prints its whole report, then fails with
+	// the cause and the option that fixes it.
 	rep.Markdown(stdout)
-	return nil
+	return err
 }
