@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // loopStep is one decision of a closed loop: k counts the loop's own
@@ -57,8 +59,8 @@ func (l loopResult) result(replicas, workers int, roundTrips int64) PicksResult 
 	return PicksResult{
 		Replicas: replicas, Workers: workers, Picks: l.picks,
 		PicksPerSecond: float64(l.picks) / l.elapsed.Seconds(),
-		P50Micros:      float64(Percentile(l.lat, 50).Microseconds()),
-		P99Micros:      float64(Percentile(l.lat, 99).Microseconds()),
+		P50Micros:      float64(stats.Percentile(l.lat, 50).Microseconds()),
+		P99Micros:      float64(stats.Percentile(l.lat, 99).Microseconds()),
 		Errors:         l.errs,
 		RoundTrips:     float64(roundTrips-1) / float64(max(l.picks, 1)),
 	}

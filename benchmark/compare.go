@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring/emulate"
 	"github.com/llm-router/llm-router/test/stack"
@@ -25,7 +27,7 @@ type CompareOptions struct {
 	// compare-<Name>.json, report-<Name>.md and so on.
 	Name     string
 	Fleet    string // ParseFleet syntax
-	Workload WorkloadOptions
+	Workload loadgen.WorkloadOptions
 	// FleetExtra are gpusim fleet-file keys given to every GPU (e.g.
 	// gpu_mem_util, max_batched_tokens).
 	FleetExtra map[string]any
@@ -44,7 +46,7 @@ type CompareOptions struct {
 	// Seeds are the workloads compared: each seed draws its own window of
 	// the trace and its own arrivals, and every setup runs every seed.
 	Seeds []uint64
-	SLO   SLO
+	SLO   stats.SLO
 	// Capacity, when positive, is used instead of measuring it.
 	Capacity float64
 	// ProbeCapacity measures the capacity through real runs of
@@ -108,9 +110,9 @@ func DefaultSetups() []Setup {
 func DefaultCompareOptions() CompareOptions {
 	return CompareOptions{
 		BinDir: "bin", Name: "azure-conv", Fleet: DefaultFleet, TimeScale: 1,
-		Workload: WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: KindTrace, Arrivals: ArrivalsPoisson, LongShare: 0.25},
+		Workload: loadgen.WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: loadgen.KindTrace, Arrivals: loadgen.ArrivalsPoisson, LongShare: 0.25},
 		Setups:   DefaultSetups(), Loads: []float64{0.6, 0.8, 0.95},
-		Requests: 1300, Warmup: 0.1, Tail: 0.1, Seeds: []uint64{1, 2, 3}, SLO: DefaultSLO(),
+		Requests: 1300, Warmup: 0.1, Tail: 0.1, Seeds: []uint64{1, 2, 3}, SLO: stats.DefaultSLO(),
 		CapacitySetup: EnvoySetup("LEAST_REQUEST"), CapacityTTFT: 500 * time.Millisecond, ProbeRequests: 2000, MaxProbes: 6, SizingRequests: 2000,
 		Grace: 10 * time.Minute, SamplePeriod: 250 * time.Millisecond, ResultsDir: "benchmark/results",
 	}
@@ -132,7 +134,7 @@ type CompareReport struct {
 	// FleetKeys are the gpusim fleet-file keys every GPU ran with.
 	FleetKeys map[string]any `json:"fleet_keys,omitempty"`
 	TimeScale float64        `json:"time_scale"`
-	SLO       SLO            `json:"slo"`
+	SLO       stats.SLO      `json:"slo"`
 	Requests  int            `json:"requests_per_run"`
 	Measured  [2]int         `json:"measured_window"` // job indexes [from, to)
 	Seeds     []uint64       `json:"seeds"`
@@ -143,7 +145,7 @@ type CompareReport struct {
 	Loads        []float64          `json:"loads"`
 	Runs         []*Run             `json:"runs"`
 	// Stats are the pooled figures with intervals, per load and setup.
-	Stats []Stats `json:"stats"`
+	Stats []stats.Stats `json:"stats"`
 	// Ceilings are the prefix hit rates the workload allows (traces with
 	// prefix ids only).
 	Ceilings *Ceilings `json:"prefix_ceilings,omitempty"`
@@ -182,7 +184,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	if o.TimeScale <= 0 || o.Requests < 20 || o.Warmup < 0 || o.Tail < 0 || o.Warmup+o.Tail >= 0.9 || len(o.Seeds) == 0 {
 		return nil, errors.New("compare: need time scale > 0, at least 20 requests, warm-up + tail < 0.9, a seed")
 	}
-	w, err := LoadWorkload(o.Workload)
+	w, err := loadgen.LoadWorkload(o.Workload)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -165,7 +166,7 @@ func TestHarnessIntegration(t *testing.T) {
 		// redis-server) against Envoy, and the fleet's caches must hit.
 		o := DefaultCompareOptions()
 		o.Name, o.BinDir, o.Fleet, o.ResultsDir = "mini-mooncake", binDir, "a100-llama3-8b:2", ""
-		o.Workload = WorkloadOptions{TracePath: "traces/mooncake-conversation.jsonl", TokenScale: 1.0 / 16}
+		o.Workload = loadgen.WorkloadOptions{TracePath: "traces/mooncake-conversation.jsonl", TokenScale: 1.0 / 16}
 		o.Setups = []Setup{EnvoySetup("ROUND_ROBIN"), RouterReplicasSetup("prefix_queue_kv_max_score", 3)}
 		o.Loads, o.Requests, o.Capacity, o.SizingRequests, o.Seeds = []float64{0.5}, 60, 40, 200, []uint64{1}
 		o.Grace = 20 * time.Second

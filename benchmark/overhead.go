@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/test/stack"
@@ -249,32 +251,32 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 	defer st.stop()
 	targets := st.targets
 
-	gen := func(int) Request {
-		return Request{Model: "bench", MaxTokens: o.MaxTokens, PromptTokens: o.PromptBytes / 5}
+	gen := func(int) loadgen.Request {
+		return loadgen.Request{Model: "bench", MaxTokens: o.MaxTokens, PromptTokens: o.PromptBytes / 5}
 	}
-	all := make([][]Result, len(targets))
+	all := make([][]loadgen.Result, len(targets))
 	elapsed := make([]time.Duration, len(targets))
-	clients := make([]*Client, len(targets))
+	clients := make([]*loadgen.Client, len(targets))
 	for i, t := range targets {
-		clients[i] = NewClient(t.url, o.Concurrency, t.key)
+		clients[i] = loadgen.NewClient(t.url, o.Concurrency, t.key)
 		defer clients[i].Close()
-		RunClosed(ctx, clients[i], o.Concurrency*4, o.Concurrency, gen) // warm connections and caches
+		loadgen.RunClosed(ctx, clients[i], o.Concurrency*4, o.Concurrency, gen) // warm connections and caches
 	}
 	per := o.Requests / o.Rounds
 	for round := 0; round < o.Rounds; round++ {
 		for i := range targets {
 			start := time.Now()
-			all[i] = append(all[i], RunClosed(ctx, clients[i], per, o.Concurrency, gen)...)
+			all[i] = append(all[i], loadgen.RunClosed(ctx, clients[i], per, o.Concurrency, gen)...)
 			elapsed[i] += time.Since(start)
 			fmt.Fprintf(o.Out, "round %d/%d %-36s done\n", round+1, o.Rounds, targets[i].name)
 		}
 	}
 	rep := &OverheadReport{Requests: per * o.Rounds, Concurrency: o.Concurrency, Machine: Machine()}
 	for i, t := range targets {
-		lat := Latencies(all[i])
+		lat := stats.Latencies(all[i])
 		rep.Configs = append(rep.Configs, OverheadConfig{
 			Name: t.name, OK: len(lat), Failed: len(all[i]) - len(lat),
-			P50: ms(Percentile(lat, 50)), P90: ms(Percentile(lat, 90)), P99: ms(Percentile(lat, 99)), Max: ms(Percentile(lat, 100)),
+			P50: ms(stats.Percentile(lat, 50)), P90: ms(stats.Percentile(lat, 90)), P99: ms(stats.Percentile(lat, 99)), Max: ms(stats.Percentile(lat, 100)),
 			RPS: float64(len(all[i])) / elapsed[i].Seconds(),
 		})
 	}
@@ -311,6 +313,9 @@ func (r *OverheadReport) Print(w io.Writer) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// msDur converts ms to a Duration.
+func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 func writeJSON(path string, v any) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // Spread is a figure over the rounds of a run: its median and the range of
@@ -123,7 +125,7 @@ func overheadAims(r *OpenOverheadReport) []OverheadAim {
 	most := func(name string, s Spread, t float64, unit string) {
 		a := OverheadAim{
 			Name: name, Target: fmt.Sprintf("≤ %g%s", t, unit), Rounds: len(s.Rounds),
-			Value: s.Median, Lo: s.Min, Hi: s.Max, Verdict: atMost(Estimate{Lo: s.Min, Hi: s.Max}, t),
+			Value: s.Median, Lo: s.Min, Hi: s.Max, Verdict: atMost(stats.Estimate{Lo: s.Min, Hi: s.Max}, t),
 		}
 		if a.Rounds < minAimRounds {
 			a.Verdict = NotSettled

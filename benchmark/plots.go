@@ -16,6 +16,10 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // writePlots draws the comparison's figures into dir under names: the
@@ -41,8 +45,8 @@ func writePlots(dir string, rep *CompareReport, mainLoad float64, names []string
 		load = l
 	}
 	title := fmt.Sprintf("%s, %.0f%% of capacity, seeds pooled", rep.Name, 100*load)
-	ttft := func(r Result) (time.Duration, bool) { return r.TTFT, r.OK() }
-	e2e := func(r Result) (time.Duration, bool) { return r.Latency, r.OK() }
+	ttft := func(r loadgen.Result) (time.Duration, bool) { return r.TTFT, r.OK() }
+	e2e := func(r loadgen.Result) (time.Duration, bool) { return r.Latency, r.OK() }
 	why, err := cdfPlot(filepath.Join(dir, names[0]), "TTFT, "+title, "TTFT (s, GPU time)", main, rep.Measured, ttft)
 	if err := note(names[0], why, err); err != nil {
 		return err
@@ -183,7 +187,7 @@ func newPlot(title, x, y string) *plot.Plot {
 
 // cdfPlot draws the empirical CDF of one latency of the measured,
 // successful requests of each run, on a log time axis.
-func cdfPlot(path, title, xlabel string, runs []*Run, win [2]int, pick func(Result) (time.Duration, bool)) (string, error) {
+func cdfPlot(path, title, xlabel string, runs []*Run, win [2]int, pick func(loadgen.Result) (time.Duration, bool)) (string, error) {
 	p := newPlot(title, xlabel, "fraction of requests")
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Legend.Top, p.Legend.Left = true, true // a CDF's upper left is empty
@@ -211,7 +215,7 @@ func cdfPlot(path, title, xlabel string, runs []*Run, win [2]int, pick func(Resu
 		if len(ds) == 0 {
 			continue
 		}
-		ds = sortedDurations(ds)
+		ds = stats.SortedDurations(ds)
 		pts := make(plotter.XYs, len(ds))
 		for k, d := range ds {
 			pts[k] = plotter.XY{X: d.Seconds(), Y: float64(k+1) / float64(len(ds))}

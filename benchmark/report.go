@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // runFolder creates <results>/<UTC time>-<kind> for a run's files.
@@ -108,7 +111,7 @@ func requestsCSV(w io.Writer, rep *CompareReport) error {
 			m := i >= rep.Measured[0] && i < rep.Measured[1]
 			itlP99 := "" // no gaps: under two tokens, or not streamed
 			if len(res.ITLs) > 0 {
-				itlP99 = fmt.Sprintf("%.1f", ms(Percentile(res.ITLs, 99)))
+				itlP99 = fmt.Sprintf("%.1f", ms(stats.Percentile(res.ITLs, 99)))
 			}
 			_ = cw.Write([]string{
 				r.Summary.Setup, strconv.FormatFloat(r.Summary.Load, 'f', 2, 64), strconv.FormatUint(r.Seed, 10), strconv.Itoa(i), strconv.FormatBool(m),
@@ -142,7 +145,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 	fmt.Fprintf(w, "- **SLO** (goodput): TTFT ≤ %v and each request's p99 inter-token gap ≤ %v\n", r.SLO.TTFT, r.SLO.ITL)
 	fmt.Fprintf(w, "- **Time scale**: %g (times are GPU time)\n", r.TimeScale)
 	lo, hi := blockRange(r.Stats)
-	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% two-level bootstrap interval (%d replicates, each drawing the seeds with replacement, so that the spread between runs is in it, then rebuilding each drawn seed's measured requests from blocks of consecutive ones, since neighbours in time share a queue; ratios pair the seed draws; each seed's block length chosen from its own autocorrelation by the Politis–White rule: %d to %d requests in this run); the per-seed values and blocks are in compare-%s.json\n", bootstrapReplicates, lo, hi, r.Name)
+	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% two-level bootstrap interval (%d replicates, each drawing the seeds with replacement, so that the spread between runs is in it, then rebuilding each drawn seed's measured requests from blocks of consecutive ones, since neighbours in time share a queue; ratios pair the seed draws; each seed's block length chosen from its own autocorrelation by the Politis–White rule: %d to %d requests in this run); the per-seed values and blocks are in compare-%s.json\n", stats.Replicates, lo, hi, r.Name)
 	if err := r.voidError(""); err != nil && len(r.Runs) > 0 {
 		fmt.Fprintf(w, "\n> **VOID comparison**: every run was void, so nothing below measures the configurations. %s.\n", strings.TrimPrefix(err.Error(), ErrVoid.Error()+": "))
 	}
@@ -183,7 +186,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 			100*c.Trace, seedPercents(r.Seeds, c.Unbounded), seedPercents(r.Seeds, c.Fleet), seedPercents(r.Seeds, c.Pooled))
 	}
 	for _, load := range r.Loads {
-		var st []Stats
+		var st []stats.Stats
 		for _, s := range r.Stats {
 			if s.Load == load && len(s.Seeds) > 0 {
 				st = append(st, s)
@@ -222,7 +225,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 }
 
 func (r *CompareReport) fleetSection(w io.Writer) {
-	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet and caps in every configuration and seed.\n\n", Model, r.FleetKeys)
+	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet and caps in every configuration and seed.\n\n", loadgen.Model, r.FleetKeys)
 	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency | sized at | requests held there |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, g := range r.Fleet {
@@ -256,12 +259,12 @@ func (r *CompareReport) capacitySection(w io.Writer) {
 
 // statsTables writes one load's pooled figures: latencies, then
 // predictability, goodput, errors and hit rate.
-func statsTables(w io.Writer, st []Stats) {
+func statsTables(w io.Writer, st []stats.Stats) {
 	fmt.Fprintln(w, "| setup | TTFT p50 | TTFT p90 | TTFT p99 | E2E p50 | E2E p90 | E2E p99 | ITL p50 | ITL p90 | ITL p99 |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range st {
 		fmt.Fprintf(w, "| %s |", s.Setup)
-		for _, e := range [][3]Estimate{s.TTFT, s.E2E, s.ITL} {
+		for _, e := range [][3]stats.Estimate{s.TTFT, s.E2E, s.ITL} {
 			for _, x := range e {
 				fmt.Fprintf(w, " %s |", msCell(x))
 			}
@@ -287,16 +290,17 @@ func statsTables(w io.Writer, st []Stats) {
 	fmt.Fprintln(w, "\ntok/s: each request's decode rate after its first token; p5 / p50 is the predictability figure (1 is perfectly steady). good: share of measured requests within both SLOs. completed req/s: mean over seeds. prefix hit rate: gpusim's counters over each run, mean [min, max] over seeds. A setup whose errors exceed the fewest by more than its interval is marked: it may win on latency by rejecting work.")
 }
 
-func msCell(e Estimate) string { return fmt.Sprintf("%.0f [%.0f, %.0f]", e.Value, e.Lo, e.Hi) }
-func pctCell(e Estimate) string {
+func msCell(e stats.Estimate) string { return fmt.Sprintf("%.0f [%.0f, %.0f]", e.Value, e.Lo, e.Hi) }
+
+func pctCell(e stats.Estimate) string {
 	return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*e.Value, 100*e.Lo, 100*e.Hi)
 }
 
-func hitCell(e Estimate) string {
+func hitCell(e stats.Estimate) string {
 	return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*e.Value, 100*e.Lo, 100*e.Hi)
 }
 
-func numCell(e Estimate, prec int) string {
+func numCell(e stats.Estimate, prec int) string {
 	return fmt.Sprintf("%.*f [%.*f, %.*f]", prec, e.Value, prec, e.Lo, prec, e.Hi)
 }
 
@@ -393,7 +397,7 @@ func yesNo(b bool) string {
 }
 
 // blockRange is the shortest and longest bootstrap block over stats.
-func blockRange(stats []Stats) (lo, hi int) {
+func blockRange(stats []stats.Stats) (lo, hi int) {
 	for _, st := range stats {
 		for _, b := range st.Blocks {
 			if lo == 0 || b < lo {

@@ -7,13 +7,15 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 )
 
 // Run is one setup under one load: the summary, the raw results and what
 // the machine did meanwhile.
 type Run struct {
-	Summary Summary `json:"summary"`
+	Summary stats.Summary `json:"summary"`
 	// Seed is the workload's seed.
 	Seed uint64 `json:"seed"`
 	// HitRate is the fleet's prefix-cache hit rate over the run (every
@@ -42,7 +44,7 @@ type Run struct {
 	// Inflight samples each GPU's running and waiting requests.
 	Inflight []InflightSample `json:"inflight,omitempty"`
 	// results are every job's result in GPU time, measured or not.
-	results []Result
+	results []loadgen.Result
 }
 
 // runner runs setups one after the other against one fleet.
@@ -51,7 +53,7 @@ type runner struct {
 	fleet    *fleetProc
 	gpus     []GPU
 	scale    float64
-	slo      SLO
+	slo      stats.SLO
 	progress io.Writer
 	sample   time.Duration
 	grace    time.Duration
@@ -78,7 +80,7 @@ const saturationShare = 0.85
 
 // run starts s on an idle fleet, sends jobs open-loop, measures jobs
 // [from, to) and stops s.
-func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, label string, firstTokenOnly bool) (*Run, error) {
+func (r *runner) run(ctx context.Context, s Setup, jobs []loadgen.Job, from, to int, label string, firstTokenOnly bool) (*Run, error) {
 	if err := waitIdle(ctx, r.gpus, 10*time.Minute); err != nil {
 		return nil, err
 	}
@@ -91,7 +93,7 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, lab
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
 	defer rs.stop()
-	client := NewClient(rs.url, 4096, "")
+	client := loadgen.NewClient(rs.url, 4096, "")
 	defer client.Close()
 
 	pids := map[string]int{"gpusim fleet": r.fleet.Pid()}
@@ -110,10 +112,10 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, lab
 	}
 	r.runs++
 	nonce := fmt.Sprintf("[run %d-%x]", r.runs, time.Now().UnixNano()&0xffffff)
-	build := func(j Job) Request { return j.Request(nonce, r.blockTokens) }
+	build := func(j loadgen.Job) loadgen.Request { return j.Request(nonce, r.blockTokens) }
 	start := time.Now()
-	prog := NewProgress(r.progress, label, len(jobs))
-	results, lag := RunOpen(ctx, client, jobs, OpenOptions{Scale: r.scale, From: from, To: to, Grace: r.grace, FirstTokenOnly: firstTokenOnly, Request: build}, prog)
+	prog := loadgen.NewProgress(r.progress, label, len(jobs))
+	results, lag := loadgen.RunOpen(ctx, client, jobs, loadgen.OpenOptions{Scale: r.scale, From: from, To: to, Grace: r.grace, FirstTokenOnly: firstTokenOnly, Request: build}, prog)
 	prog.Finish()
 	wall := time.Since(start)
 	cpu, cores := meter.stop()
@@ -123,13 +125,13 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, lab
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	gpuTime := scaleResults(results, r.scale)
+	gpuTime := loadgen.ScaleResults(results, r.scale)
 	q1, h1, err := prefixCounters(ctx, r.gpus)
 	if err != nil {
 		return nil, err
 	}
 	run := &Run{
-		Summary:      Summarize(gpuTime[from:to], r.slo),
+		Summary:      stats.Summarize(gpuTime[from:to], r.slo),
 		CPU:          cpu,
 		Cores:        cores,
 		MachineCores: busy * float64(runtime.NumCPU()),
@@ -156,7 +158,7 @@ func (r *Run) hostSlow() bool { return r.HostSlowdown > hostSlowLimit }
 
 // runSteady is run, repeated while the host-speed probe says the host was
 // slow (steady).
-func (r *runner) runSteady(ctx context.Context, s Setup, jobs []Job, from, to int, label string, log io.Writer) (*Run, error) {
+func (r *runner) runSteady(ctx context.Context, s Setup, jobs []loadgen.Job, from, to int, label string, log io.Writer) (*Run, error) {
 	return steady(func() (*Run, error) { return r.run(ctx, s, jobs, from, to, label, false) }, &r.repeats, label, log)
 }
 

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/gpusim"
-	"github.com/llm-router/llm-router/internal/prefix"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // seedCapacities gives every seed its own capacity, so that "80 % load"
@@ -20,7 +20,7 @@ import (
 // found by gpusim in virtual time: with measured 0 it is the seed's
 // capacity; otherwise measured is the first seed's capacity from real
 // runs, and each other seed's is it times the ratio of the estimates.
-func seedCapacities(w *Workload, gpus []GPU, o CompareOptions, measured float64) (map[uint64]float64, error) {
+func seedCapacities(w *loadgen.Workload, gpus []GPU, o CompareOptions, measured float64) (map[uint64]float64, error) {
 	out := map[uint64]float64{}
 	var first float64
 	for i, seed := range o.Seeds {
@@ -69,24 +69,15 @@ func fleetSaturation(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any)
 
 // simRequests turns jobs into gpusim's virtual-time requests, with their
 // prompts' block hashes when the trace has prefix ids.
-func simRequests(w *Workload, jobs []Job) []gpusim.SimRequest {
+func simRequests(w *loadgen.Workload, jobs []loadgen.Job) []gpusim.SimRequest {
 	reqs := make([]gpusim.SimRequest, len(jobs))
 	for i, j := range jobs {
 		reqs[i] = gpusim.SimRequest{Arrival: j.At, PromptTokens: j.Prompt, OutputTokens: j.Output}
 		if w != nil && w.Prefixed() {
-			reqs[i].Blocks = jobBlocks(j, w.BlockTokens())
+			reqs[i].Blocks = loadgen.BlockHashes(j, w.BlockTokens())
 		}
 	}
 	return reqs
-}
-
-// jobBlocks are the block hashes gpusim computes for the job's request
-// (without a run's nonce): the raw JSON of the role, then of the content.
-func jobBlocks(j Job, blockTokens int) []uint64 {
-	var h prefix.Hasher
-	h.WriteString(`"user"`)
-	h.WriteString(strconv.Quote(j.Request("", blockTokens).Content))
-	return slices.Clone(h.Blocks())
 }
 
 // Ceilings are the prefix hit rates a workload allows, in tokens, as
@@ -116,13 +107,9 @@ type Ceilings struct {
 }
 
 // prefixCeilings computes the Ceilings of o's runs.
-func prefixCeilings(w *Workload, gpus []GPU, o CompareOptions) *Ceilings {
+func prefixCeilings(w *loadgen.Workload, gpus []GPU, o CompareOptions) *Ceilings {
 	c := &Ceilings{Unbounded: map[uint64]float64{}, Fleet: map[uint64]float64{}, Pooled: map[uint64]float64{}}
-	all := make([]Job, len(w.rows))
-	for i := range all {
-		all[i] = Job{Prompt: w.rows[i].PromptTokens, Row: i, Blocks: w.blocks[i]}
-	}
-	c.Trace = unboundedHitRate(w, all)
+	c.Trace = unboundedHitRate(w, w.AllJobs())
 	for _, seed := range o.Seeds {
 		jobs := w.Jobs(o.Requests, 1, seed)
 		c.Unbounded[seed] = unboundedHitRate(w, jobs)
@@ -132,17 +119,17 @@ func prefixCeilings(w *Workload, gpus []GPU, o CompareOptions) *Ceilings {
 	return c
 }
 
-func unboundedHitRate(w *Workload, jobs []Job) float64 {
+func unboundedHitRate(w *loadgen.Workload, jobs []loadgen.Job) float64 {
 	cache := gpusim.NewPrefixCache(0)
 	for _, j := range jobs {
-		cache.Access(jobBlocks(j, w.BlockTokens()), j.Prompt)
+		cache.Access(loadgen.BlockHashes(j, w.BlockTokens()), j.Prompt)
 	}
 	return cache.HitRate()
 }
 
 // fleetHitRate replays jobs on the fleet's caches (Ceilings.Fleet), or
 // on one cache of their total size when pooled (Ceilings.Pooled).
-func fleetHitRate(w *Workload, gpus []GPU, jobs []Job, extra map[string]any, pooled bool) float64 {
+func fleetHitRate(w *loadgen.Workload, gpus []GPU, jobs []loadgen.Job, extra map[string]any, pooled bool) float64 {
 	sizes := make([]int, len(gpus))
 	for i, g := range gpus {
 		cfg, err := sizingConfig(g.Profile, extra)
@@ -169,7 +156,7 @@ func fleetHitRate(w *Workload, gpus []GPU, jobs []Job, extra map[string]any, poo
 	sent := make([]int, len(caches))
 	var queries, hits int
 	for _, j := range jobs {
-		b := jobBlocks(j, w.BlockTokens())
+		b := loadgen.BlockHashes(j, w.BlockTokens())
 		best, bestMatch := 0, -1
 		for i, c := range caches {
 			m := c.Match(b)
@@ -228,7 +215,7 @@ func overloaded(runs []*Run, o CompareOptions) []string {
 
 // keptUp reports whether a run served its arrivals: every measured request
 // finished, under 1 % failed, and the median TTFT stayed within bound.
-func keptUp(s Summary, bound time.Duration) bool {
+func keptUp(s stats.Summary, bound time.Duration) bool {
 	return len(s.LowerBounds) == 0 && s.OK > 0 && s.ErrorRate < 0.01 && msDur(s.TTFTP50) <= bound
 }
 
@@ -238,13 +225,13 @@ func overloadKey(load float64, seed uint64) string {
 
 // pooledStats computes every setup's Stats at every load over the seeds
 // that were not overloaded there.
-func pooledStats(runs []*Run, measured [2]int, o CompareOptions, overload []string) []Stats {
-	var out []Stats
+func pooledStats(runs []*Run, measured [2]int, o CompareOptions, overload []string) []stats.Stats {
+	var out []stats.Stats
 	rng := rand.New(rand.NewPCG(7, 11))
 	for _, load := range o.Loads {
 		for _, s := range o.Setups {
-			var strata [][]Result
-			st := Stats{Setup: s.Name, Load: load}
+			var strata [][]loadgen.Result
+			st := stats.Stats{Setup: s.Name, Load: load}
 			var hits []float64
 			thr := 0.0
 			for _, r := range runs {
@@ -260,9 +247,9 @@ func pooledStats(runs []*Run, measured [2]int, o CompareOptions, overload []stri
 				out = append(out, st)
 				continue
 			}
-			b := bootstrapStats(strata, o.SLO, rng)
+			b := stats.Bootstrap(strata, o.SLO, rng)
 			b.Setup, b.Load, b.Seeds = s.Name, load, st.Seeds
-			b.HitRate = Estimate{Seeds: hits}
+			b.HitRate = stats.Estimate{Seeds: hits}
 			for _, h := range hits {
 				b.HitRate.Value += h / float64(len(hits))
 			}

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // A run is void when its figures may describe something other than the
@@ -217,4 +219,45 @@ func (b *Budget) Warning(timeScale float64) string {
 	}
 	return fmt.Sprintf("the busiest run offers %.0f requests a second of wall time at time scale %g; the stack needs about %.2f cores for it, and this machine gives %.2f before a run is void (%.2f busy before the first run): expect void runs; %s",
 		b.WallRate, timeScale, b.Need, max(b.Have, 0), b.IdleBusy, fix)
+}
+
+// unroutedShare is the share of a run's successful requests that may name
+// no worker before the run counts as degraded (a few may lose the header
+// to a retry's race; a router that fails open loses it on all).
+const unroutedShare = 0.01
+
+// degradedRouting says how a run did not schedule the whole fleet, ""
+// when it did: successful requests that name no worker (x-routed-node
+// absent: the router did not answer them, so Envoy's fail-open path
+// routed them), or GPUs that served no request at all. At the loads
+// compared every GPU serves some requests under any configuration that
+// sees the whole fleet; one that serves none points at workers the
+// configuration never considered (not scraped, not healthy, or starved).
+func degradedRouting(s stats.Summary, gpus []string) string {
+	var why []string
+	named := 0
+	for _, n := range s.PerWorker {
+		named += n
+	}
+	if un := s.OK - named; s.OK > 0 && float64(un) > unroutedShare*float64(s.OK) {
+		why = append(why, fmt.Sprintf("%d of %d successful requests name no worker", un, s.OK))
+	}
+	var idle []string
+	for _, g := range gpus {
+		if s.PerWorker[g] == 0 {
+			idle = append(idle, g)
+		}
+	}
+	if len(idle) > 0 && named > 0 {
+		why = append(why, "no request served by "+strings.Join(idle, ", "))
+	}
+	return strings.Join(why, "; ")
+}
+
+func gpuIDs(gpus []GPU) []string {
+	out := make([]string, len(gpus))
+	for i, g := range gpus {
+		out[i] = g.ID
+	}
+	return out
 }

@@ -10,11 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 func TestOverloadedOnlyWhenNoSetupKeptUp(t *testing.T) {
 	o := CompareOptions{CapacityTTFT: 500 * time.Millisecond}
-	run := func(seed uint64, setup string, s Summary) *Run {
+	run := func(seed uint64, setup string, s stats.Summary) *Run {
 		s.Setup, s.Load = setup, 0.8
 		if s.OK == 0 && s.Errors == 0 {
 			s.OK = 100
@@ -23,14 +26,14 @@ func TestOverloadedOnlyWhenNoSetupKeptUp(t *testing.T) {
 	}
 	runs := []*Run{
 		// Seed 1: a cache-aware setup keeps up where Envoy drowns.
-		run(1, "envoy LEAST_REQUEST", Summary{TTFTP50: 9000, LowerBounds: []string{"ttft_p99_ms"}}),
-		run(1, "router prefix_overlap_min_cost", Summary{TTFTP50: 300}),
+		run(1, "envoy LEAST_REQUEST", stats.Summary{TTFTP50: 9000, LowerBounds: []string{"ttft_p99_ms"}}),
+		run(1, "router prefix_overlap_min_cost", stats.Summary{TTFTP50: 300}),
 		// Seed 2: nobody keeps up: one cut, one slow, one failing fast.
-		run(2, "envoy LEAST_REQUEST", Summary{TTFTP50: 400, LowerBounds: []string{"e2e_p99_ms"}}),
-		run(2, "router prefix_overlap_min_cost", Summary{TTFTP50: 800}),
-		run(2, "router scored", Summary{TTFTP50: 10, Errors: 100, ErrorRate: 1}),
+		run(2, "envoy LEAST_REQUEST", stats.Summary{TTFTP50: 400, LowerBounds: []string{"e2e_p99_ms"}}),
+		run(2, "router prefix_overlap_min_cost", stats.Summary{TTFTP50: 800}),
+		run(2, "router scored", stats.Summary{TTFTP50: 10, Errors: 100, ErrorRate: 1}),
 		// Seed 3: every setup keeps up.
-		run(3, "envoy LEAST_REQUEST", Summary{TTFTP50: 200}),
+		run(3, "envoy LEAST_REQUEST", stats.Summary{TTFTP50: 200}),
 	}
 	if got, want := overloaded(runs, o), []string{"80% seed 2"}; !slices.Equal(got, want) {
 		t.Errorf("overloaded %v, want %v", got, want)
@@ -38,11 +41,11 @@ func TestOverloadedOnlyWhenNoSetupKeptUp(t *testing.T) {
 }
 
 func TestRunVoidReasons(t *testing.T) {
-	valid := &Run{Seed: 1, Summary: Summary{Load: 0.8}, MachineCPUs: 2, MachineCores: 1, SenderLagMs: 30, HostSlowdown: 1.05}
+	valid := &Run{Seed: 1, Summary: stats.Summary{Load: 0.8}, MachineCPUs: 2, MachineCores: 1, SenderLagMs: 30, HostSlowdown: 1.05}
 	if why := valid.voidReasons(nil); len(why) != 0 {
 		t.Errorf("valid run void: %v", why)
 	}
-	bad := &Run{Seed: 1, Summary: Summary{Load: 0.8}, Saturated: true, MachineCPUs: 2, MachineCores: 1.9, SenderLagMs: 250, HostSlowdown: 1.4}
+	bad := &Run{Seed: 1, Summary: stats.Summary{Load: 0.8}, Saturated: true, MachineCPUs: 2, MachineCores: 1.9, SenderLagMs: 250, HostSlowdown: 1.4}
 	why := strings.Join(bad.voidReasons([]string{"80% seed 1"}), "; ")
 	for _, want := range []string{"machine busy (1.90 of 2 cores)", "host slow (1.40x)", "sender late (250 ms)", "overload"} {
 		if !strings.Contains(why, want) {
@@ -155,9 +158,9 @@ func TestWriteCompareEmptyVoidAndSmall(t *testing.T) {
 
 func TestPlotsWithoutData(t *testing.T) {
 	dir := t.TempDir()
-	failed := &Run{Summary: Summary{Setup: "s"}, results: []Result{{Status: 503}, {Err: "cut", Cut: true}}}
-	one := &Run{Summary: Summary{Setup: "s", Load: 0.8}, results: []Result{{Status: 200, TTFT: time.Millisecond, Latency: time.Millisecond}}}
-	ttft := func(r Result) (time.Duration, bool) { return r.TTFT, r.OK() }
+	failed := &Run{Summary: stats.Summary{Setup: "s"}, results: []loadgen.Result{{Status: 503}, {Err: "cut", Cut: true}}}
+	one := &Run{Summary: stats.Summary{Setup: "s", Load: 0.8}, results: []loadgen.Result{{Status: 200, TTFT: time.Millisecond, Latency: time.Millisecond}}}
+	ttft := func(r loadgen.Result) (time.Duration, bool) { return r.TTFT, r.OK() }
 	for _, tc := range []struct {
 		name     string
 		draw     func(path string) (string, error)
@@ -169,14 +172,14 @@ func TestPlotsWithoutData(t *testing.T) {
 		{"cdf-window-past-results", func(p string) (string, error) { return cdfPlot(p, "t", "x", []*Run{one}, [2]int{5, 9}, ttft) }, false},
 		{"load-empty", func(p string) (string, error) { return loadPlot(p, &CompareReport{}) }, true},
 		{"load-one-point", func(p string) (string, error) {
-			return loadPlot(p, &CompareReport{Runs: []*Run{one}, Stats: []Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]Estimate{{}, {}, {Value: 40}}}}})
+			return loadPlot(p, &CompareReport{Runs: []*Run{one}, Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, {}, {Value: 40}}}}})
 		}, false},
 		{"load-zero", func(p string) (string, error) {
-			return loadPlot(p, &CompareReport{Stats: []Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}})
+			return loadPlot(p, &CompareReport{Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}})
 		}, false},
 		{"hit-empty", func(p string) (string, error) { return hitPlot(p, &CompareReport{}, 0.8) }, true},
 		{"hit-zero", func(p string) (string, error) {
-			return hitPlot(p, &CompareReport{Stats: []Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}}, 0.8)
+			return hitPlot(p, &CompareReport{Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}}, 0.8)
 		}, false},
 		{"inflight-none", func(p string) (string, error) { return inflightPlot(p, nil, nil) }, true},
 		{"inflight-no-samples", func(p string) (string, error) { return inflightPlot(p, []GPU{{ID: "g"}}, []*Run{failed}) }, false},
@@ -230,5 +233,24 @@ func TestMachineBudget(t *testing.T) {
 	var none *Budget
 	if none.Warning(1) != "" {
 		t.Error("no budget warns")
+	}
+}
+
+func TestDegradedRouting(t *testing.T) {
+	gpus := []string{"a", "b", "c"}
+	for _, tc := range []struct {
+		name string
+		s    stats.Summary
+		want string
+	}{
+		{"every GPU served, every request named", stats.Summary{OK: 100, PerWorker: map[string]int{"a": 50, "b": 30, "c": 20}}, ""},
+		{"one unnamed in a hundred is within the share", stats.Summary{OK: 100, PerWorker: map[string]int{"a": 50, "b": 30, "c": 19}}, ""},
+		{"no request named: failed open", stats.Summary{OK: 100, PerWorker: map[string]int{}}, "100 of 100 successful requests name no worker"},
+		{"a GPU left idle", stats.Summary{OK: 100, PerWorker: map[string]int{"a": 60, "b": 40}}, "no request served by c"},
+		{"everything on one GPU, some unnamed", stats.Summary{OK: 100, PerWorker: map[string]int{"b": 90}}, "10 of 100 successful requests name no worker; no request served by a, c"},
+	} {
+		if got := degradedRouting(tc.s, gpus); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -1,11 +1,16 @@
-package benchmark
+// Package stats turns measured requests into the benchmark's figures:
+// percentiles, a run's summary against an SLO (goodput), and the pooled
+// figures of several seeds with 95 % intervals from a two-level block
+// bootstrap (Estimate says how, Bootstrap does it, blockLength picks the
+// blocks). It reads results only: no processes, no clocks.
+package stats
 
 import (
-	"context"
 	"math"
 	"slices"
-	"sync"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
 // Percentile returns the p-th percentile (0..100) of ds by nearest rank; 0
@@ -45,7 +50,7 @@ func MeanCV(xs []float64) (mean, cv float64) {
 }
 
 // Latencies returns the end-to-end latencies of the successful results.
-func Latencies(rs []Result) []time.Duration {
+func Latencies(rs []loadgen.Result) []time.Duration {
 	out := make([]time.Duration, 0, len(rs))
 	for _, r := range rs {
 		if r.OK() {
@@ -55,26 +60,5 @@ func Latencies(rs []Result) []time.Duration {
 	return out
 }
 
-// RunClosed sends n requests from conc workers, each sending its next
-// request when the previous one finishes (closed loop).
-func RunClosed(ctx context.Context, c *Client, n, conc int, gen func(i int) Request) []Result {
-	results := make([]Result, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	epoch := time.Now()
-	for w := 0; w < conc; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = c.Do(ctx, gen(i), epoch)
-			}
-		}()
-	}
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return results
-}
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
