@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
@@ -274,13 +275,13 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	}
 
 	// The host's speed before the first run, the fleet idle: each run's
-	// probe is compared with it (hostProbe). The machine's busy cores
+	// probe is compared with it (host.Probe). The machine's busy cores
 	// meanwhile are what other work leaves the runs (machineBudget).
-	idle := newMachineMeter()
-	idle.start()
-	r.hostRef = calibrateHost(hostCalibration)
-	idleBusy := max(idle.stop(), 0) * float64(runtime.NumCPU())
-	r.repeats = hostRepeatBudget
+	idle := host.NewMachineMeter()
+	idle.Start()
+	r.hostRef = host.Calibrate(host.Calibration)
+	idleBusy := max(idle.Stop(), 0) * float64(runtime.NumCPU())
+	r.repeats = host.RepeatBudget
 	rep.HostRef = float64(r.hostRef) / float64(time.Microsecond)
 	logf(o.Log, "host probe: %.0f µs before the first run; %.2f cores busy", rep.HostRef, idleBusy)
 	rep.Budget = machineBudget(o, rep.SeedCapacity, idleBusy)

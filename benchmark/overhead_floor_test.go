@@ -8,6 +8,8 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/llm-router/llm-router/benchmark/host"
 )
 
 func TestSpreadOf(t *testing.T) {
@@ -34,7 +36,7 @@ func TestFloorPointsAndAims(t *testing.T) {
 	step := func(p50, p99, cpu float64, proc string) OpenStep {
 		s := OpenStep{P50: p50, P99: p99, Sent: 1000}
 		if proc != "" {
-			s.CPU = []CPUUse{{Name: "envoy", Seconds: 9}, {Name: proc, Seconds: cpu}}
+			s.CPU = []host.CPUUse{{Name: "envoy", Seconds: 9}, {Name: proc, Seconds: cpu}}
 		}
 		return s
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
@@ -52,20 +53,20 @@ type OpenOverheadOptions struct {
 
 // OpenStep is one configuration at one rate and body size.
 type OpenStep struct {
-	Config      string   `json:"config"`
-	RatePoint            // offered
-	Sent        int      `json:"sent"`
-	OK          int      `json:"ok"`
-	Failed      int      `json:"failed"`
-	P50         float64  `json:"p50_ms"`
-	P90         float64  `json:"p90_ms"`
-	P99         float64  `json:"p99_ms"`
-	Max         float64  `json:"max_ms"`
-	Achieved    float64  `json:"achieved_rate"`
-	SenderLagMs float64  `json:"sender_lag_ms"`
-	Sustained   bool     `json:"sustained"`
-	CPU         []CPUUse `json:"cpu"`
-	MachineBusy float64  `json:"machine_busy_cores"`
+	Config      string        `json:"config"`
+	RatePoint                 // offered
+	Sent        int           `json:"sent"`
+	OK          int           `json:"ok"`
+	Failed      int           `json:"failed"`
+	P50         float64       `json:"p50_ms"`
+	P90         float64       `json:"p90_ms"`
+	P99         float64       `json:"p99_ms"`
+	Max         float64       `json:"max_ms"`
+	Achieved    float64       `json:"achieved_rate"`
+	SenderLagMs float64       `json:"sender_lag_ms"`
+	Sustained   bool          `json:"sustained"`
+	CPU         []host.CPUUse `json:"cpu"`
+	MachineBusy float64       `json:"machine_busy_cores"`
 }
 
 // AddedLatency is the cost of an ext_proc configuration at one point in
@@ -224,9 +225,9 @@ func openStep(ctx context.Context, c *loadgen.Client, st *overheadStack, i int, 
 	for k, v := range t.pids {
 		pids[k] = v
 	}
-	meter, machine := newCPUMeter(pids), newMachineMeter()
-	meter.start()
-	machine.start()
+	meter, machine := host.NewCPUMeter(pids), host.NewMachineMeter()
+	meter.Start()
+	machine.Start()
 	prog := loadgen.NewProgress(o.Progress, fmt.Sprintf("%s %.0f/s %dB", t.name, p.Rate, p.Bytes), n)
 	results := make([]loadgen.Result, n)
 	var wg sync.WaitGroup
@@ -251,8 +252,8 @@ func openStep(ctx context.Context, c *loadgen.Client, st *overheadStack, i int, 
 	wg.Wait()
 	prog.Finish()
 	elapsed := time.Since(epoch)
-	cpu, _ := meter.stop()
-	busy := machine.stop()
+	cpu, _ := meter.Stop()
+	busy := machine.Stop()
 	if ctx.Err() != nil {
 		return OpenStep{}, ctx.Err()
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -25,8 +26,8 @@ type PoolsResult struct {
 	// CPU is each process's CPU over the measurement (the benchmark's own
 	// Go process is the schedulers plus their clients), and MachineBusy the
 	// whole machine's busy share of all cores (0..1).
-	CPU         []CPUUse `json:"cpu"`
-	MachineBusy float64  `json:"machine_busy"`
+	CPU         []host.CPUUse `json:"cpu"`
+	MachineBusy float64       `json:"machine_busy"`
 }
 
 // PicksPools measures full decisions per second with the keys on one shard
@@ -63,16 +64,16 @@ func PicksPools(ctx context.Context, o PicksOptions, poolCounts []int) ([]PoolsR
 
 	var out []PoolsResult
 	measure := func(layout string, pools int, tgt picksTarget, masters []string) error {
-		cpu, machine := newCPUMeter(pids), newMachineMeter()
-		cpu.start()
-		machine.start()
+		cpu, machine := host.NewCPUMeter(pids), host.NewMachineMeter()
+		cpu.Start()
+		machine.Start()
 		res, err := picksRunOn(ctx, tgt, replicas, o)
 		if err != nil {
 			return fmt.Errorf("%s: %w", layout, err)
 		}
 		r := PoolsResult{Layout: layout, Pools: pools, Masters: masters, PicksResult: res}
-		r.CPU, _ = cpu.stop()
-		r.MachineBusy = machine.stop()
+		r.CPU, _ = cpu.Stop()
+		r.MachineBusy = machine.Stop()
 		if len(out) > 0 && out[0].PicksPerSecond > 0 {
 			r.Speedup = r.PicksPerSecond / out[0].PicksPerSecond
 		} else {

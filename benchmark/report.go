@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
@@ -151,7 +152,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 	}
 	if len(r.Void) > 0 {
 		fmt.Fprintf(w, "\n> **VOID**: %d run(s) void: %s. Why a run is void: machine busy (over %.0f%% of the machine's cores busy, with anything), host slow (the host-speed probe over %.0f%% slower through every attempt), sender late (a request sent over %v after its arrival time), overload (no configuration kept up with that load and seed). Overloaded runs are left out of the tables and aims; the others are counted, and their latency differences may be the machine's, not the configurations'. Every run's own figures are in the Runs table.\n",
-			len(r.Void), strings.Join(r.Void, "; "), 100*saturationShare, 100*(hostSlowLimit-1), senderLagLimit)
+			len(r.Void), strings.Join(r.Void, "; "), 100*saturationShare, 100*(host.SlowLimit-1), senderLagLimit)
 	} else {
 		fmt.Fprintf(w, "\n**Valid**: no run was void: the machine stayed below %.0f%% of its cores busy, the host at speed and the sender on time in every run (see the Runs and CPU tables).\n", 100*saturationShare)
 	}
@@ -159,8 +160,8 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 		fmt.Fprintf(w, "\n> **Machine budget**, judged before the runs: %s.\n", warn)
 	}
 	if r.HostRef > 0 {
-		fmt.Fprintf(w, "\n**Host speed**: a probe timed fixed work on a free core every %v (%.0f µs before the first run; hostProbe); a run during which it was over %.0f%% slower was repeated up to %d times and its attempt on the fastest host kept, a choice that reads the probe only (the CPU table lists every attempt).\n",
-			probePeriod, r.HostRef, 100*(hostSlowLimit-1), hostRetries)
+		fmt.Fprintf(w, "\n**Host speed**: a probe timed fixed work on a free core every %v (%.0f µs before the first run; host.Probe); a run during which it was over %.0f%% slower was repeated up to %d times and its attempt on the fastest host kept, a choice that reads the probe only (the CPU table lists every attempt).\n",
+			host.ProbePeriod, r.HostRef, 100*(host.SlowLimit-1), host.Retries)
 	}
 	var slow []string
 	for _, run := range r.Runs {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
@@ -32,7 +33,7 @@ func fakeRuns(factors map[string]float64, loads []float64) []*Run {
 			s.Setup, s.Load, s.Rate = name, load, 10*load
 			runs = append(runs, &Run{
 				Summary: s, results: rs, MachineCPUs: 2,
-				CPU:      []CPUUse{{Name: "envoy", Cores: 0.1}},
+				CPU:      []host.CPUUse{{Name: "envoy", Cores: 0.1}},
 				Inflight: []InflightSample{{T: 0, Running: []int{1, 2}}, {T: 1, Running: []int{3, -1}}},
 			})
 		}

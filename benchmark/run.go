@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
@@ -25,14 +26,14 @@ type Run struct {
 	// CPU is each of our processes' CPU over the run and Cores their
 	// total; MachineCores is the whole machine's busy cores (every process,
 	// ours or not) out of MachineCPUs.
-	CPU          []CPUUse `json:"cpu"`
-	Cores        float64  `json:"cores"`
-	MachineCores float64  `json:"machine_busy_cores"`
-	MachineCPUs  int      `json:"machine_cpus"`
-	Saturated    bool     `json:"saturated"`
-	SenderLagMs  float64  `json:"sender_lag_ms"`
+	CPU          []host.CPUUse `json:"cpu"`
+	Cores        float64       `json:"cores"`
+	MachineCores float64       `json:"machine_busy_cores"`
+	MachineCPUs  int           `json:"machine_cpus"`
+	Saturated    bool          `json:"saturated"`
+	SenderLagMs  float64       `json:"sender_lag_ms"`
 	// HostSlowdown is the host-speed probe's time during the run over its
-	// time before the first run (hostProbe): 1 is as fast, 1.2 a fifth
+	// time before the first run (host.Probe): 1 is as fast, 1.2 a fifth
 	// slower; 0 when not measured. HostAttempts lists every attempt's
 	// slowdown when the run was repeated on a slow host (runSteady).
 	HostSlowdown float64   `json:"host_slowdown"`
@@ -100,12 +101,12 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []loadgen.Job, from, to 
 	for k, v := range rs.pids {
 		pids[k] = v
 	}
-	meter := newCPUMeter(pids)
-	machine := newMachineMeter()
+	meter := host.NewCPUMeter(pids)
+	machine := host.NewMachineMeter()
 	smp := startSampler(ctx, r.gpus, r.sample, r.scale)
-	probe := startHostProbe()
-	meter.start()
-	machine.start()
+	probe := host.StartProbe()
+	meter.Start()
+	machine.Start()
 	q0, h0, err := prefixCounters(ctx, r.gpus)
 	if err != nil {
 		return nil, err
@@ -118,9 +119,9 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []loadgen.Job, from, to 
 	results, lag := loadgen.RunOpen(ctx, client, jobs, loadgen.OpenOptions{Scale: r.scale, From: from, To: to, Grace: r.grace, FirstTokenOnly: firstTokenOnly, Request: build}, prog)
 	prog.Finish()
 	wall := time.Since(start)
-	cpu, cores := meter.stop()
-	busy := machine.stop()
-	probed := probe.stop()
+	cpu, cores := meter.Stop()
+	busy := machine.Stop()
+	probed := probe.Stop()
 	inflight := smp.stop()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
@@ -152,9 +153,9 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []loadgen.Job, from, to 
 	return run, nil
 }
 
-// hostSlow reports whether the host was slower than hostSlowLimit during
+// hostSlow reports whether the host was slower than host.SlowLimit during
 // the run.
-func (r *Run) hostSlow() bool { return r.HostSlowdown > hostSlowLimit }
+func (r *Run) hostSlow() bool { return r.HostSlowdown > host.SlowLimit }
 
 // runSteady is run, repeated while the host-speed probe says the host was
 // slow (steady).
@@ -163,7 +164,7 @@ func (r *runner) runSteady(ctx context.Context, s Setup, jobs []loadgen.Job, fro
 }
 
 // steady calls attempt, again while the run it returns was on a slow host,
-// at most hostRetries more times and while *budget lasts (each repeat
+// at most host.Retries more times and while *budget lasts (each repeat
 // spends one, so a host slow for long cannot stretch make bench past its
 // time limit); it keeps the attempt on the fastest host
 // and lists every attempt's slowdown. The choice reads only the probe,
@@ -180,7 +181,7 @@ func steady(attempt func() (*Run, error), budget *int, label string, log io.Writ
 		if best == nil || run.HostSlowdown < best.HostSlowdown {
 			best = run
 		}
-		if !run.hostSlow() || n == hostRetries || *budget <= 0 {
+		if !run.hostSlow() || n == host.Retries || *budget <= 0 {
 			break
 		}
 		*budget--

@@ -16,8 +16,8 @@ import (
 //   - machine busy: over saturationShare of the machine's cores were busy
 //     (with anything) during the run, so the proxies or the clients may
 //     have waited for a core;
-//   - host slow: the host-speed probe (hostProbe) read the host over
-//     hostSlowLimit slower than before the first run through every
+//   - host slow: the host-speed probe (host.Probe) read the host over
+//     host.SlowLimit slower than before the first run through every
 //     attempt (runSteady);
 //   - sender late: the load generator sent a request over senderLagLimit
 //     after its arrival time, so it was starved of CPU and the loop was not
