@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 )
@@ -222,14 +223,14 @@ func harnessStack(ctx context.Context, o HarnessOptions, w *loadgen.Workload) (u
 // writeHarness writes <kind>.json and <kind>.csv into a run folder and
 // publishes them to latest/.
 func writeHarness(results string, rep *HarnessReport) error {
-	dir, err := runFolder(results, rep.Kind, rep.Started)
+	dir, err := record.Folder(results, rep.Kind, rep.Started)
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, rep.Kind+".json"), rep); err != nil {
+	if err := record.WriteJSON(filepath.Join(dir, rep.Kind+".json"), rep); err != nil {
 		return err
 	}
-	err = writeFile(filepath.Join(dir, rep.Kind+".csv"), func(w io.Writer) error {
+	err = record.WriteFile(filepath.Join(dir, rep.Kind+".csv"), func(w io.Writer) error {
 		fmt.Fprintln(w, "mode,concurrency,requests,ok,error_rate,seconds,requests_per_second,output_tokens_per_second,latency_p50_ms,latency_p95_ms,latency_p99_ms,ttft_p50_ms,ttft_p95_ms,tokens_per_second_per_request")
 		for _, r := range rep.Rows {
 			fmt.Fprintf(w, "%s,%d,%d,%d,%.4f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f\n", r.Mode, r.Concurrency, r.Requests, r.OK, r.ErrorRate,
@@ -240,7 +241,7 @@ func writeHarness(results string, rep *HarnessReport) error {
 	if err != nil {
 		return err
 	}
-	return publishLatest(results, dir, []string{rep.Kind + ".json", rep.Kind + ".csv"})
+	return record.Publish(results, dir, []string{rep.Kind + ".json", rep.Kind + ".csv"})
 }
 
 // Print writes the harness's table.

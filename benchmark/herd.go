@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -313,20 +314,20 @@ func atomicWord(a *bool) string {
 // writeHerd writes herd.json, herd.csv and herd.md into a run folder and
 // publishes them to latest/.
 func writeHerd(results string, rep *HerdReport) error {
-	dir, err := runFolder(results, "herd", rep.Started)
+	dir, err := record.Folder(results, "herd", rep.Started)
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, "herd.json"), rep); err != nil {
+	if err := record.WriteJSON(filepath.Join(dir, "herd.json"), rep); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "herd.csv"), func(w io.Writer) error { return herdCSV(w, rep) }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, "herd.csv"), func(w io.Writer) error { return herdCSV(w, rep) }); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "herd.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, "herd.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
 		return err
 	}
-	return publishLatest(results, dir, []string{"herd.json", "herd.csv", "herd.md"})
+	return record.Publish(results, dir, []string{"herd.json", "herd.csv", "herd.md"})
 }
 
 func herdCSV(w io.Writer, rep *HerdReport) error {

@@ -2,7 +2,6 @@ package benchmark
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/internal/config"
@@ -285,14 +285,14 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 	rep.AddedP50, rep.AddedP99 = router.P50-direct.P50, router.P99-direct.P99
 	rep.AdmissionP50, rep.AdmissionP99 = admission.P50-router.P50, admission.P99-router.P99
 	if o.ResultsDir != "" {
-		dir, err := runFolder(o.ResultsDir, "overhead-closed", time.Now())
+		dir, err := record.Folder(o.ResultsDir, "overhead-closed", time.Now())
 		if err != nil {
 			return rep, err
 		}
-		if err := writeJSON(filepath.Join(dir, "overhead-closed.json"), rep); err != nil {
+		if err := record.WriteJSON(filepath.Join(dir, "overhead-closed.json"), rep); err != nil {
 			return rep, err
 		}
-		if err := publishLatest(o.ResultsDir, dir, []string{"overhead-closed.json"}); err != nil {
+		if err := record.Publish(o.ResultsDir, dir, []string{"overhead-closed.json"}); err != nil {
 			return rep, err
 		}
 	}
@@ -316,14 +316,3 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // msDur converts ms to a Duration.
 func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-
-func writeJSON(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
@@ -271,17 +272,17 @@ func openStep(ctx context.Context, c *loadgen.Client, st *overheadStack, i int, 
 // writeOverheadOpen writes overhead.json and overhead.md into a run folder
 // and publishes them to latest/.
 func writeOverheadOpen(results string, rep *OpenOverheadReport) error {
-	dir, err := runFolder(results, "overhead", rep.Started)
+	dir, err := record.Folder(results, "overhead", rep.Started)
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, "overhead.json"), rep); err != nil {
+	if err := record.WriteJSON(filepath.Join(dir, "overhead.json"), rep); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "overhead.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, "overhead.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
 		return err
 	}
-	return publishLatest(results, dir, []string{"overhead.json", "overhead.md"})
+	return record.Publish(results, dir, []string{"overhead.json", "overhead.md"})
 }
 
 // Markdown writes the open-loop overhead report.

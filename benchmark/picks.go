@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
@@ -104,7 +105,7 @@ func Picks(ctx context.Context, o PicksOptions) ([]PicksResult, error) {
 		out = append(out, res)
 	}
 	if o.ResultsDir != "" {
-		if err := writeJSON(o.ResultsDir+"/picks.json", out); err != nil {
+		if err := record.WriteJSON(o.ResultsDir+"/picks.json", out); err != nil {
 			return out, err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/benchmark/host"
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -131,7 +132,7 @@ func PicksPools(ctx context.Context, o PicksOptions, poolCounts []int) ([]PoolsR
 		}
 	}
 	if o.ResultsDir != "" {
-		if err := writeJSON(o.ResultsDir+"/picks_pools.json", out); err != nil {
+		if err := record.WriteJSON(o.ResultsDir+"/picks_pools.json", out); err != nil {
 			return out, err
 		}
 	}

@@ -1,11 +1,9 @@
 package benchmark
 
 import (
-	"bytes"
 	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,68 +12,36 @@ import (
 
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
-
-// runFolder creates <results>/<UTC time>-<kind> for a run's files.
-func runFolder(results, kind string, at time.Time) (string, error) {
-	dir := filepath.Join(results, at.UTC().Format("20060102-150405")+"-"+kind)
-	return dir, os.MkdirAll(dir, 0o750)
-}
-
-// publishLatest copies the named files of dir into <results>/latest, the
-// stable copy docs/benchmark-results.md embeds, replacing older copies of the same files.
-func publishLatest(results, dir string, files []string) error {
-	latest := filepath.Join(results, "latest")
-	if err := os.MkdirAll(latest, 0o750); err != nil {
-		return err
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(latest, f), b, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // writeCompare writes the comparison's JSON, CSVs, plots and report into
 // a run folder and publishes them to latest/, every file named after the
 // comparison (compare-<name>.json, report-<name>.md, ...).
 func writeCompare(results string, rep *CompareReport) error {
-	dir, err := runFolder(results, "compare-"+rep.Name, rep.Started)
+	dir, err := record.Folder(results, "compare-"+rep.Name, rep.Started)
 	if err != nil {
 		return err
 	}
 	n := func(base, ext string) string { return base + "-" + rep.Name + ext }
 	files := []string{n("compare", ".json"), n("compare", ".csv"), n("report", ".md"), n("ttft-cdf", ".png"), n("e2e-cdf", ".png"), n("ttft-p99-vs-load", ".png"), n("hit-rate", ".png"), n("inflight", ".png")}
-	if err := writeJSON(filepath.Join(dir, files[0]), rep); err != nil {
+	if err := record.WriteJSON(filepath.Join(dir, files[0]), rep); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, files[1]), func(w io.Writer) error { return summaryCSV(w, rep.Runs) }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, files[1]), func(w io.Writer) error { return summaryCSV(w, rep.Runs) }); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, n("requests", ".csv")), func(w io.Writer) error { return requestsCSV(w, rep) }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, n("requests", ".csv")), func(w io.Writer) error { return requestsCSV(w, rep) }); err != nil {
 		return err
 	}
 	if err := writePlots(dir, rep, 0.8, files[3:]); err != nil {
 		return fmt.Errorf("plots: %w", err)
 	}
-	if err := writeFile(filepath.Join(dir, files[2]), func(w io.Writer) error { rep.markdown(w, files[3:]); return nil }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, files[2]), func(w io.Writer) error { rep.markdown(w, files[3:]); return nil }); err != nil {
 		return err
 	}
-	return publishLatest(results, dir, files)
-}
-
-func writeFile(path string, fill func(io.Writer) error) error {
-	var b bytes.Buffer
-	if err := fill(&b); err != nil {
-		return err
-	}
-	return os.WriteFile(path, b.Bytes(), 0o600)
+	return record.Publish(results, dir, files)
 }
 
 // summaryCSV writes one row per run.
