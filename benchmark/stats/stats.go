@@ -62,3 +62,28 @@ func Latencies(rs []loadgen.Result) []time.Duration {
 
 // ms is d in milliseconds, to the microsecond.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// Spread is a figure over the rounds of a run: its median and the range of
+// the rounds. With n rounds, the population median lies outside
+// [Min, Max] with probability 2^(1-n) (6 % for 5 rounds), so the range is
+// the interval a verdict is judged on.
+type Spread struct {
+	Median float64   `json:"median"`
+	Min    float64   `json:"min"`
+	Max    float64   `json:"max"`
+	Rounds []float64 `json:"rounds"`
+}
+
+// SpreadOf is the Spread of xs, kept as the rounds.
+func SpreadOf(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := s[len(s)/2]
+	if len(s)%2 == 0 {
+		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Spread{Median: m, Min: s[0], Max: s[len(s)-1], Rounds: xs}
+}

@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"herd":         herd,
 		"overhead":     overhead,
 		"noop-extproc": noopExtProc,
-		"picks":        picks,
+		"picks":        picksCommand,
 		"script-cost":  scriptCost,
 		"sequential":   sequential,
 		"sweep":        sweep,

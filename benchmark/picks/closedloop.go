@@ -1,4 +1,4 @@
-package benchmark
+package picks
 
 import (
 	"context"
@@ -55,8 +55,8 @@ func closedLoop(ctx context.Context, d time.Duration, steps []loopStep) loopResu
 
 // result is a picks run's figures from the loop and the round trips
 // counted around it (one of them the count's own INFO).
-func (l loopResult) result(replicas, workers int, roundTrips int64) PicksResult {
-	return PicksResult{
+func (l loopResult) result(replicas, workers int, roundTrips int64) Result {
+	return Result{
 		Replicas: replicas, Workers: workers, Picks: l.picks,
 		PicksPerSecond: float64(l.picks) / l.elapsed.Seconds(),
 		P50Micros:      float64(stats.Percentile(l.lat, 50).Microseconds()),
