@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // Agreement is how several runs of one comparison agree on one setup's
@@ -14,7 +16,7 @@ type Agreement struct {
 	Setup string  `json:"setup"`
 	Load  float64 `json:"load"`
 	// P90 is each run's p90 TTFT estimate, in the order given.
-	P90 []Estimate `json:"p90"`
+	P90 []stats.Estimate `json:"p90"`
 	// Agree is true when every interval overlaps every other (so all
 	// share one value: intervals on a line that overlap pairwise have a
 	// common point).
@@ -53,7 +55,7 @@ func Agree(paths []string) ([]Agreement, error) {
 		}
 		a := Agreement{Setup: s.Setup, Load: s.Load, Agree: true, WithinAgree: true, WithinKnown: true}
 		for _, r := range reps {
-			i := slices.IndexFunc(r.Stats, func(o Stats) bool { return o.Setup == s.Setup && o.Load == s.Load && len(o.Seeds) > 0 })
+			i := slices.IndexFunc(r.Stats, func(o stats.Stats) bool { return o.Setup == s.Setup && o.Load == s.Load && len(o.Seeds) > 0 })
 			if i < 0 {
 				a.Agree, a.WithinAgree = false, false
 				continue

@@ -7,14 +7,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	dir := t.TempDir()
-	est := func(lo, v, hi, wlo, whi float64) Estimate {
-		return Estimate{Value: v, Lo: lo, Hi: hi, Within: &[2]float64{wlo, whi}, Seeds: []float64{v}}
+	est := func(lo, v, hi, wlo, whi float64) stats.Estimate {
+		return stats.Estimate{Value: v, Lo: lo, Hi: hi, Within: &[2]float64{wlo, whi}, Seeds: []float64{v}}
 	}
-	runs := [][2]Estimate{
+	runs := [][2]stats.Estimate{
 		// steady: every interval overlaps; drifting: only the seed level does
 		{est(90, 100, 110, 95, 105), est(500, 600, 800, 560, 640)},
 		{est(95, 105, 115, 100, 110), est(550, 700, 900, 660, 740)},
@@ -22,9 +24,9 @@ func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	}
 	var paths []string
 	for i, r := range runs {
-		rep := CompareReport{Name: "t", Stats: []Stats{
-			{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]Estimate{{}, r[0], {}}},
-			{Setup: "drifting", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]Estimate{{}, r[1], {}}},
+		rep := CompareReport{Name: "t", Stats: []stats.Stats{
+			{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, r[0], {}}},
+			{Setup: "drifting", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, r[1], {}}},
 			{Setup: "overloaded", Load: 0.8}, // no seeds: left out
 		}}
 		b, _ := json.Marshal(rep)
@@ -51,8 +53,8 @@ func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	// A report written before the within-seed intervals existed: the
 	// verdict stands, the stricter check is n/a; a setup missing from a
 	// run agrees on nothing.
-	old := CompareReport{Name: "t", Stats: []Stats{
-		{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]Estimate{{}, {Value: 100, Lo: 90, Hi: 110}, {}}},
+	old := CompareReport{Name: "t", Stats: []stats.Stats{
+		{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, {Value: 100, Lo: 90, Hi: 110}, {}}},
 	}}
 	bold, _ := json.Marshal(old)
 	_ = os.WriteFile(filepath.Join(dir, "old.json"), bold, 0o600)

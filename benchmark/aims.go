@@ -3,8 +3,11 @@ package benchmark
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring/emulate"
 )
@@ -13,10 +16,10 @@ import (
 // strategy, usually a ratio to a peer's, with its 95 % interval, and the
 // verdict the interval gives.
 type Aim struct {
-	Name   string   `json:"name"`
-	Load   float64  `json:"load"`
-	Ratio  Estimate `json:"ratio"`
-	Target string   `json:"target"`
+	Name   string         `json:"name"`
+	Load   float64        `json:"load"`
+	Ratio  stats.Estimate `json:"ratio"`
+	Target string         `json:"target"`
 	// Verdict is "met" when the whole interval is on the target's side,
 	// "missed" when the whole interval is on the other side, and "not
 	// settled" when it straddles the target.
@@ -36,7 +39,7 @@ const (
 var defaultSetup = "router " + config.Default().Strategy
 
 // atMost and atLeast judge an estimate against a target by its interval.
-func atMost(e Estimate, t float64) string {
+func atMost(e stats.Estimate, t float64) string {
 	switch {
 	case e.Hi <= t:
 		return Met
@@ -46,7 +49,7 @@ func atMost(e Estimate, t float64) string {
 	return NotSettled
 }
 
-func atLeast(e Estimate, t float64) string {
+func atLeast(e stats.Estimate, t float64) string {
 	switch {
 	case e.Lo >= t:
 		return Met
@@ -65,7 +68,7 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 	if !ok {
 		return nil
 	}
-	at := map[string]Stats{}
+	at := map[string]stats.Stats{}
 	for _, s := range rep.Stats {
 		if s.Load == load && len(s.Seeds) > 0 {
 			at[s.Setup] = s
@@ -76,19 +79,19 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 		return nil
 	}
 	var aims []Aim
-	ratio := func(name, other string, fig func(Stats) Estimate, target float64, unit string) {
+	ratio := func(name, other string, fig func(stats.Stats) stats.Estimate, target float64, unit string) {
 		them, ok := at[other]
 		if !ok {
 			return
 		}
-		r := Ratio(fig(us), fig(them))
+		r := stats.Ratio(fig(us), fig(them))
 		aims = append(aims, Aim{
 			Name: name, Load: load, Ratio: r, Target: fmt.Sprintf("<= %.2g", target), Verdict: atMost(r, target),
 			Detail: fmt.Sprintf("%s %s vs %s %s", defaultSetup, fmtEst(fig(us), unit), other, fmtEst(fig(them), unit)),
 		})
 	}
-	p90 := func(s Stats) Estimate { return s.TTFT[1] }
-	p99 := func(s Stats) Estimate { return s.TTFT[2] }
+	p90 := func(s stats.Stats) stats.Estimate { return s.TTFT[1] }
+	p99 := func(s stats.Stats) stats.Estimate { return s.TTFT[2] }
 	if rep.Ceilings != nil {
 		ratio("p90 TTFT, default / GIE prefix emulation x3", "router "+emulate.PrefixQueueKVMaxScore+" x3", p90, 0.5, "ms")
 		ratio("p90 TTFT, default / Envoy LEAST_REQUEST", "envoy LEAST_REQUEST", p90, 0.25, "ms")
@@ -98,8 +101,10 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 		for _, seed := range us.Seeds {
 			ceil = append(ceil, max(rep.Ceilings.Fleet[seed], rep.Ceilings.Pooled[seed]))
 		}
-		if len(ceil) > 0 {
-			r := Estimate{}
+		// Seeds with a ceiling of 0 have no ratio; with none left, no aim
+		// (and no infinite bounds, which JSON cannot carry).
+		if slices.ContainsFunc(ceil, func(c float64) bool { return c > 0 }) {
+			r := stats.Estimate{}
 			lo, hi := math.Inf(1), math.Inf(-1)
 			for i, h := range us.HitRate.Seeds {
 				if ceil[i] > 0 {
@@ -115,7 +120,7 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 				Detail: fmt.Sprintf("per seed: %s (interval: min and max over seeds)", joinFloats(r.Seeds, "%.2f")),
 			})
 		}
-		if x3, ok := at[defaultSetup+" x3"]; ok {
+		if x3, ok := at[defaultSetup+" x3"]; ok && len(us.HitRate.Seeds) > 0 && len(x3.HitRate.Seeds) > 0 {
 			aims = append(aims, replicaHitAim(us, x3, load))
 		}
 	} else {
@@ -125,14 +130,14 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 			Name: "goodput (share within both SLOs), default", Load: load, Ratio: us.Good, Target: ">= 0.99", Verdict: atLeast(us.Good, 0.99),
 			Detail: fmt.Sprintf("%s %s", defaultSetup, fmtEst(us.Good, "")),
 		})
-		best, bestName := Estimate{}, ""
+		best, bestName := stats.Estimate{}, ""
 		for name, s := range at {
 			if !ownVariant(name) && s.TPSRatio.Value > best.Value {
 				best, bestName = s.TPSRatio, name
 			}
 		}
 		if bestName != "" {
-			r := Ratio(us.TPSRatio, best)
+			r := stats.Ratio(us.TPSRatio, best)
 			aims = append(aims, Aim{
 				Name: "tokens/s p5 / p50, default over the best peer", Load: load, Ratio: r, Target: "> 1", Verdict: atLeast(r, 1),
 				Detail: fmt.Sprintf("%s %s vs %s %s", defaultSetup, fmtEst(us.TPSRatio, ""), bestName, fmtEst(best, "")),
@@ -148,7 +153,7 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 		minErr = math.Min(minErr, s.Errors.Value)
 	}
 	if best > 0 {
-		r := Estimate{Value: us.Throughput / best, Lo: us.Throughput / best, Hi: us.Throughput / best}
+		r := stats.Estimate{Value: us.Throughput / best, Lo: us.Throughput / best, Hi: us.Throughput / best}
 		aims = append(aims, Aim{
 			Name: "throughput, default / best configuration", Load: load, Ratio: r, Target: ">= 0.95", Verdict: atLeast(r, 0.95),
 			Detail: fmt.Sprintf("%s %.2f req/s vs %s %.2f req/s (mean over seeds; no interval)", defaultSetup, us.Throughput, bestName, best),
@@ -175,8 +180,8 @@ func ownVariant(name string) bool {
 // 2 points of one replica's, since they share one index. The figure is
 // one minus three replicas' hit rate, in points, per seed; its interval
 // the min and max over seeds, like the other hit-rate aim.
-func replicaHitAim(one, three Stats, load float64) Aim {
-	r := Estimate{}
+func replicaHitAim(one, three stats.Stats, load float64) Aim {
+	r := stats.Estimate{}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	n := min(len(one.HitRate.Seeds), len(three.HitRate.Seeds))
 	for i := range n {
@@ -203,7 +208,7 @@ func closestLoad(loads []float64, want float64) (float64, bool) {
 }
 
 // fmtEst renders "v [lo, hi]"; unit "ms" rounds to ms, "%" shows percent.
-func fmtEst(e Estimate, unit string) string {
+func fmtEst(e stats.Estimate, unit string) string {
 	switch unit {
 	case "ms":
 		return fmt.Sprintf("%.0f [%.0f, %.0f] ms", e.Value, e.Lo, e.Hi)
@@ -222,9 +227,9 @@ func joinFloats(xs []float64, format string) string {
 }
 
 // compareNotes are the caveats every report carries.
-func compareNotes(o CompareOptions, w *Workload) []string {
+func compareNotes(o CompareOptions, w *loadgen.Workload) []string {
 	notes := []string{
-		"max_tokens: " + w.maxTokensWord() + "; gpusim generates the trace's true output length (gpusim_output_tokens) and ends it with finish_reason stop.",
+		"max_tokens: " + w.MaxTokensWord() + "; gpusim generates the trace's true output length (gpusim_output_tokens) and ends it with finish_reason stop.",
 		"Latencies are in GPU time: measured wall time divided by the time scale (gpusim's slowdown). The router's own overhead (about 1-3 ms of wall time a request on this machine) is multiplied alike, a handicap that Envoy-only setups do not carry.",
 		"Streams: gpusim sends each response's first token at once and the rest in one event at the end (--stream-summary), with the request's inter-token gaps from the engine's clock in the final usage event; TTFT and E2E are the client's own measurements. Per-token events through Envoy would cost two cores more than this machine has at these rates.",
 		"Every run starts with prompts under a fresh nonce, so no run is served by blocks an earlier run left in the GPUs' prefix caches; each run's warm-up requests warm them.",

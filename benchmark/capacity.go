@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
 // Capacity is the fleet's capacity as measured in the run.
@@ -55,7 +57,7 @@ const capacityPrecision = 0.05
 // virtual-time search on one A100 and the Azure conversation trace, 300
 // requests put the 2 s boundary 24 % above the 2,000-request one, and
 // the 500 ms boundary 3 % above it.
-func measureCapacity(ctx context.Context, r *runner, w *Workload, o CompareOptions) (Capacity, error) {
+func measureCapacity(ctx context.Context, r *runner, w *loadgen.Workload, o CompareOptions) (Capacity, error) {
 	c := Capacity{Setup: o.CapacitySetup.Name, Estimate: fleetEstimate(r.gpus), BoundMs: ms(o.CapacityTTFT), Requests: o.ProbeRequests}
 	from, to := window(o.ProbeRequests, o.Warmup, o.Tail)
 	probe := func(rate float64) (bool, error) {
@@ -68,7 +70,7 @@ func measureCapacity(ctx context.Context, r *runner, w *Workload, o CompareOptio
 		sm := run.Summary
 		ok := sm.TTFTP50 <= c.BoundMs && !slices.Contains(sm.LowerBounds, "ttft_p50_ms") && sm.ErrorRate < 0.01
 		if run.Saturated {
-			c.void = append(c.void, fmt.Sprintf("capacity probe %.2f req/s", rate))
+			c.void = append(c.void, fmt.Sprintf("capacity probe %.2f req/s: %s", rate, voidMachineBusy))
 		}
 		c.Probes = append(c.Probes, Probe{Rate: rate, TTFTP50: sm.TTFTP50, Sustainable: ok, Saturated: run.Saturated, Run: run})
 		logf(o.Log, "capacity probe %6.2f req/s %4.0fs: median TTFT %6.0f ms, %d errors -> %s%s", rate, run.WallSeconds, sm.TTFTP50, sm.Errors, sustainWord(ok), satMark(run.Saturated))

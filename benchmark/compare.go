@@ -7,9 +7,15 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/host"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring/emulate"
 	"github.com/llm-router/llm-router/test/stack"
@@ -22,7 +28,7 @@ type CompareOptions struct {
 	// compare-<Name>.json, report-<Name>.md and so on.
 	Name     string
 	Fleet    string // ParseFleet syntax
-	Workload WorkloadOptions
+	Workload loadgen.WorkloadOptions
 	// FleetExtra are gpusim fleet-file keys given to every GPU (e.g.
 	// gpu_mem_util, max_batched_tokens).
 	FleetExtra map[string]any
@@ -41,7 +47,7 @@ type CompareOptions struct {
 	// Seeds are the workloads compared: each seed draws its own window of
 	// the trace and its own arrivals, and every setup runs every seed.
 	Seeds []uint64
-	SLO   SLO
+	SLO   stats.SLO
 	// Capacity, when positive, is used instead of measuring it.
 	Capacity float64
 	// ProbeCapacity measures the capacity through real runs of
@@ -105,9 +111,9 @@ func DefaultSetups() []Setup {
 func DefaultCompareOptions() CompareOptions {
 	return CompareOptions{
 		BinDir: "bin", Name: "azure-conv", Fleet: DefaultFleet, TimeScale: 1,
-		Workload: WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: KindTrace, Arrivals: ArrivalsPoisson, LongShare: 0.25},
+		Workload: loadgen.WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: loadgen.KindTrace, Arrivals: loadgen.ArrivalsPoisson, LongShare: 0.25},
 		Setups:   DefaultSetups(), Loads: []float64{0.6, 0.8, 0.95},
-		Requests: 1300, Warmup: 0.1, Tail: 0.1, Seeds: []uint64{1, 2, 3}, SLO: DefaultSLO(),
+		Requests: 1300, Warmup: 0.1, Tail: 0.1, Seeds: []uint64{1, 2, 3}, SLO: stats.DefaultSLO(),
 		CapacitySetup: EnvoySetup("LEAST_REQUEST"), CapacityTTFT: 500 * time.Millisecond, ProbeRequests: 2000, MaxProbes: 6, SizingRequests: 2000,
 		Grace: 10 * time.Minute, SamplePeriod: 250 * time.Millisecond, ResultsDir: "benchmark/results",
 	}
@@ -129,7 +135,7 @@ type CompareReport struct {
 	// FleetKeys are the gpusim fleet-file keys every GPU ran with.
 	FleetKeys map[string]any `json:"fleet_keys,omitempty"`
 	TimeScale float64        `json:"time_scale"`
-	SLO       SLO            `json:"slo"`
+	SLO       stats.SLO      `json:"slo"`
 	Requests  int            `json:"requests_per_run"`
 	Measured  [2]int         `json:"measured_window"` // job indexes [from, to)
 	Seeds     []uint64       `json:"seeds"`
@@ -140,22 +146,29 @@ type CompareReport struct {
 	Loads        []float64          `json:"loads"`
 	Runs         []*Run             `json:"runs"`
 	// Stats are the pooled figures with intervals, per load and setup.
-	Stats []Stats `json:"stats"`
+	Stats []stats.Stats `json:"stats"`
 	// Ceilings are the prefix hit rates the workload allows (traces with
 	// prefix ids only).
 	Ceilings *Ceilings `json:"prefix_ceilings,omitempty"`
 	Aims     []Aim     `json:"aims"`
-	// Overload lists the (load, seed) pairs whose offered rate the
-	// capacity setup could not sustain: named, and left out of Stats.
+	// Overload lists the (load, seed) pairs at which no configuration
+	// kept up with the offered rate (overloaded): named, and left out of
+	// Stats.
 	Overload []string `json:"overload,omitempty"`
-	// Void lists the runs during which the machine was saturated.
+	// Void lists the void runs (saturated capacity probes, then every
+	// comparison run with a Run.Void reason), each with why.
 	Void []string `json:"void,omitempty"`
+	// Budget is the machine's CPU budget against the busiest run, judged
+	// before the runs (machineBudget).
+	Budget *Budget `json:"machine_budget,omitempty"`
 	// Degraded lists the runs that did not schedule the whole fleet
 	// (degradedRouting), with why: they count in the tables, named.
 	Degraded []string `json:"degraded,omitempty"`
 	// HostRef is the host-speed probe's time before the first run, µs.
 	HostRef float64  `json:"host_probe_us"`
 	Notes   []string `json:"notes"`
+	// plotNotes says, by plot file, why a plot has no data (writePlots).
+	plotNotes map[string]string
 }
 
 // estimateSetup names the capacity when it is the fleet estimate.
@@ -172,7 +185,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	if o.TimeScale <= 0 || o.Requests < 20 || o.Warmup < 0 || o.Tail < 0 || o.Warmup+o.Tail >= 0.9 || len(o.Seeds) == 0 {
 		return nil, errors.New("compare: need time scale > 0, at least 20 requests, warm-up + tail < 0.9, a seed")
 	}
-	w, err := LoadWorkload(o.Workload)
+	w, err := loadgen.LoadWorkload(o.Workload)
 	if err != nil {
 		return nil, err
 	}
@@ -253,17 +266,28 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	if rep.Capacity.Rate == 0 {
 		rep.Capacity = Capacity{Setup: estimateSetup, Rate: rep.SeedCapacity[o.Seeds[0]], Estimate: rep.SeedCapacity[o.Seeds[0]]}
 	}
+	// The median TTFT bound of a sustainable probe is also the one a run
+	// keeps within to have kept up (overloaded).
+	rep.Capacity.BoundMs = ms(o.CapacityTTFT)
 	logf(o.Log, "capacity: %.2f req/s (%s, seed %d)", rep.Capacity.Rate, rep.Capacity.Setup, o.Seeds[0])
 	if w.Prefixed() {
 		rep.Ceilings = prefixCeilings(w, gpus, o)
 	}
 
 	// The host's speed before the first run, the fleet idle: each run's
-	// probe is compared with it (hostProbe).
-	r.hostRef = calibrateHost(hostCalibration)
-	r.repeats = hostRepeatBudget
+	// probe is compared with it (host.Probe). The machine's busy cores
+	// meanwhile are what other work leaves the runs (machineBudget).
+	idle := host.NewMachineMeter()
+	idle.Start()
+	r.hostRef = host.Calibrate(host.Calibration)
+	idleBusy := max(idle.Stop(), 0) * float64(runtime.NumCPU())
+	r.repeats = host.RepeatBudget
 	rep.HostRef = float64(r.hostRef) / float64(time.Microsecond)
-	logf(o.Log, "host probe: %.0f µs before the first run", rep.HostRef)
+	logf(o.Log, "host probe: %.0f µs before the first run; %.2f cores busy", rep.HostRef, idleBusy)
+	rep.Budget = machineBudget(o, rep.SeedCapacity, idleBusy)
+	if warn := rep.Budget.Warning(o.TimeScale); warn != "" {
+		logf(o.Log, "warning: %s", warn)
+	}
 	for _, load := range o.Loads {
 		for _, seed := range o.Seeds {
 			rate := load * rep.SeedCapacity[seed]
@@ -279,10 +303,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 				rep.Runs = append(rep.Runs, run)
 				sm := run.Summary
 				logf(o.Log, "%-48s %4.0fs  ttft p50 %7.0f p99 %7.0f ms  good %5.1f%%  err %d  hit %4.1f%%  cpu %.2f cores (machine %.2f/%d)  host %.2fx%s",
-					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, run.HostSlowdown, satMark(run.Saturated))
-				if run.Saturated {
-					rep.Void = append(rep.Void, label)
-				}
+					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, run.HostSlowdown, voidMark(run.voidReasons(nil)))
 				if why := degradedRouting(sm, gpuIDs(r.gpus)); why != "" {
 					rep.Degraded = append(rep.Degraded, label+" ("+why+")")
 					logf(o.Log, "%-48s degraded routing: %s", label, why)
@@ -291,16 +312,22 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		}
 	}
 	rep.Overload = overloaded(rep.Runs, o)
+	rep.markVoid()
 	rep.Stats = pooledStats(rep.Runs, rep.Measured, o, rep.Overload)
 	rep.Aims = computeAims(rep, 0.8)
 	rep.Notes = compareNotes(o, w)
+	if warn := rep.Budget.Warning(o.TimeScale); warn != "" {
+		rep.Notes = append([]string{"Before the runs: " + warn + "."}, rep.Notes...)
+	}
 	rep.WallTime = time.Since(started).Seconds()
+	report := ""
 	if o.ResultsDir != "" {
 		if err := writeCompare(o.ResultsDir, rep); err != nil {
 			return rep, err
 		}
+		report = filepath.Join(o.ResultsDir, "latest", "report-"+rep.Name+".md")
 	}
-	return rep, nil
+	return rep, rep.voidError(report)
 }
 
 // minScrape is the shortest scrape interval the router accepts.
@@ -366,6 +393,14 @@ func logf(w io.Writer, format string, a ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format+"\n", a...)
 	}
+}
+
+// voidMark is the log's mark of a run void for reasons.
+func voidMark(reasons []string) string {
+	if len(reasons) == 0 {
+		return ""
+	}
+	return "  VOID: " + strings.Join(reasons, ", ")
 }
 
 func satMark(s bool) string {

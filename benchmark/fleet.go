@@ -16,12 +16,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/llm-router/llm-router/benchmark/gpusim"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/test/stack"
 )
-
-// Model is the one model name every GPU of the benchmark fleet serves.
-const Model = "llama"
 
 // DefaultFleet is the heterogeneous fleet of the comparison: two GPUs of
 // each calibrated profile, the fast H100, the A100 and the slow A40.
@@ -105,7 +104,7 @@ type CapRule struct {
 }
 
 // DefaultCapRule fits the default SLO, with room for bursts.
-func DefaultCapRule() CapRule { return CapRule{ITL: DefaultSLO().ITL} }
+func DefaultCapRule() CapRule { return CapRule{ITL: stats.DefaultSLO().ITL} }
 
 // SizeFleet fills each GPU's saturation rate and cap from a virtual-time
 // replay of jobs on its profile (gpusim's engine, no processes). The
@@ -188,7 +187,7 @@ func sizeCap(cfg gpusim.Config, reqs []gpusim.SimRequest, saturation float64, ru
 			}
 			sum += r.Done - r.Arrival
 			n++
-			if len(r.Gaps) == 0 || Percentile(r.Gaps, 99) <= itlSLO {
+			if len(r.Gaps) == 0 || stats.Percentile(r.Gaps, 99) <= itlSLO {
 				good++
 			}
 		}
@@ -267,7 +266,7 @@ func profileCapacity(cfg gpusim.Config) (kvBlocks int, prefillRate float64) {
 // sizingConfig is the gpusim config of one GPU of profile with the fleet's
 // extra keys, as the fleet file gives them to the running GPUs.
 func sizingConfig(profile string, extra map[string]any) (gpusim.Config, error) {
-	entry := map[string]any{"listen": "size", "models": []string{Model}, "profile": profile}
+	entry := map[string]any{"listen": "size", "models": []string{loadgen.Model}, "profile": profile}
 	for k, v := range extra {
 		if k != "stream_summary" {
 			entry[k] = v
@@ -322,7 +321,7 @@ func startFleet(ctx context.Context, binDir, dir string, gpus []GPU, slowdown fl
 	for i := range gpus {
 		gpus[i].Addr = addrs[i]
 		e := map[string]any{
-			"id": gpus[i].ID, "listen": addrs[i], "models": []string{Model},
+			"id": gpus[i].ID, "listen": addrs[i], "models": []string{loadgen.Model},
 			"slowdown": slowdown, "seed": i + 1,
 		}
 		if gpus[i].Profile != "" {
@@ -364,7 +363,7 @@ func routerWorkers(gpus []GPU, capOverride int) []config.Worker {
 			c = capOverride
 		}
 		out[i] = config.Worker{
-			ID: g.ID, Address: g.Addr, Models: []string{Model}, MaxConcurrency: max(c, 1),
+			ID: g.ID, Address: g.Addr, Models: []string{loadgen.Model}, MaxConcurrency: max(c, 1),
 			KVBlocks: g.KVBlocks, PrefillTokensPerSecond: g.PrefillRate,
 		}
 	}

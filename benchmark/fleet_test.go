@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/gpusim"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 )
 
@@ -41,7 +43,7 @@ func TestParseFleet(t *testing.T) {
 // faster GPUs sustain more, and every cap is positive.
 func TestSizeFleet(t *testing.T) {
 	gpus, _ := ParseFleet("h100-llama2-7b:2,a40-llama2-7b:1")
-	w, err := LoadWorkload(WorkloadOptions{})
+	w, err := loadgen.LoadWorkload(loadgen.WorkloadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,7 @@ func TestSizeFleet(t *testing.T) {
 	}
 	t.Logf("h100 %d blocks %.0f tok/s; a40 %d blocks %.0f tok/s", h.KVBlocks, h.PrefillRate, a.KVBlocks, a.PrefillRate)
 	ws := routerWorkers(gpus, 0)
-	if ws[0].MaxConcurrency != h.Cap || ws[2].Models[0] != Model || ws[0].KVBlocks != h.KVBlocks || ws[2].PrefillTokensPerSecond != a.PrefillRate {
+	if ws[0].MaxConcurrency != h.Cap || ws[2].Models[0] != loadgen.Model || ws[0].KVBlocks != h.KVBlocks || ws[2].PrefillTokensPerSecond != a.PrefillRate {
 		t.Errorf("workers %+v", ws)
 	}
 	if routerWorkers(gpus, uncapped)[2].MaxConcurrency != uncapped {
@@ -74,7 +76,7 @@ func TestSizeFleet(t *testing.T) {
 // the requests meet the inter-token SLO there, at a lower load when they do
 // not, and never below 30 % (means held, to compare like with like).
 func TestSizeFleetFitsTheITLSLO(t *testing.T) {
-	w, err := LoadWorkload(WorkloadOptions{})
+	w, err := loadgen.LoadWorkload(loadgen.WorkloadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func TestSizeFleetFitsTheITLSLO(t *testing.T) {
 		}
 		return gpus
 	}
-	free, slo, tight := size(0), size(DefaultSLO().ITL), size(time.Millisecond)
+	free, slo, tight := size(0), size(stats.DefaultSLO().ITL), size(time.Millisecond)
 	for i := range free {
 		t.Logf("%s: cap %d at %.2f; with the SLO %d at %.2f; with 1 ms %d at %.2f", free[i].ID, free[i].Cap, free[i].CapLoad, slo[i].Cap, slo[i].CapLoad, tight[i].Cap, tight[i].CapLoad)
 		if free[i].CapLoad != capLoad || slo[i].Cap > free[i].Cap || slo[i].SaturationRate != free[i].SaturationRate {
@@ -151,8 +153,8 @@ func TestParseSetups(t *testing.T) {
 }
 
 func TestScaleResults(t *testing.T) {
-	rs := []Result{{Start: 4 * time.Second, TTFT: 400 * time.Millisecond, Latency: 8 * time.Second, ITLs: []time.Duration{40 * time.Millisecond}}}
-	got := scaleResults(rs, 4)[0]
+	rs := []loadgen.Result{{Start: 4 * time.Second, TTFT: 400 * time.Millisecond, Latency: 8 * time.Second, ITLs: []time.Duration{40 * time.Millisecond}}}
+	got := loadgen.ScaleResults(rs, 4)[0]
 	if got.Start != time.Second || got.TTFT != 100*time.Millisecond || got.Latency != 2*time.Second || got.ITLs[0] != 10*time.Millisecond {
 		t.Errorf("scaled %+v", got)
 	}
@@ -161,24 +163,11 @@ func TestScaleResults(t *testing.T) {
 	}
 }
 
-func TestProgressLine(t *testing.T) {
-	got := progressLine("run", 15, 30, 3*time.Second)
-	if !strings.Contains(got, "[###############...............] 15/30 3s") {
-		t.Errorf("%q", got)
-	}
-	if !strings.Contains(progressLine("x", 40, 30, 0), "40/30") {
-		t.Error("overflow")
-	}
-	var p *Progress // a nil bar is a no-op
-	p.Add(1)
-	p.Finish()
-}
-
 func TestBenchRouterConfigIsValid(t *testing.T) {
 	for _, scale := range []float64{0.05, 0.15, 1, 4} {
 		for _, s := range DefaultSetups() {
 			c := config.Default()
-			c.Workers = []config.Worker{{ID: "w", Address: "127.0.0.1:1", Models: []string{Model}, MaxConcurrency: 1}}
+			c.Workers = []config.Worker{{ID: "w", Address: "127.0.0.1:1", Models: []string{loadgen.Model}, MaxConcurrency: 1}}
 			benchRouterConfig(s, &c, scale)
 			if err := c.Validate(); err != nil {
 				t.Errorf("%s at time scale %g: %v", s.Name, scale, err)
@@ -213,14 +202,14 @@ func TestHeldQuantileWeighsByTime(t *testing.T) {
 // GPU that meets the SLO at 90 %, the mean at the sized load on one that
 // does not.
 func TestSizeFleetLeavesRoomForBurstsOnlyWhereTheSLODoesNotBound(t *testing.T) {
-	w, err := LoadWorkload(WorkloadOptions{})
+	w, err := loadgen.LoadWorkload(loadgen.WorkloadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reqs := simRequests(w, w.Jobs(300, 1, 1))
 	mean, _ := ParseFleet("h100-llama2-7b:1,a40-llama2-7b:1")
 	burst, _ := ParseFleet("h100-llama2-7b:1,a40-llama2-7b:1")
-	if err := SizeFleet(mean, reqs, nil, CapRule{ITL: DefaultSLO().ITL, Mean: true}); err != nil {
+	if err := SizeFleet(mean, reqs, nil, CapRule{ITL: stats.DefaultSLO().ITL, Mean: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := SizeFleet(burst, reqs, nil, DefaultCapRule()); err != nil {
@@ -232,5 +221,17 @@ func TestSizeFleetLeavesRoomForBurstsOnlyWhereTheSLODoesNotBound(t *testing.T) {
 	}
 	if mean[1].CapLoad >= capLoad || burst[1].Cap != mean[1].Cap {
 		t.Errorf("a40: mean cap %d at %.2f, burst cap %d", mean[1].Cap, mean[1].CapLoad, burst[1].Cap)
+	}
+}
+
+func TestWindow(t *testing.T) {
+	for _, tt := range []struct {
+		n          int
+		warm, tail float64
+		from, to   int
+	}{{200, 0.1, 0.2, 20, 160}, {10, 0, 0, 0, 10}, {3, 0.5, 0.5, 2, 3}} {
+		if from, to := window(tt.n, tt.warm, tt.tail); from != tt.from || to != tt.to {
+			t.Errorf("window(%d, %g, %g) = %d, %d; want %d, %d", tt.n, tt.warm, tt.tail, from, to, tt.from, tt.to)
+		}
 	}
 }

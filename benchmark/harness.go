@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 )
 
@@ -28,7 +31,7 @@ type HarnessOptions struct {
 	// TimeScale slows the started fleet down; times are reported divided
 	// by it (GPU time). With URL set it is ignored.
 	TimeScale    float64
-	Workload     WorkloadOptions
+	Workload     loadgen.WorkloadOptions
 	Seed         uint64
 	Requests     int
 	Concurrency  int   // the concurrent mode's clients
@@ -87,7 +90,7 @@ func Sweep(ctx context.Context, o HarnessOptions) (*HarnessReport, error) {
 }
 
 func harness(ctx context.Context, o HarnessOptions, kind string, concs []int) (*HarnessReport, error) {
-	w, err := LoadWorkload(o.Workload)
+	w, err := loadgen.LoadWorkload(o.Workload)
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +109,12 @@ func harness(ctx context.Context, o HarnessOptions, kind string, concs []int) (*
 	}
 	rep.TimeScale = scale
 	for _, conc := range concs {
-		c := NewClient(url, conc, o.APIKey)
-		prog := NewProgress(o.Progress, fmt.Sprintf("%s, concurrency %d", kind, conc), len(jobs))
+		c := loadgen.NewClient(url, conc, o.APIKey)
+		prog := loadgen.NewProgress(o.Progress, fmt.Sprintf("%s, concurrency %d", kind, conc), len(jobs))
 		start := time.Now()
-		rs := RunClosed(ctx, c, len(jobs), conc, func(i int) Request {
+		rs := loadgen.RunClosed(ctx, c, len(jobs), conc, func(i int) loadgen.Request {
 			prog.Add(1)
-			return Request{Model: Model, MaxTokens: jobs[i].Output, PromptTokens: jobs[i].Prompt, Stream: true}
+			return loadgen.Request{Model: loadgen.Model, MaxTokens: jobs[i].Output, PromptTokens: jobs[i].Prompt, Stream: true}
 		})
 		elapsed := time.Since(start).Seconds() / scale
 		prog.Finish()
@@ -119,7 +122,7 @@ func harness(ctx context.Context, o HarnessOptions, kind string, concs []int) (*
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
-		rs = scaleResults(rs, scale)
+		rs = loadgen.ScaleResults(rs, scale)
 		row := harnessRow(rs, elapsed)
 		row.Mode, row.Concurrency = "concurrent", conc
 		if conc == 1 {
@@ -144,7 +147,7 @@ func harness(ctx context.Context, o HarnessOptions, kind string, concs []int) (*
 }
 
 // harnessRow summarises one closed-loop batch that took elapsed seconds.
-func harnessRow(rs []Result, elapsed float64) HarnessRow {
+func harnessRow(rs []loadgen.Result, elapsed float64) HarnessRow {
 	row := HarnessRow{Requests: len(rs), Seconds: elapsed, PerNode: map[string]int{}}
 	var lat, ttft []time.Duration
 	var tps []float64
@@ -171,14 +174,14 @@ func harnessRow(rs []Result, elapsed float64) HarnessRow {
 		row.Throughput = float64(row.OK) / elapsed
 		row.TokensPerS = float64(tokens) / elapsed
 	}
-	row.LatencyP50, row.LatencyP95, row.LatencyP99 = ms(Percentile(lat, 50)), ms(Percentile(lat, 95)), ms(Percentile(lat, 99))
-	row.TTFTP50, row.TTFTP95 = ms(Percentile(ttft, 50)), ms(Percentile(ttft, 95))
-	row.MeanTPS, _ = MeanCV(tps)
+	row.LatencyP50, row.LatencyP95, row.LatencyP99 = ms(stats.Percentile(lat, 50)), ms(stats.Percentile(lat, 95)), ms(stats.Percentile(lat, 99))
+	row.TTFTP50, row.TTFTP95 = ms(stats.Percentile(ttft, 50)), ms(stats.Percentile(ttft, 95))
+	row.MeanTPS, _ = stats.MeanCV(tps)
 	return row
 }
 
 // harnessStack starts the benchmark fleet and o.Setup in front of it.
-func harnessStack(ctx context.Context, o HarnessOptions, w *Workload) (url string, stop func(), err error) {
+func harnessStack(ctx context.Context, o HarnessOptions, w *loadgen.Workload) (url string, stop func(), err error) {
 	gpus, err := ParseFleet(o.Fleet)
 	if err != nil {
 		return "", nil, err
@@ -220,14 +223,14 @@ func harnessStack(ctx context.Context, o HarnessOptions, w *Workload) (url strin
 // writeHarness writes <kind>.json and <kind>.csv into a run folder and
 // publishes them to latest/.
 func writeHarness(results string, rep *HarnessReport) error {
-	dir, err := runFolder(results, rep.Kind, rep.Started)
+	dir, err := record.Folder(results, rep.Kind, rep.Started)
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, rep.Kind+".json"), rep); err != nil {
+	if err := record.WriteJSON(filepath.Join(dir, rep.Kind+".json"), rep); err != nil {
 		return err
 	}
-	err = writeFile(filepath.Join(dir, rep.Kind+".csv"), func(w io.Writer) error {
+	err = record.WriteFile(filepath.Join(dir, rep.Kind+".csv"), func(w io.Writer) error {
 		fmt.Fprintln(w, "mode,concurrency,requests,ok,error_rate,seconds,requests_per_second,output_tokens_per_second,latency_p50_ms,latency_p95_ms,latency_p99_ms,ttft_p50_ms,ttft_p95_ms,tokens_per_second_per_request")
 		for _, r := range rep.Rows {
 			fmt.Fprintf(w, "%s,%d,%d,%d,%.4f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%.2f\n", r.Mode, r.Concurrency, r.Requests, r.OK, r.ErrorRate,
@@ -238,7 +241,7 @@ func writeHarness(results string, rep *HarnessReport) error {
 	if err != nil {
 		return err
 	}
-	return publishLatest(results, dir, []string{rep.Kind + ".json", rep.Kind + ".csv"})
+	return record.Publish(results, dir, []string{rep.Kind + ".json", rep.Kind + ".csv"})
 }
 
 // Print writes the harness's table.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -150,9 +152,9 @@ func herdCase1(ctx context.Context, e env, s Setup, workers []config.Worker, gpu
 		return res, fmt.Errorf("%s: %w", s.Name, err)
 	}
 	defer rs.stop()
-	c := NewClient(rs.url, 4*o.Workers, "")
+	c := loadgen.NewClient(rs.url, 4*o.Workers, "")
 	defer c.Close()
-	req := Request{Model: Model, MaxTokens: 1, PromptTokens: 8}
+	req := loadgen.Request{Model: loadgen.Model, MaxTokens: 1, PromptTokens: 8}
 	// Warm-up: connections to Envoy, Envoy's to the GPUs and the replicas,
 	// and one request per replica so that none answers its first
 	// request slowly; not counted.
@@ -162,7 +164,7 @@ func herdCase1(ctx context.Context, e env, s Setup, workers []config.Worker, gpu
 			return res, err
 		}
 	}
-	prog := NewProgress(o.Progress, "herd "+s.Name, o.Bursts)
+	prog := loadgen.NewProgress(o.Progress, "herd "+s.Name, o.Bursts)
 	defer prog.Finish()
 	idle := 0
 	for b := 0; b < o.Bursts; b++ {
@@ -187,9 +189,9 @@ func herdCase1(ctx context.Context, e env, s Setup, workers []config.Worker, gpu
 
 // burst releases n requests at once and returns the worker that served
 // each successful one.
-func burst(ctx context.Context, c *Client, req Request, n int) (nodes []string, errs int) {
+func burst(ctx context.Context, c *loadgen.Client, req loadgen.Request, n int) (nodes []string, errs int) {
 	start := make(chan struct{})
-	results := make([]Result, n)
+	results := make([]loadgen.Result, n)
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
 	ready.Add(n)
@@ -312,20 +314,20 @@ func atomicWord(a *bool) string {
 // writeHerd writes herd.json, herd.csv and herd.md into a run folder and
 // publishes them to latest/.
 func writeHerd(results string, rep *HerdReport) error {
-	dir, err := runFolder(results, "herd", rep.Started)
+	dir, err := record.Folder(results, "herd", rep.Started)
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, "herd.json"), rep); err != nil {
+	if err := record.WriteJSON(filepath.Join(dir, "herd.json"), rep); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "herd.csv"), func(w io.Writer) error { return herdCSV(w, rep) }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, "herd.csv"), func(w io.Writer) error { return herdCSV(w, rep) }); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "herd.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, "herd.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
 		return err
 	}
-	return publishLatest(results, dir, []string{"herd.json", "herd.csv", "herd.md"})
+	return record.Publish(results, dir, []string{"herd.json", "herd.csv", "herd.md"})
 }
 
 func herdCSV(w io.Writer, rep *HerdReport) error {

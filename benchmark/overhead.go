@@ -2,13 +2,15 @@ package benchmark
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/test/stack"
@@ -249,32 +251,32 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 	defer st.stop()
 	targets := st.targets
 
-	gen := func(int) Request {
-		return Request{Model: "bench", MaxTokens: o.MaxTokens, PromptTokens: o.PromptBytes / 5}
+	gen := func(int) loadgen.Request {
+		return loadgen.Request{Model: "bench", MaxTokens: o.MaxTokens, PromptTokens: o.PromptBytes / 5}
 	}
-	all := make([][]Result, len(targets))
+	all := make([][]loadgen.Result, len(targets))
 	elapsed := make([]time.Duration, len(targets))
-	clients := make([]*Client, len(targets))
+	clients := make([]*loadgen.Client, len(targets))
 	for i, t := range targets {
-		clients[i] = NewClient(t.url, o.Concurrency, t.key)
+		clients[i] = loadgen.NewClient(t.url, o.Concurrency, t.key)
 		defer clients[i].Close()
-		RunClosed(ctx, clients[i], o.Concurrency*4, o.Concurrency, gen) // warm connections and caches
+		loadgen.RunClosed(ctx, clients[i], o.Concurrency*4, o.Concurrency, gen) // warm connections and caches
 	}
 	per := o.Requests / o.Rounds
 	for round := 0; round < o.Rounds; round++ {
 		for i := range targets {
 			start := time.Now()
-			all[i] = append(all[i], RunClosed(ctx, clients[i], per, o.Concurrency, gen)...)
+			all[i] = append(all[i], loadgen.RunClosed(ctx, clients[i], per, o.Concurrency, gen)...)
 			elapsed[i] += time.Since(start)
 			fmt.Fprintf(o.Out, "round %d/%d %-36s done\n", round+1, o.Rounds, targets[i].name)
 		}
 	}
 	rep := &OverheadReport{Requests: per * o.Rounds, Concurrency: o.Concurrency, Machine: Machine()}
 	for i, t := range targets {
-		lat := Latencies(all[i])
+		lat := stats.Latencies(all[i])
 		rep.Configs = append(rep.Configs, OverheadConfig{
 			Name: t.name, OK: len(lat), Failed: len(all[i]) - len(lat),
-			P50: ms(Percentile(lat, 50)), P90: ms(Percentile(lat, 90)), P99: ms(Percentile(lat, 99)), Max: ms(Percentile(lat, 100)),
+			P50: ms(stats.Percentile(lat, 50)), P90: ms(stats.Percentile(lat, 90)), P99: ms(stats.Percentile(lat, 99)), Max: ms(stats.Percentile(lat, 100)),
 			RPS: float64(len(all[i])) / elapsed[i].Seconds(),
 		})
 	}
@@ -283,14 +285,14 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 	rep.AddedP50, rep.AddedP99 = router.P50-direct.P50, router.P99-direct.P99
 	rep.AdmissionP50, rep.AdmissionP99 = admission.P50-router.P50, admission.P99-router.P99
 	if o.ResultsDir != "" {
-		dir, err := runFolder(o.ResultsDir, "overhead-closed", time.Now())
+		dir, err := record.Folder(o.ResultsDir, "overhead-closed", time.Now())
 		if err != nil {
 			return rep, err
 		}
-		if err := writeJSON(filepath.Join(dir, "overhead-closed.json"), rep); err != nil {
+		if err := record.WriteJSON(filepath.Join(dir, "overhead-closed.json"), rep); err != nil {
 			return rep, err
 		}
-		if err := publishLatest(o.ResultsDir, dir, []string{"overhead-closed.json"}); err != nil {
+		if err := record.Publish(o.ResultsDir, dir, []string{"overhead-closed.json"}); err != nil {
 			return rep, err
 		}
 	}
@@ -312,13 +314,5 @@ func (r *OverheadReport) Print(w io.Writer) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func writeJSON(path string, v any) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return err
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
-}
+// msDur converts ms to a Duration.
+func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

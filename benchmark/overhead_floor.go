@@ -4,31 +4,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
-
-// Spread is a figure over the rounds of a run: its median and the range of
-// the rounds. With n rounds, the population median lies outside
-// [Min, Max] with probability 2^(1-n) (6 % for 5 rounds), so the range is
-// the interval a verdict is judged on.
-type Spread struct {
-	Median float64   `json:"median"`
-	Min    float64   `json:"min"`
-	Max    float64   `json:"max"`
-	Rounds []float64 `json:"rounds"`
-}
-
-func spreadOf(xs []float64) Spread {
-	if len(xs) == 0 {
-		return Spread{}
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	m := s[len(s)/2]
-	if len(s)%2 == 0 {
-		m = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
-	return Spread{Median: m, Min: s[0], Max: s[len(s)-1], Rounds: xs}
-}
 
 // FloorPoint is one configuration with an ext_proc server at one rate and
 // body size, over the rounds: what it adds to Envoy alone (measured in the
@@ -37,15 +15,15 @@ func spreadOf(xs []float64) Spread {
 // the same round.
 type FloorPoint struct {
 	RatePoint
-	Config    string `json:"config"`
-	AddedP50  Spread `json:"added_p50_ms"`
-	AddedP99  Spread `json:"added_p99_ms"`
-	CPUMicros Spread `json:"extproc_cpu_us_per_request"`
+	Config    string       `json:"config"`
+	AddedP50  stats.Spread `json:"added_p50_ms"`
+	AddedP99  stats.Spread `json:"added_p99_ms"`
+	CPUMicros stats.Spread `json:"extproc_cpu_us_per_request"`
 	// P50Ratio and P99Ratio are the round-by-round added latency over the
 	// no-op's, for the rounds where the no-op added more than nothing;
 	// empty for the no-op itself.
-	P50Ratio Spread `json:"p50_ratio_to_noop"`
-	P99Ratio Spread `json:"p99_ratio_to_noop"`
+	P50Ratio stats.Spread `json:"p50_ratio_to_noop"`
+	P99Ratio stats.Spread `json:"p99_ratio_to_noop"`
 }
 
 // floorPoints summarises one point's rounds: rounds[r][i] is target i's
@@ -76,8 +54,8 @@ func floorPoints(p RatePoint, targets []overheadTarget, rounds [][]OpenStep) []F
 		}
 		out = append(out, FloorPoint{
 			RatePoint: p, Config: targets[i].name,
-			AddedP50: spreadOf(p50), AddedP99: spreadOf(p99), CPUMicros: spreadOf(cpu),
-			P50Ratio: spreadOf(r50), P99Ratio: spreadOf(r99),
+			AddedP50: stats.SpreadOf(p50), AddedP99: stats.SpreadOf(p99), CPUMicros: stats.SpreadOf(cpu),
+			P50Ratio: stats.SpreadOf(r50), P99Ratio: stats.SpreadOf(r99),
 		})
 	}
 	return out
@@ -120,10 +98,10 @@ func overheadAims(r *OpenOverheadReport) []OverheadAim {
 		}
 		return FloorPoint{}, false
 	}
-	most := func(name string, s Spread, t float64, unit string) {
+	most := func(name string, s stats.Spread, t float64, unit string) {
 		a := OverheadAim{
 			Name: name, Target: fmt.Sprintf("≤ %g%s", t, unit), Rounds: len(s.Rounds),
-			Value: s.Median, Lo: s.Min, Hi: s.Max, Verdict: atMost(Estimate{Lo: s.Min, Hi: s.Max}, t),
+			Value: s.Median, Lo: s.Min, Hi: s.Max, Verdict: atMost(stats.Estimate{Lo: s.Min, Hi: s.Max}, t),
 		}
 		if a.Rounds < minAimRounds {
 			a.Verdict = NotSettled
@@ -188,7 +166,7 @@ func (r *OpenOverheadReport) markdownFloor(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-func spreadCell(s Spread, f string) string {
+func spreadCell(s stats.Spread, f string) string {
 	if len(s.Rounds) == 0 {
 		return "–"
 	}

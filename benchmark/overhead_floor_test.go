@@ -8,33 +8,16 @@ import (
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-)
 
-func TestSpreadOf(t *testing.T) {
-	for _, tc := range []struct {
-		in            []float64
-		med, min, max float64
-	}{
-		{[]float64{3, 1, 2}, 2, 1, 3},
-		{[]float64{4, 1, 2, 3}, 2.5, 1, 4},
-		{[]float64{7}, 7, 7, 7},
-	} {
-		s := spreadOf(tc.in)
-		if s.Median != tc.med || s.Min != tc.min || s.Max != tc.max || len(s.Rounds) != len(tc.in) {
-			t.Errorf("spreadOf(%v) = %+v, want median %v in [%v, %v]", tc.in, s, tc.med, tc.min, tc.max)
-		}
-	}
-	if s := spreadOf(nil); s.Median != 0 || s.Rounds != nil {
-		t.Errorf("spreadOf(nil) = %+v", s)
-	}
-}
+	"github.com/llm-router/llm-router/benchmark/host"
+)
 
 func TestFloorPointsAndAims(t *testing.T) {
 	targets := []overheadTarget{{name: configDirect}, {name: configNoop, extproc: "noop-extproc"}, {name: configRouter, extproc: "llm-router"}}
 	step := func(p50, p99, cpu float64, proc string) OpenStep {
 		s := OpenStep{P50: p50, P99: p99, Sent: 1000}
 		if proc != "" {
-			s.CPU = []CPUUse{{Name: "envoy", Seconds: 9}, {Name: proc, Seconds: cpu}}
+			s.CPU = []host.CPUUse{{Name: "envoy", Seconds: 9}, {Name: proc, Seconds: cpu}}
 		}
 		return s
 	}

@@ -10,6 +10,11 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/host"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // RatePoint is a fixed open-loop rate with a request body size.
@@ -49,20 +54,20 @@ type OpenOverheadOptions struct {
 
 // OpenStep is one configuration at one rate and body size.
 type OpenStep struct {
-	Config      string   `json:"config"`
-	RatePoint            // offered
-	Sent        int      `json:"sent"`
-	OK          int      `json:"ok"`
-	Failed      int      `json:"failed"`
-	P50         float64  `json:"p50_ms"`
-	P90         float64  `json:"p90_ms"`
-	P99         float64  `json:"p99_ms"`
-	Max         float64  `json:"max_ms"`
-	Achieved    float64  `json:"achieved_rate"`
-	SenderLagMs float64  `json:"sender_lag_ms"`
-	Sustained   bool     `json:"sustained"`
-	CPU         []CPUUse `json:"cpu"`
-	MachineBusy float64  `json:"machine_busy_cores"`
+	Config      string        `json:"config"`
+	RatePoint                 // offered
+	Sent        int           `json:"sent"`
+	OK          int           `json:"ok"`
+	Failed      int           `json:"failed"`
+	P50         float64       `json:"p50_ms"`
+	P90         float64       `json:"p90_ms"`
+	P99         float64       `json:"p99_ms"`
+	Max         float64       `json:"max_ms"`
+	Achieved    float64       `json:"achieved_rate"`
+	SenderLagMs float64       `json:"sender_lag_ms"`
+	Sustained   bool          `json:"sustained"`
+	CPU         []host.CPUUse `json:"cpu"`
+	MachineBusy float64       `json:"machine_busy_cores"`
 }
 
 // AddedLatency is the cost of an ext_proc configuration at one point in
@@ -120,11 +125,13 @@ func OverheadOpen(ctx context.Context, o OpenOverheadOptions) (*OpenOverheadRepo
 		Command: o.Command, Machine: Machine(), Started: time.Now(),
 		Definition: fmt.Sprintf("a rate is sustained when, in one of two tries held for %v each, under 0.1%% of requests fail, the completions keep up (at least 95%% of the offered rate), the sender never falls 100 ms behind its schedule, and the p99 latency stays under %v", o.Step, o.MaxP99),
 	}
-	clients := make([]*Client, len(st.targets))
+	clients := make([]*loadgen.Client, len(st.targets))
 	for i, t := range st.targets {
-		clients[i] = NewClient(t.url, 1024, t.key)
+		clients[i] = loadgen.NewClient(t.url, 1024, t.key)
 		defer clients[i].Close()
-		RunClosed(ctx, clients[i], 64, 8, func(int) Request { return Request{Model: "bench", MaxTokens: o.MaxTokens, PromptTokens: 200} })
+		loadgen.RunClosed(ctx, clients[i], 64, 8, func(int) loadgen.Request {
+			return loadgen.Request{Model: "bench", MaxTokens: o.MaxTokens, PromptTokens: 200}
+		})
 	}
 	step := func(i int, p RatePoint) (OpenStep, error) {
 		s, err := openStep(ctx, clients[i], st, i, p, o)
@@ -210,20 +217,20 @@ func sustainedMark(ok bool) string {
 }
 
 // openStep holds one rate against target i.
-func openStep(ctx context.Context, c *Client, st *overheadStack, i int, p RatePoint, o OpenOverheadOptions) (OpenStep, error) {
+func openStep(ctx context.Context, c *loadgen.Client, st *overheadStack, i int, p RatePoint, o OpenOverheadOptions) (OpenStep, error) {
 	t := st.targets[i]
-	req := sizedRequest(p.Bytes, o.MaxTokens)
+	req := loadgen.SizedRequest(p.Bytes, o.MaxTokens)
 	n := max(int(p.Rate*o.Step.Seconds()), 1)
 	gap := time.Duration(float64(time.Second) / p.Rate)
 	pids := map[string]int{"gpusim": st.gpuPid}
 	for k, v := range t.pids {
 		pids[k] = v
 	}
-	meter, machine := newCPUMeter(pids), newMachineMeter()
-	meter.start()
-	machine.start()
-	prog := NewProgress(o.Progress, fmt.Sprintf("%s %.0f/s %dB", t.name, p.Rate, p.Bytes), n)
-	results := make([]Result, n)
+	meter, machine := host.NewCPUMeter(pids), host.NewMachineMeter()
+	meter.Start()
+	machine.Start()
+	prog := loadgen.NewProgress(o.Progress, fmt.Sprintf("%s %.0f/s %dB", t.name, p.Rate, p.Bytes), n)
+	results := make([]loadgen.Result, n)
 	var wg sync.WaitGroup
 	epoch := time.Now()
 	var lag time.Duration
@@ -246,15 +253,15 @@ func openStep(ctx context.Context, c *Client, st *overheadStack, i int, p RatePo
 	wg.Wait()
 	prog.Finish()
 	elapsed := time.Since(epoch)
-	cpu, _ := meter.stop()
-	busy := machine.stop()
+	cpu, _ := meter.Stop()
+	busy := machine.Stop()
 	if ctx.Err() != nil {
 		return OpenStep{}, ctx.Err()
 	}
-	lat := Latencies(results)
+	lat := stats.Latencies(results)
 	s := OpenStep{
 		Config: t.name, RatePoint: p, Sent: n, OK: len(lat), Failed: n - len(lat),
-		P50: ms(Percentile(lat, 50)), P90: ms(Percentile(lat, 90)), P99: ms(Percentile(lat, 99)), Max: ms(Percentile(lat, 100)),
+		P50: ms(stats.Percentile(lat, 50)), P90: ms(stats.Percentile(lat, 90)), P99: ms(stats.Percentile(lat, 99)), Max: ms(stats.Percentile(lat, 100)),
 		Achieved: float64(len(lat)) / elapsed.Seconds(), SenderLagMs: ms(lag), CPU: cpu, MachineBusy: busy * float64(runtime.NumCPU()),
 	}
 	s.Sustained = float64(s.Failed) <= 0.001*float64(n) && s.Achieved >= 0.95*p.Rate &&
@@ -265,17 +272,17 @@ func openStep(ctx context.Context, c *Client, st *overheadStack, i int, p RatePo
 // writeOverheadOpen writes overhead.json and overhead.md into a run folder
 // and publishes them to latest/.
 func writeOverheadOpen(results string, rep *OpenOverheadReport) error {
-	dir, err := runFolder(results, "overhead", rep.Started)
+	dir, err := record.Folder(results, "overhead", rep.Started)
 	if err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, "overhead.json"), rep); err != nil {
+	if err := record.WriteJSON(filepath.Join(dir, "overhead.json"), rep); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, "overhead.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, "overhead.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
 		return err
 	}
-	return publishLatest(results, dir, []string{"overhead.json", "overhead.md"})
+	return record.Publish(results, dir, []string{"overhead.json", "overhead.md"})
 }
 
 // Markdown writes the open-loop overhead report.
@@ -298,17 +305,6 @@ func (r *OpenOverheadReport) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %.0f | %s | %d | %d | %.3f | %.3f | %.3f | %.3f | %.0f | %.1f | %.2f | %s |\n",
 			s.Config, s.Rate, sizeWord(s.Bytes), s.OK, s.Failed, s.P50, s.P90, s.P99, s.Max, s.Achieved, s.SenderLagMs, s.MachineBusy, yesNo(s.Sustained))
 	}
-}
-
-// sizedRequest is a chat request whose JSON body is about bytes long (to
-// within the five bytes of one prompt word), rendered once: every request
-// of a step is identical.
-func sizedRequest(bytes, maxTokens int) Request {
-	r := Request{Model: "bench", MaxTokens: maxTokens, PromptTokens: 1}
-	fixed := len(r.body()) - len("word")
-	r.PromptTokens = max((bytes-fixed+1)/5, 1)
-	r.Body = r.body()
-	return r
 }
 
 func sizeWord(b int) string {

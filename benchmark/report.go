@@ -1,77 +1,47 @@
 package benchmark
 
 import (
-	"bytes"
 	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/host"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/record"
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
-
-// runFolder creates <results>/<UTC time>-<kind> for a run's files.
-func runFolder(results, kind string, at time.Time) (string, error) {
-	dir := filepath.Join(results, at.UTC().Format("20060102-150405")+"-"+kind)
-	return dir, os.MkdirAll(dir, 0o750)
-}
-
-// publishLatest copies the named files of dir into <results>/latest, the
-// stable copy docs/benchmark-results.md embeds, replacing older copies of the same files.
-func publishLatest(results, dir string, files []string) error {
-	latest := filepath.Join(results, "latest")
-	if err := os.MkdirAll(latest, 0o750); err != nil {
-		return err
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(latest, f), b, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // writeCompare writes the comparison's JSON, CSVs, plots and report into
 // a run folder and publishes them to latest/, every file named after the
 // comparison (compare-<name>.json, report-<name>.md, ...).
 func writeCompare(results string, rep *CompareReport) error {
-	dir, err := runFolder(results, "compare-"+rep.Name, rep.Started)
+	dir, err := record.Folder(results, "compare-"+rep.Name, rep.Started)
 	if err != nil {
 		return err
 	}
 	n := func(base, ext string) string { return base + "-" + rep.Name + ext }
 	files := []string{n("compare", ".json"), n("compare", ".csv"), n("report", ".md"), n("ttft-cdf", ".png"), n("e2e-cdf", ".png"), n("ttft-p99-vs-load", ".png"), n("hit-rate", ".png"), n("inflight", ".png")}
-	if err := writeJSON(filepath.Join(dir, files[0]), rep); err != nil {
+	if err := record.WriteJSON(filepath.Join(dir, files[0]), rep); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, files[1]), func(w io.Writer) error { return summaryCSV(w, rep.Runs) }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, files[1]), func(w io.Writer) error { return summaryCSV(w, rep.Runs) }); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, n("requests", ".csv")), func(w io.Writer) error { return requestsCSV(w, rep) }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, n("requests", ".csv")), func(w io.Writer) error { return requestsCSV(w, rep) }); err != nil {
 		return err
 	}
 	if err := writePlots(dir, rep, 0.8, files[3:]); err != nil {
 		return fmt.Errorf("plots: %w", err)
 	}
-	if err := writeFile(filepath.Join(dir, files[2]), func(w io.Writer) error { rep.markdown(w, files[3:]); return nil }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, files[2]), func(w io.Writer) error { rep.markdown(w, files[3:]); return nil }); err != nil {
 		return err
 	}
-	return publishLatest(results, dir, files)
-}
-
-func writeFile(path string, fill func(io.Writer) error) error {
-	var b bytes.Buffer
-	if err := fill(&b); err != nil {
-		return err
-	}
-	return os.WriteFile(path, b.Bytes(), 0o600)
+	return record.Publish(results, dir, files)
 }
 
 // summaryCSV writes one row per run.
@@ -108,7 +78,7 @@ func requestsCSV(w io.Writer, rep *CompareReport) error {
 			m := i >= rep.Measured[0] && i < rep.Measured[1]
 			itlP99 := "" // no gaps: under two tokens, or not streamed
 			if len(res.ITLs) > 0 {
-				itlP99 = fmt.Sprintf("%.1f", ms(Percentile(res.ITLs, 99)))
+				itlP99 = fmt.Sprintf("%.1f", ms(stats.Percentile(res.ITLs, 99)))
 			}
 			_ = cw.Write([]string{
 				r.Summary.Setup, strconv.FormatFloat(r.Summary.Load, 'f', 2, 64), strconv.FormatUint(r.Seed, 10), strconv.Itoa(i), strconv.FormatBool(m),
@@ -142,16 +112,22 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 	fmt.Fprintf(w, "- **SLO** (goodput): TTFT ≤ %v and each request's p99 inter-token gap ≤ %v\n", r.SLO.TTFT, r.SLO.ITL)
 	fmt.Fprintf(w, "- **Time scale**: %g (times are GPU time)\n", r.TimeScale)
 	lo, hi := blockRange(r.Stats)
-	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% two-level bootstrap interval (%d replicates, each drawing the seeds with replacement, so that the spread between runs is in it, then rebuilding each drawn seed's measured requests from blocks of consecutive ones, since neighbours in time share a queue; ratios pair the seed draws; each seed's block length chosen from its own autocorrelation by the Politis–White rule: %d to %d requests in this run); the per-seed values and blocks are in compare-%s.json\n", bootstrapReplicates, lo, hi, r.Name)
+	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% two-level bootstrap interval (%d replicates, each drawing the seeds with replacement, so that the spread between runs is in it, then rebuilding each drawn seed's measured requests from blocks of consecutive ones, since neighbours in time share a queue; ratios pair the seed draws; each seed's block length chosen from its own autocorrelation by the Politis–White rule: %d to %d requests in this run); the per-seed values and blocks are in compare-%s.json\n", stats.Replicates, lo, hi, r.Name)
+	if err := r.voidError(""); err != nil && len(r.Runs) > 0 {
+		fmt.Fprintf(w, "\n> **VOID comparison**: every run was void, so nothing below measures the configurations. %s.\n", strings.TrimPrefix(err.Error(), ErrVoid.Error()+": "))
+	}
 	if len(r.Void) > 0 {
-		fmt.Fprintf(w, "\n> **VOID**: the machine was saturated (over %.0f%% of its cores busy) during %d run(s): %s. Latency differences in those runs may be the machine's, not the configurations'.\n",
-			100*saturationShare, len(r.Void), strings.Join(r.Void, "; "))
+		fmt.Fprintf(w, "\n> **VOID**: %d run(s) void: %s. Why a run is void: machine busy (over %.0f%% of the machine's cores busy, with anything), host slow (the host-speed probe over %.0f%% slower through every attempt), sender late (a request sent over %v after its arrival time), overload (no configuration kept up with that load and seed). Overloaded runs are left out of the tables and aims; the others are counted, and their latency differences may be the machine's, not the configurations'. Every run's own figures are in the Runs table.\n",
+			len(r.Void), strings.Join(r.Void, "; "), 100*saturationShare, 100*(host.SlowLimit-1), senderLagLimit)
 	} else {
-		fmt.Fprintf(w, "\n**Valid**: the machine stayed below %.0f%% of its cores busy in every run (see the CPU table).\n", 100*saturationShare)
+		fmt.Fprintf(w, "\n**Valid**: no run was void: the machine stayed below %.0f%% of its cores busy, the host at speed and the sender on time in every run (see the Runs and CPU tables).\n", 100*saturationShare)
+	}
+	if warn := r.Budget.Warning(r.TimeScale); warn != "" {
+		fmt.Fprintf(w, "\n> **Machine budget**, judged before the runs: %s.\n", warn)
 	}
 	if r.HostRef > 0 {
-		fmt.Fprintf(w, "\n**Host speed**: a probe timed fixed work on a free core every %v (%.0f µs before the first run; hostProbe); a run during which it was over %.0f%% slower was repeated up to %d times and its attempt on the fastest host kept, a choice that reads the probe only (the CPU table lists every attempt).\n",
-			probePeriod, r.HostRef, 100*(hostSlowLimit-1), hostRetries)
+		fmt.Fprintf(w, "\n**Host speed**: a probe timed fixed work on a free core every %v (%.0f µs before the first run; host.Probe); a run during which it was over %.0f%% slower was repeated up to %d times and its attempt on the fastest host kept, a choice that reads the probe only (the CPU table lists every attempt).\n",
+			host.ProbePeriod, r.HostRef, 100*(host.SlowLimit-1), host.Retries)
 	}
 	var slow []string
 	for _, run := range r.Runs {
@@ -168,7 +144,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 			len(r.Degraded), strings.Join(r.Degraded, "; "))
 	}
 	if len(r.Overload) > 0 {
-		fmt.Fprintf(w, "\n> **Overload**, left out of the tables and aims: %s. The capacity setup could not serve that seed's requests at its offered rate (median TTFT over %.0f ms, or measured requests unfinished after the grace).\n", strings.Join(r.Overload, "; "), r.Capacity.BoundMs)
+		fmt.Fprintf(w, "\n> **Overload**, left out of the tables and aims: %s. No configuration kept up with that seed's requests at its offered rate (each left measured requests unfinished after the grace, failed 1%% or more, or had a median TTFT over %.0f ms).\n", strings.Join(r.Overload, "; "), r.Capacity.BoundMs)
 	}
 	r.fleetSection(w)
 	r.capacitySection(w)
@@ -177,16 +153,22 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 			100*c.Trace, seedPercents(r.Seeds, c.Unbounded), seedPercents(r.Seeds, c.Fleet), seedPercents(r.Seeds, c.Pooled))
 	}
 	for _, load := range r.Loads {
-		var st []Stats
+		var st []stats.Stats
 		for _, s := range r.Stats {
 			if s.Load == load && len(s.Seeds) > 0 {
 				st = append(st, s)
 			}
 		}
 		fmt.Fprintf(w, "\n## %.0f%% of capacity\n\n", 100*load)
+		if len(st) == 0 {
+			fmt.Fprintln(w, "No configuration has figures at this load: every seed was overloaded (see the Runs table for each run's own figures).")
+			continue
+		}
 		statsTables(w, st)
 	}
-	if len(r.Aims) > 0 {
+	if len(r.Aims) == 0 {
+		fmt.Fprintf(w, "\n## Aims\n\nNot judged: the default strategy (%s) has no figures at the load they are judged at.\n", defaultSetup)
+	} else {
 		fmt.Fprintf(w, "\n## Aims\n\nJudged by the interval: met when all of it is on the target's side, missed when all of it is on the other, not settled otherwise.\n\n")
 		fmt.Fprintln(w, "| aim | load | value [95% interval] | target | verdict | values |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|")
@@ -194,9 +176,13 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 			fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | **%s** | %s |\n", a.Name, 100*a.Load, fmtEst(a.Ratio, ""), a.Target, a.Verdict, a.Detail)
 		}
 	}
+	r.runsTable(w)
 	r.cpuTable(w)
 	fmt.Fprintf(w, "\n## Plots\n\n")
 	for _, p := range plots {
+		if why := r.plotNotes[p]; why != "" {
+			fmt.Fprintf(w, "%s: %s.\n\n", p, why)
+		}
 		fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
 	}
 	fmt.Fprintf(w, "## Notes\n\n")
@@ -206,7 +192,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 }
 
 func (r *CompareReport) fleetSection(w io.Writer) {
-	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet and caps in every configuration and seed.\n\n", Model, r.FleetKeys)
+	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet and caps in every configuration and seed.\n\n", loadgen.Model, r.FleetKeys)
 	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency | sized at | requests held there |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, g := range r.Fleet {
@@ -222,7 +208,11 @@ func (r *CompareReport) capacitySection(w io.Writer) {
 		fmt.Fprintf(w, "\n## Capacity\n\nEach seed's capacity is its fleet estimate: the sum of every GPU's saturation rate alone on the seed's requests (the highest rate keeping the median TTFT ≤ 2 s, gpusim in virtual time), what a perfect balancer would sustain. It is deterministic, so repeated comparisons offer the same rates; `--probe-capacity` measures it through real runs instead. %s.\n", seedRates(r.Seeds, r.SeedCapacity))
 		return
 	}
-	fmt.Fprintf(w, "\n## Capacity\n\n**%.2f req/s**, measured with %s on seed %d. ", c.Rate, c.Setup, r.Seeds[0])
+	first := uint64(0)
+	if len(r.Seeds) > 0 {
+		first = r.Seeds[0]
+	}
+	fmt.Fprintf(w, "\n## Capacity\n\n**%.2f req/s**, measured with %s on seed %d. ", c.Rate, c.Setup, first)
 	if len(c.Probes) > 0 {
 		fmt.Fprintf(w, "A rate (req/s of GPU time) is sustainable when an open-loop run of %d requests at that rate keeps the median TTFT of its measured requests ≤ %.0f ms with under 1%% errors; the capacity is the highest sustainable rate found (search from 85%% of the fleet estimate, 15%% steps, then bisection to 5%%).\n\n", c.Requests, c.BoundMs)
 		fmt.Fprintln(w, "| probe rate req/s | median TTFT ms | sustainable | machine saturated |")
@@ -236,12 +226,12 @@ func (r *CompareReport) capacitySection(w io.Writer) {
 
 // statsTables writes one load's pooled figures: latencies, then
 // predictability, goodput, errors and hit rate.
-func statsTables(w io.Writer, st []Stats) {
+func statsTables(w io.Writer, st []stats.Stats) {
 	fmt.Fprintln(w, "| setup | TTFT p50 | TTFT p90 | TTFT p99 | E2E p50 | E2E p90 | E2E p99 | ITL p50 | ITL p90 | ITL p99 |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, s := range st {
 		fmt.Fprintf(w, "| %s |", s.Setup)
-		for _, e := range [][3]Estimate{s.TTFT, s.E2E, s.ITL} {
+		for _, e := range [][3]stats.Estimate{s.TTFT, s.E2E, s.ITL} {
 			for _, x := range e {
 				fmt.Fprintf(w, " %s |", msCell(x))
 			}
@@ -267,16 +257,17 @@ func statsTables(w io.Writer, st []Stats) {
 	fmt.Fprintln(w, "\ntok/s: each request's decode rate after its first token; p5 / p50 is the predictability figure (1 is perfectly steady). good: share of measured requests within both SLOs. completed req/s: mean over seeds. prefix hit rate: gpusim's counters over each run, mean [min, max] over seeds. A setup whose errors exceed the fewest by more than its interval is marked: it may win on latency by rejecting work.")
 }
 
-func msCell(e Estimate) string { return fmt.Sprintf("%.0f [%.0f, %.0f]", e.Value, e.Lo, e.Hi) }
-func pctCell(e Estimate) string {
+func msCell(e stats.Estimate) string { return fmt.Sprintf("%.0f [%.0f, %.0f]", e.Value, e.Lo, e.Hi) }
+
+func pctCell(e stats.Estimate) string {
 	return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*e.Value, 100*e.Lo, 100*e.Hi)
 }
 
-func hitCell(e Estimate) string {
+func hitCell(e stats.Estimate) string {
 	return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*e.Value, 100*e.Lo, 100*e.Hi)
 }
 
-func numCell(e Estimate, prec int) string {
+func numCell(e stats.Estimate, prec int) string {
 	return fmt.Sprintf("%.*f [%.*f, %.*f]", prec, e.Value, prec, e.Lo, prec, e.Hi)
 }
 
@@ -302,6 +293,28 @@ func seedRates(seeds []uint64, m map[uint64]float64) string {
 		parts[i] = fmt.Sprintf("seed %d %.2f req/s", s, m[s])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// runsTable writes every run's own figures, void ones marked with why.
+func (r *CompareReport) runsTable(w io.Writer) {
+	fmt.Fprintf(w, "\n## Runs\n\nEvery run's own figures over its measured requests (ms of GPU time; a figure marked ≥ fell on a request cut at the grace, so it is a lower bound), and why it is void, if it is.\n\n")
+	fmt.Fprintln(w, "| run | offered req/s | TTFT p50 | TTFT p99 | E2E p99 | good | errors | unfinished | prefix hit rate | sender lag ms | void |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, run := range r.Runs {
+		s := run.Summary
+		cell := func(name string, v float64) string {
+			if slices.Contains(s.LowerBounds, name) {
+				return fmt.Sprintf("≥ %.0f", v)
+			}
+			return fmt.Sprintf("%.0f", v)
+		}
+		void := "-"
+		if len(run.Void) > 0 {
+			void = "**VOID**: " + strings.Join(run.Void, ", ")
+		}
+		fmt.Fprintf(w, "| %s | %.2f | %s | %s | %s | %.1f%% | %d | %d | %.1f%% | %.0f | %s |\n", runLabel(run), s.Rate,
+			cell("ttft_p50_ms", s.TTFTP50), cell("ttft_p99_ms", s.TTFTP99), cell("e2e_p99_ms", s.E2EP99), 100*s.GoodFraction, s.Errors, s.Unfinished, 100*run.HitRate, run.SenderLagMs, void)
+	}
 }
 
 // cpuTable writes every run's CPU per process and the machine's load.
@@ -351,7 +364,7 @@ func yesNo(b bool) string {
 }
 
 // blockRange is the shortest and longest bootstrap block over stats.
-func blockRange(stats []Stats) (lo, hi int) {
+func blockRange(stats []stats.Stats) (lo, hi int) {
 	for _, st := range stats {
 		for _, b := range st.Blocks {
 			if lo == 0 || b < lo {

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/host"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // fakeRuns builds runs of setups at loads with made-up results: each
@@ -17,19 +21,19 @@ func fakeRuns(factors map[string]float64, loads []float64) []*Run {
 	var runs []*Run
 	for _, load := range loads {
 		for name, f := range factors {
-			var rs []Result
+			var rs []loadgen.Result
 			for i := 0; i < 50; i++ {
 				d := time.Duration(f*float64(10+i)) * time.Millisecond
-				rs = append(rs, Result{
+				rs = append(rs, loadgen.Result{
 					Start: time.Duration(i) * 100 * time.Millisecond, TTFT: d, Latency: 20 * d, Status: 200, Tokens: 11,
 					Node: "gpu-0", ITLs: []time.Duration{d / 10, d / 5},
 				})
 			}
-			s := Summarize(rs, DefaultSLO())
+			s := stats.Summarize(rs, stats.DefaultSLO())
 			s.Setup, s.Load, s.Rate = name, load, 10*load
 			runs = append(runs, &Run{
 				Summary: s, results: rs, MachineCPUs: 2,
-				CPU:      []CPUUse{{Name: "envoy", Cores: 0.1}},
+				CPU:      []host.CPUUse{{Name: "envoy", Cores: 0.1}},
 				Inflight: []InflightSample{{T: 0, Running: []int{1, 2}}, {T: 1, Running: []int{3, -1}}},
 			})
 		}
@@ -50,11 +54,11 @@ func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *Com
 			runs = append(runs, r)
 		}
 	}
-	o := CompareOptions{Loads: loads, Setups: setups, SLO: DefaultSLO(), Seeds: []uint64{1, 2, 3}}
+	o := CompareOptions{Loads: loads, Setups: setups, SLO: stats.DefaultSLO(), Seeds: []uint64{1, 2, 3}}
 	rep := &CompareReport{
 		Name: "test", Command: "llm-bench compare --test", Machine: "test machine", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Fleet:     []GPU{{ID: "g0", Profile: "h100-llama2-7b", Cap: 4}, {ID: "g1", Profile: "a40-llama2-7b", Cap: 2}},
-		TimeScale: 1, SLO: DefaultSLO(), Requests: 50, Measured: [2]int{0, 50}, Loads: loads, Runs: runs, Seeds: o.Seeds,
+		TimeScale: 1, SLO: stats.DefaultSLO(), Requests: 50, Measured: [2]int{0, 50}, Loads: loads, Runs: runs, Seeds: o.Seeds,
 		Capacity:     Capacity{Setup: "envoy LEAST_REQUEST", Rate: 10, Probes: []Probe{{Rate: 10, TTFTP50: 100, Sustainable: true}}},
 		SeedCapacity: map[uint64]float64{1: 10, 2: 11, 3: 9},
 	}
@@ -158,9 +162,9 @@ func TestRequestsCSVTracesEachGoodputMiss(t *testing.T) {
 		}
 		return out
 	}
-	rep := &CompareReport{SLO: DefaultSLO(), Measured: [2]int{0, 3}, Runs: []*Run{{
-		Summary: Summary{Setup: "router scored", Load: 0.8}, Seed: 2,
-		results: []Result{
+	rep := &CompareReport{SLO: stats.DefaultSLO(), Measured: [2]int{0, 3}, Runs: []*Run{{
+		Summary: stats.Summary{Setup: "router scored", Load: 0.8}, Seed: 2,
+		results: []loadgen.Result{
 			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 3, Node: "a40-0", ITLs: gaps(20, 150)},
 			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 3, Node: "h100-0", ITLs: gaps(20, 30)},
 			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 1, Node: "h100-1"},

@@ -7,13 +7,16 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/host"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 )
 
 // Run is one setup under one load: the summary, the raw results and what
 // the machine did meanwhile.
 type Run struct {
-	Summary Summary `json:"summary"`
+	Summary stats.Summary `json:"summary"`
 	// Seed is the workload's seed.
 	Seed uint64 `json:"seed"`
 	// HitRate is the fleet's prefix-cache hit rate over the run (every
@@ -23,23 +26,26 @@ type Run struct {
 	// CPU is each of our processes' CPU over the run and Cores their
 	// total; MachineCores is the whole machine's busy cores (every process,
 	// ours or not) out of MachineCPUs.
-	CPU          []CPUUse `json:"cpu"`
-	Cores        float64  `json:"cores"`
-	MachineCores float64  `json:"machine_busy_cores"`
-	MachineCPUs  int      `json:"machine_cpus"`
-	Saturated    bool     `json:"saturated"`
-	SenderLagMs  float64  `json:"sender_lag_ms"`
+	CPU          []host.CPUUse `json:"cpu"`
+	Cores        float64       `json:"cores"`
+	MachineCores float64       `json:"machine_busy_cores"`
+	MachineCPUs  int           `json:"machine_cpus"`
+	Saturated    bool          `json:"saturated"`
+	SenderLagMs  float64       `json:"sender_lag_ms"`
 	// HostSlowdown is the host-speed probe's time during the run over its
-	// time before the first run (hostProbe): 1 is as fast, 1.2 a fifth
+	// time before the first run (host.Probe): 1 is as fast, 1.2 a fifth
 	// slower; 0 when not measured. HostAttempts lists every attempt's
 	// slowdown when the run was repeated on a slow host (runSteady).
 	HostSlowdown float64   `json:"host_slowdown"`
 	HostAttempts []float64 `json:"host_attempts,omitempty"`
 	WallSeconds  float64   `json:"wall_seconds"`
+	// Void lists why the run's figures may not be the configuration's
+	// (voidReasons), each with its figure; empty when valid.
+	Void []string `json:"void,omitempty"`
 	// Inflight samples each GPU's running and waiting requests.
 	Inflight []InflightSample `json:"inflight,omitempty"`
 	// results are every job's result in GPU time, measured or not.
-	results []Result
+	results []loadgen.Result
 }
 
 // runner runs setups one after the other against one fleet.
@@ -48,7 +54,7 @@ type runner struct {
 	fleet    *fleetProc
 	gpus     []GPU
 	scale    float64
-	slo      SLO
+	slo      stats.SLO
 	progress io.Writer
 	sample   time.Duration
 	grace    time.Duration
@@ -75,7 +81,7 @@ const saturationShare = 0.85
 
 // run starts s on an idle fleet, sends jobs open-loop, measures jobs
 // [from, to) and stops s.
-func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, label string, firstTokenOnly bool) (*Run, error) {
+func (r *runner) run(ctx context.Context, s Setup, jobs []loadgen.Job, from, to int, label string, firstTokenOnly bool) (*Run, error) {
 	if err := waitIdle(ctx, r.gpus, 10*time.Minute); err != nil {
 		return nil, err
 	}
@@ -88,45 +94,45 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, lab
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
 	defer rs.stop()
-	client := NewClient(rs.url, 4096, "")
+	client := loadgen.NewClient(rs.url, 4096, "")
 	defer client.Close()
 
 	pids := map[string]int{"gpusim fleet": r.fleet.Pid()}
 	for k, v := range rs.pids {
 		pids[k] = v
 	}
-	meter := newCPUMeter(pids)
-	machine := newMachineMeter()
+	meter := host.NewCPUMeter(pids)
+	machine := host.NewMachineMeter()
 	smp := startSampler(ctx, r.gpus, r.sample, r.scale)
-	probe := startHostProbe()
-	meter.start()
-	machine.start()
+	probe := host.StartProbe()
+	meter.Start()
+	machine.Start()
 	q0, h0, err := prefixCounters(ctx, r.gpus)
 	if err != nil {
 		return nil, err
 	}
 	r.runs++
 	nonce := fmt.Sprintf("[run %d-%x]", r.runs, time.Now().UnixNano()&0xffffff)
-	build := func(j Job) Request { return j.Request(nonce, r.blockTokens) }
+	build := func(j loadgen.Job) loadgen.Request { return j.Request(nonce, r.blockTokens) }
 	start := time.Now()
-	prog := NewProgress(r.progress, label, len(jobs))
-	results, lag := RunOpen(ctx, client, jobs, OpenOptions{Scale: r.scale, From: from, To: to, Grace: r.grace, FirstTokenOnly: firstTokenOnly, Request: build}, prog)
+	prog := loadgen.NewProgress(r.progress, label, len(jobs))
+	results, lag := loadgen.RunOpen(ctx, client, jobs, loadgen.OpenOptions{Scale: r.scale, From: from, To: to, Grace: r.grace, FirstTokenOnly: firstTokenOnly, Request: build}, prog)
 	prog.Finish()
 	wall := time.Since(start)
-	cpu, cores := meter.stop()
-	busy := machine.stop()
-	probed := probe.stop()
+	cpu, cores := meter.Stop()
+	busy := machine.Stop()
+	probed := probe.Stop()
 	inflight := smp.stop()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	gpuTime := scaleResults(results, r.scale)
+	gpuTime := loadgen.ScaleResults(results, r.scale)
 	q1, h1, err := prefixCounters(ctx, r.gpus)
 	if err != nil {
 		return nil, err
 	}
 	run := &Run{
-		Summary:      Summarize(gpuTime[from:to], r.slo),
+		Summary:      stats.Summarize(gpuTime[from:to], r.slo),
 		CPU:          cpu,
 		Cores:        cores,
 		MachineCores: busy * float64(runtime.NumCPU()),
@@ -147,18 +153,18 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []Job, from, to int, lab
 	return run, nil
 }
 
-// hostSlow reports whether the host was slower than hostSlowLimit during
+// hostSlow reports whether the host was slower than host.SlowLimit during
 // the run.
-func (r *Run) hostSlow() bool { return r.HostSlowdown > hostSlowLimit }
+func (r *Run) hostSlow() bool { return r.HostSlowdown > host.SlowLimit }
 
 // runSteady is run, repeated while the host-speed probe says the host was
 // slow (steady).
-func (r *runner) runSteady(ctx context.Context, s Setup, jobs []Job, from, to int, label string, log io.Writer) (*Run, error) {
+func (r *runner) runSteady(ctx context.Context, s Setup, jobs []loadgen.Job, from, to int, label string, log io.Writer) (*Run, error) {
 	return steady(func() (*Run, error) { return r.run(ctx, s, jobs, from, to, label, false) }, &r.repeats, label, log)
 }
 
 // steady calls attempt, again while the run it returns was on a slow host,
-// at most hostRetries more times and while *budget lasts (each repeat
+// at most host.Retries more times and while *budget lasts (each repeat
 // spends one, so a host slow for long cannot stretch make bench past its
 // time limit); it keeps the attempt on the fastest host
 // and lists every attempt's slowdown. The choice reads only the probe,
@@ -175,7 +181,7 @@ func steady(attempt func() (*Run, error), budget *int, label string, log io.Writ
 		if best == nil || run.HostSlowdown < best.HostSlowdown {
 			best = run
 		}
-		if !run.hostSlow() || n == hostRetries || *budget <= 0 {
+		if !run.hostSlow() || n == host.Retries || *budget <= 0 {
 			break
 		}
 		*budget--

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
 // parseFloats reads "0.6,0.8,0.95".
@@ -45,7 +47,7 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 	fs.StringVar(&o.BinDir, "bin", o.BinDir, "directory holding llm-router, llm-bench and gpusim")
 	fs.StringVar(&o.Workload.Kind, "workload", o.Workload.Kind, "trace (the trace's lengths) or extreme (10- and 2,000-token outputs)")
 	fs.StringVar(&o.Workload.Arrivals, "arrivals", o.Workload.Arrivals, "poisson, or trace (its own arrival times, rescaled)")
-	fs.StringVar(&o.Workload.MaxTokens, "max-tokens", benchmark.MaxTokensBound, "what clients send as max_tokens: bound (absent or 4096, half each) or oracle (the true output length)")
+	fs.StringVar(&o.Workload.MaxTokens, "max-tokens", loadgen.MaxTokensBound, "what clients send as max_tokens: bound (absent or 4096, half each) or oracle (the true output length)")
 	fs.Float64Var(&o.Workload.LongShare, "long-share", o.Workload.LongShare, "extreme workload: share of 2,000-token jobs")
 	fs.IntVar(&o.Requests, "requests", o.Requests, "requests per run")
 	fs.Float64Var(&o.Warmup, "warmup", o.Warmup, "share of each run's requests before the measured ones")
@@ -169,9 +171,11 @@ func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o.Command = "llm-bench compare " + strings.Join(args, " ")
 	o.Progress, o.Log = stderr, stderr
 	rep, err := benchmark.Compare(ctx, o)
-	if err != nil {
+	if err != nil && !errors.Is(err, benchmark.ErrVoid) {
 		return err
 	}
+	// A void comparison still prints its whole report, then fails with
+	// the cause and the option that fixes it.
 	rep.Markdown(stdout)
-	return nil
+	return err
 }

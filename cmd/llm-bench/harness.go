@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
 // harnessFlags parses what the sequential and sweep harnesses share.
@@ -17,7 +18,7 @@ func harnessFlags(name string, args []string, stderr io.Writer, extra func(*flag
 	fs.SetOutput(stderr)
 	o := benchmark.HarnessOptions{
 		BinDir: "bin", Fleet: benchmark.DefaultFleet, TimeScale: 1, Seed: 1,
-		Workload: benchmark.WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: benchmark.KindTrace, LongShare: 0.25},
+		Workload: loadgen.WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: loadgen.KindTrace, LongShare: 0.25},
 	}
 	setup := fs.String("setup", "scored", "configuration started when --url is empty: an Envoy policy or a router strategy")
 	fs.StringVar(&o.URL, "url", "", "send to this OpenAI-compatible gateway (e.g. http://127.0.0.1:8080) instead of starting a stack")

@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"overhead":     overhead,
 		"noop-extproc": noopExtProc,
 		"serve":        serve,
-		"picks":        picks,
+		"picks":        picksCommand,
 		"script-cost":  scriptCost,
 		"sequential":   sequential,
 		"sweep":        sweep,

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/picks"
 )
 
-func picks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// picksCommand is `llm-bench picks`; named apart from the package it runs.
+func picksCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("picks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := benchmark.PicksOptions{Out: stdout, Replicas: []int{1, 3}}
+	o := picks.Options{Out: stdout, Replicas: []int{1, 3}}
 	fs.IntVar(&o.Workers, "workers", 64, "registered workers")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measurement time per replica count (per layout with --pools)")
 	fs.IntVar(&o.Concurrency, "concurrency", 16, "concurrent decisions per replica")
@@ -27,7 +28,7 @@ func picks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *pools == "" {
-		_, err := benchmark.Picks(ctx, o)
+		_, err := picks.Run(ctx, o)
 		return err
 	}
 	var counts []int
@@ -39,7 +40,7 @@ func picks(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		counts = append(counts, n)
 	}
 	o.Replicas = []int{3}
-	_, err := benchmark.PicksPools(ctx, o, counts)
+	_, err := picks.Pools(ctx, o, counts)
 	return err
 }
 
@@ -58,6 +59,6 @@ func scriptCost(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		ns = append(ns, n)
 	}
-	_, err := benchmark.ScriptCosts(ctx, stdout, ns)
+	_, err := picks.ScriptCosts(ctx, stdout, ns)
 	return err
 }

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -33,15 +34,15 @@ func twoSlowWorkers() []workerSpec {
 }
 
 // streamReq returns a streamed request of n tokens (n/20 s on these workers).
-func streamReq(n int, priority string) benchmark.Request {
-	return benchmark.Request{Model: "m", MaxTokens: n, Stream: true, Priority: priority}
+func streamReq(n int, priority string) loadgen.Request {
+	return loadgen.Request{Model: "m", MaxTokens: n, Stream: true, Priority: priority}
 }
 
 // occupy starts requests holding every worker and waits until they run;
 // the i-th takes (i+1)·tokens, so the workers free up one at a time.
-func (e *env) occupy(c *benchmark.Client, tokens int) <-chan benchmark.Result {
+func (e *env) occupy(c *loadgen.Client, tokens int) <-chan loadgen.Result {
 	e.t.Helper()
-	out := make(chan benchmark.Result, len(e.Workers))
+	out := make(chan loadgen.Result, len(e.Workers))
 	for i := range len(e.Workers) {
 		go func() { out <- c.Do(e.ctx, streamReq(tokens*(i+1), ""), time.Now()) }()
 	}
@@ -76,13 +77,13 @@ func (e *env) waitQueued(n int) {
 // last seconds, through Envoy's ext_proc message timeout.
 func TestCriticalJumpsTheQueue(t *testing.T) {
 	e := newEnv(t, twoSlowWorkers(), withKeys)
-	c := benchmark.NewClient(e.URL, 32, opsKey)
+	c := loadgen.NewClient(e.URL, 32, opsKey)
 	defer c.Close()
 	epoch := time.Now()
 	busy := e.occupy(c, 30) // 1.5 s
 
 	type res struct {
-		r        benchmark.Result
+		r        loadgen.Result
 		critical bool
 	}
 	results := make(chan res, 11)
@@ -115,9 +116,9 @@ func TestCriticalJumpsTheQueue(t *testing.T) {
 			t.Fatalf("critical got its first token at %v, after a standard request queued before it (%v)", critFirst, s)
 		}
 	}
-	last := benchmark.Percentile(stdFirst, 100)
+	last := stats.Percentile(stdFirst, 100)
 	t.Logf("critical served at %v; the standard requests from %v to %v", critFirst.Round(time.Millisecond),
-		benchmark.Percentile(stdFirst, 0).Round(time.Millisecond), last.Round(time.Millisecond))
+		stats.Percentile(stdFirst, 0).Round(time.Millisecond), last.Round(time.Millisecond))
 	if last < 3*time.Second {
 		t.Fatalf("the last queued request waited only %v: the test did not hold requests for seconds", last)
 	}
@@ -132,11 +133,11 @@ func TestQueueFullAndCriticalAllowance(t *testing.T) {
 		c.Queue.MaxQueueSize = 3
 		c.Queue.CriticalMultiplier = 2
 	})
-	c := benchmark.NewClient(e.URL, 32, opsKey)
+	c := loadgen.NewClient(e.URL, 32, opsKey)
 	defer c.Close()
 	busy := e.occupy(c, 40) // 2 s
 	var wg sync.WaitGroup
-	queued := make([]benchmark.Result, 3)
+	queued := make([]loadgen.Result, 3)
 	for i := range queued {
 		wg.Add(1)
 		go func(i int) { defer wg.Done(); queued[i] = c.Do(e.ctx, streamReq(2, "standard"), time.Now()) }(i)
@@ -173,7 +174,7 @@ func TestQueueFullAndCriticalAllowance(t *testing.T) {
 // Retry-After.
 func TestQueueTimeoutAnd503(t *testing.T) {
 	e := newEnv(t, twoSlowWorkers(), func(c *config.Config) { c.Queue.Timeout.Standard = config.Duration(time.Second) })
-	c := benchmark.NewClient(e.URL, 8, "")
+	c := loadgen.NewClient(e.URL, 8, "")
 	defer c.Close()
 	busy := e.occupy(c, 60) // 3 s
 	start := time.Now()
@@ -194,11 +195,11 @@ func TestQueueTimeoutAnd503(t *testing.T) {
 // at once.
 func TestAbortWhileQueued(t *testing.T) {
 	e := newEnv(t, twoSlowWorkers(), nil)
-	c := benchmark.NewClient(e.URL, 8, "")
+	c := loadgen.NewClient(e.URL, 8, "")
 	defer c.Close()
 	busy := e.occupy(c, 40)
 	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan benchmark.Result, 3)
+	done := make(chan loadgen.Result, 3)
 	for i := 0; i < 3; i++ {
 		go func() { done <- c.Do(ctx, streamReq(2, ""), time.Now()) }()
 		e.waitQueued(i + 1)
@@ -273,11 +274,11 @@ func TestSlotHandedAcrossReplicas(t *testing.T) {
 	a.startFront()
 	b.startFront()
 
-	ca, cb := benchmark.NewClient(a.URL, 4, ""), benchmark.NewClient(b.URL, 4, "")
+	ca, cb := loadgen.NewClient(a.URL, 4, ""), loadgen.NewClient(b.URL, 4, "")
 	defer ca.Close()
 	defer cb.Close()
 	epoch := time.Now()
-	first := make(chan benchmark.Result, 1)
+	first := make(chan loadgen.Result, 1)
 	go func() { first <- ca.Do(a.ctx, streamReq(30, ""), epoch) }() // 1.5 s on A
 	if err := stack.WaitFor(a.ctx, 5*time.Second, func() error {
 		if n := a.inFlight()["w-0"]; n != 1 {
@@ -287,9 +288,9 @@ func TestSlotHandedAcrossReplicas(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	second := make(chan benchmark.Result, 1)
+	second := make(chan loadgen.Result, 1)
 	go func() {
-		second <- cb.Do(b.ctx, benchmark.Request{Model: "m", MaxTokens: 2, Stream: true, Body: []byte(
+		second <- cb.Do(b.ctx, loadgen.Request{Model: "m", MaxTokens: 2, Stream: true, Body: []byte(
 			`{"model":"m","messages":[{"role":"user","content":"x"}],"max_tokens":2,"stream":true}`)}, epoch)
 	}()
 	b.waitQueued(1)

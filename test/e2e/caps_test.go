@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -189,7 +189,7 @@ func TestAdaptiveCapLowersASlowWorker(t *testing.T) {
 // load keeps streaming clients sending requests of maxTokens through
 // Envoy until finish, counting what each worker served and what failed.
 type load struct {
-	client    *benchmark.Client
+	client    *loadgen.Client
 	ctx       context.Context
 	stop      context.CancelFunc
 	maxTokens int
@@ -201,7 +201,7 @@ type load struct {
 
 func startLoad(e *env, maxTokens int) *load {
 	ctx, stop := context.WithCancel(e.ctx)
-	return &load{client: benchmark.NewClient(e.URL, 16, ""), ctx: ctx, stop: stop, maxTokens: maxTokens, served: map[string]int{}}
+	return &load{client: loadgen.NewClient(e.URL, 16, ""), ctx: ctx, stop: stop, maxTokens: maxTokens, served: map[string]int{}}
 }
 
 // add starts n more clients.
@@ -211,7 +211,7 @@ func (l *load) add(n int) {
 		go func() {
 			defer l.wg.Done()
 			for l.ctx.Err() == nil {
-				r := l.client.Do(l.ctx, benchmark.Request{Model: "m", MaxTokens: l.maxTokens, Stream: true}, time.Now())
+				r := l.client.Do(l.ctx, loadgen.Request{Model: "m", MaxTokens: l.maxTokens, Stream: true}, time.Now())
 				if l.ctx.Err() != nil {
 					return
 				}

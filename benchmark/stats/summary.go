@@ -1,12 +1,12 @@
-package benchmark
+package stats
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
 // SLO is what a request must meet to count towards goodput.
@@ -21,7 +21,7 @@ func DefaultSLO() SLO { return SLO{TTFT: 2 * time.Second, ITL: 100 * time.Millis
 
 // Good reports whether r succeeded within the SLO. A request with fewer
 // than two tokens has no gap and meets the ITL bound trivially.
-func (s SLO) Good(r Result) bool {
+func (s SLO) Good(r loadgen.Result) bool {
 	if !r.OK() || r.TTFT > s.TTFT {
 		return false
 	}
@@ -72,7 +72,7 @@ type Summary struct {
 }
 
 // Summarize computes the summary of rs under slo.
-func Summarize(rs []Result, slo SLO) Summary {
+func Summarize(rs []loadgen.Result, slo SLO) Summary {
 	s := Summary{Requests: len(rs), PerWorker: map[string]int{}}
 	var ttft, e2e []bound
 	var itl []time.Duration
@@ -179,7 +179,7 @@ func boundPercentile(bs []bound, p float64) (time.Duration, bool) {
 }
 
 // errorKind groups a failed result: its HTTP status, or the client error.
-func errorKind(r Result) string {
+func errorKind(r loadgen.Result) string {
 	if r.Status != 0 && r.Status != 200 {
 		return "http " + strconv.Itoa(r.Status)
 	}
@@ -189,50 +189,9 @@ func errorKind(r Result) string {
 	return r.Err
 }
 
-// sortedDurations returns a sorted copy of ds, for CDFs.
-func sortedDurations(ds []time.Duration) []time.Duration {
+// SortedDurations returns a sorted copy of ds, for CDFs.
+func SortedDurations(ds []time.Duration) []time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s
-}
-
-// unroutedShare is the share of a run's successful requests that may name
-// no worker before the run counts as degraded (a few may lose the header
-// to a retry's race; a router that fails open loses it on all).
-const unroutedShare = 0.01
-
-// degradedRouting says how a run did not schedule the whole fleet, ""
-// when it did: successful requests that name no worker (x-routed-node
-// absent: the router did not answer them, so Envoy's fail-open path
-// routed them), or GPUs that served no request at all. At the loads
-// compared every GPU serves some requests under any configuration that
-// sees the whole fleet; one that serves none points at workers the
-// configuration never considered (not scraped, not healthy, or starved).
-func degradedRouting(s Summary, gpus []string) string {
-	var why []string
-	named := 0
-	for _, n := range s.PerWorker {
-		named += n
-	}
-	if un := s.OK - named; s.OK > 0 && float64(un) > unroutedShare*float64(s.OK) {
-		why = append(why, fmt.Sprintf("%d of %d successful requests name no worker", un, s.OK))
-	}
-	var idle []string
-	for _, g := range gpus {
-		if s.PerWorker[g] == 0 {
-			idle = append(idle, g)
-		}
-	}
-	if len(idle) > 0 && named > 0 {
-		why = append(why, "no request served by "+strings.Join(idle, ", "))
-	}
-	return strings.Join(why, "; ")
-}
-
-func gpuIDs(gpus []GPU) []string {
-	out := make([]string, len(gpus))
-	for i, g := range gpus {
-		out[i] = g.ID
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package benchmark
+package picks
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/llm-router/llm-router/benchmark/host"
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -19,24 +21,24 @@ type PoolsResult struct {
 	Pools  int    `json:"pools"`
 	// Masters lists, per pool, the cluster master serving its slot.
 	Masters []string `json:"masters,omitempty"`
-	PicksResult
+	Result
 	// Speedup is PicksPerSecond over the one-shard rate.
 	Speedup float64 `json:"speedup"`
 	// CPU is each process's CPU over the measurement (the benchmark's own
 	// Go process is the schedulers plus their clients), and MachineBusy the
 	// whole machine's busy share of all cores (0..1).
-	CPU         []CPUUse `json:"cpu"`
-	MachineBusy float64  `json:"machine_busy"`
+	CPU         []host.CPUUse `json:"cpu"`
+	MachineBusy float64       `json:"machine_busy"`
 }
 
-// PicksPools measures full decisions per second with the keys on one shard
+// Pools measures full decisions per second with the keys on one shard
 // (one redis-server, today's layout), then sharded by 1, 2 and 4 pools on a
 // 3-master Redis Cluster (one model per pool, each model with o.Workers
 // workers, requests to the models in turn: a pick weighs the same
 // candidates in every layout), in one run. It reports, for each, the
 // CPU of every Redis process and of the benchmark's own process, which
 // says where the ceiling is on the host that runs it.
-func PicksPools(ctx context.Context, o PicksOptions, poolCounts []int) ([]PoolsResult, error) {
+func Pools(ctx context.Context, o Options, poolCounts []int) ([]PoolsResult, error) {
 	dir, err := os.MkdirTemp("", "llmr-picks-pools-")
 	if err != nil {
 		return nil, err
@@ -63,16 +65,16 @@ func PicksPools(ctx context.Context, o PicksOptions, poolCounts []int) ([]PoolsR
 
 	var out []PoolsResult
 	measure := func(layout string, pools int, tgt picksTarget, masters []string) error {
-		cpu, machine := newCPUMeter(pids), newMachineMeter()
-		cpu.start()
-		machine.start()
+		cpu, machine := host.NewCPUMeter(pids), host.NewMachineMeter()
+		cpu.Start()
+		machine.Start()
 		res, err := picksRunOn(ctx, tgt, replicas, o)
 		if err != nil {
 			return fmt.Errorf("%s: %w", layout, err)
 		}
-		r := PoolsResult{Layout: layout, Pools: pools, Masters: masters, PicksResult: res}
-		r.CPU, _ = cpu.stop()
-		r.MachineBusy = machine.stop()
+		r := PoolsResult{Layout: layout, Pools: pools, Masters: masters, Result: res}
+		r.CPU, _ = cpu.Stop()
+		r.MachineBusy = machine.Stop()
 		if len(out) > 0 && out[0].PicksPerSecond > 0 {
 			r.Speedup = r.PicksPerSecond / out[0].PicksPerSecond
 		} else {
@@ -130,7 +132,7 @@ func PicksPools(ctx context.Context, o PicksOptions, poolCounts []int) ([]PoolsR
 		}
 	}
 	if o.ResultsDir != "" {
-		if err := writeJSON(o.ResultsDir+"/picks_pools.json", out); err != nil {
+		if err := record.WriteJSON(o.ResultsDir+"/picks_pools.json", out); err != nil {
 			return out, err
 		}
 	}

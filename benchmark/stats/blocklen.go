@@ -1,4 +1,4 @@
-package benchmark
+package stats
 
 import (
 	"cmp"
@@ -17,7 +17,7 @@ import (
 // the automatic selection of Politis and White (2004, "Automatic
 // block-length selection for the dependent bootstrap"), with the
 // correction of Patton, Politis and White (2009) for the circular block
-// bootstrap that bootstrapStats performs:
+// bootstrap that Bootstrap performs:
 //
 //	b = (2·G² / D)^(1/3) · n^(1/3),  G = Σ λ(k/M)·|k|·R(k),  D = (4/3)·(Σ λ(k/M)·R(k))²
 //

@@ -1,4 +1,4 @@
-package benchmark
+package picks
 
 import (
 	"context"
@@ -13,8 +13,8 @@ func TestPicksPoolsDecides(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server and a Redis Cluster")
 	}
-	o := PicksOptions{Workers: 4, Replicas: []int{2}, Duration: 300 * time.Millisecond, Concurrency: 2, Out: io.Discard}
-	res, err := PicksPools(context.Background(), o, []int{1, 2})
+	o := Options{Workers: 4, Replicas: []int{2}, Duration: 300 * time.Millisecond, Concurrency: 2, Out: io.Discard}
+	res, err := Pools(context.Background(), o, []int{1, 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package benchmark
+package host
 
 import (
 	"fmt"
@@ -54,16 +54,17 @@ type CPUUse struct {
 	Cores   float64 `json:"cores"`
 }
 
-// cpuMeter measures named processes' CPU over an interval: start reads
-// every counter, stop reads them again.
-type cpuMeter struct {
+// CPUMeter measures named processes' CPU over an interval: Start reads
+// every counter, Stop reads them again.
+type CPUMeter struct {
 	pids   map[string]int
 	before map[string]time.Duration
 	at     time.Time
 }
 
-func newCPUMeter(pids map[string]int) *cpuMeter {
-	m := &cpuMeter{pids: map[string]int{}}
+// NewCPUMeter meters the named processes and this one (the clients).
+func NewCPUMeter(pids map[string]int) *CPUMeter {
+	m := &CPUMeter{pids: map[string]int{}}
 	for k, v := range pids {
 		m.pids[k] = v
 	}
@@ -71,7 +72,8 @@ func newCPUMeter(pids map[string]int) *cpuMeter {
 	return m
 }
 
-func (m *cpuMeter) start() {
+// Start reads every process's counters.
+func (m *CPUMeter) Start() {
 	m.before = map[string]time.Duration{}
 	for name, pid := range m.pids {
 		if t, err := CPUTime(pid); err == nil {
@@ -81,9 +83,9 @@ func (m *cpuMeter) start() {
 	m.at = time.Now()
 }
 
-// stop returns each process's use since start, sorted by name, and the
+// Stop returns each process's use since start, sorted by name, and the
 // total in cores.
-func (m *cpuMeter) stop() ([]CPUUse, float64) {
+func (m *CPUMeter) Stop() ([]CPUUse, float64) {
 	wall := time.Since(m.at).Seconds()
 	var out []CPUUse
 	total := 0.0
@@ -108,22 +110,24 @@ func sortCPU(us []CPUUse) {
 	slices.SortFunc(us, func(a, b CPUUse) int { return strings.Compare(a.Name, b.Name) })
 }
 
-// machineMeter measures the whole machine's busy share from the first
+// MachineMeter measures the whole machine's busy share from the first
 // line of /proc/stat: every process, ours or not, on every core.
-type machineMeter struct {
+type MachineMeter struct {
 	busy, total int64
 	ok          bool
 }
 
-func newMachineMeter() *machineMeter { return &machineMeter{} }
+// NewMachineMeter meters the whole machine.
+func NewMachineMeter() *MachineMeter { return &MachineMeter{} }
 
-func (m *machineMeter) start() {
+// Start reads the machine's counters.
+func (m *MachineMeter) Start() {
 	m.busy, m.total, m.ok = readProcStat()
 }
 
-// stop returns the busy share of all cores since start (0..1), or -1 when
+// Stop returns the busy share of all cores since start (0..1), or -1 when
 // /proc/stat is unreadable.
-func (m *machineMeter) stop() float64 {
+func (m *MachineMeter) Stop() float64 {
 	busy, total, ok := readProcStat()
 	if !ok || !m.ok || total <= m.total {
 		return -1

@@ -1,4 +1,4 @@
-package benchmark
+package loadgen
 
 import (
 	"context"
@@ -115,9 +115,9 @@ func RunOpen(ctx context.Context, c *Client, jobs []Job, o OpenOptions, prog *Pr
 	return results, lag
 }
 
-// scaleResults divides every duration of rs by scale, turning wall time
+// ScaleResults divides every duration of rs by scale, turning wall time
 // into the GPU time of a fleet slowed down by scale.
-func scaleResults(rs []Result, scale float64) []Result {
+func ScaleResults(rs []Result, scale float64) []Result {
 	if scale == 1 {
 		return rs
 	}

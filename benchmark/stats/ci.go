@@ -1,10 +1,11 @@
-package benchmark
+package stats
 
 import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"time"
+
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
 // Estimate is a figure with its 95 % confidence interval and its value in
@@ -16,7 +17,7 @@ import (
 // replacement, then rebuilds each drawn seed's measured requests (as many
 // as it had) from blocks of consecutive requests drawn with replacement
 // (circularly), pools them and recomputes the figure; Lo and Hi are the
-// 2.5th and 97.5th percentiles of bootstrapReplicates replicates.
+// 2.5th and 97.5th percentiles of Replicates replicates.
 //
 // The seed level is there because a run is one draw of more than its
 // requests: Envoy's random two-choice picks, the order in which a
@@ -51,10 +52,10 @@ type Estimate struct {
 	reps []float64
 }
 
-// bootstrapReplicates is enough for stable 2.5/97.5 percentiles (each has
+// Replicates is enough for stable 2.5/97.5 percentiles (each has
 // about 7 replicates beyond it) at a cost of seconds per comparison; each
 // figure draws them twice, with the seed level and without (Within).
-const bootstrapReplicates = 300
+const Replicates = 300
 
 // Metric names of a Stats.
 const (
@@ -136,7 +137,7 @@ func itlBucket(ms float64) uint16 {
 
 func itlBucketValue(b int) float64 { return itlBase * math.Pow(itlGrowth, float64(b)+0.5) }
 
-func newReqStat(r Result, slo SLO) reqStat {
+func newReqStat(r loadgen.Result, slo SLO) reqStat {
 	s := reqStat{ok: r.OK()}
 	if !s.ok {
 		return s
@@ -244,9 +245,9 @@ func histPct(h *[itlBuckets]int, n int, p float64) float64 {
 	return itlBucketValue(itlBuckets - 1)
 }
 
-// bootstrapStats computes a setup's Stats from its seeds' measured
+// Bootstrap computes a setup's Stats from its seeds' measured
 // results (GPU time). rng makes the replicates reproducible.
-func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
+func Bootstrap(strata [][]loadgen.Result, slo SLO, rng *rand.Rand) Stats {
 	rs := make([][]reqStat, len(strata))
 	blocks := make([]int, len(strata))
 	var pooled []reqStat
@@ -266,7 +267,7 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 	for i := range rs {
 		perSeed[i] = figures(rs[i], true, &sc)
 	}
-	reps := make([][]float64, bootstrapReplicates)
+	reps := make([][]float64, Replicates)
 	sample := make([]reqStat, 0, len(pooled))
 	for b := range reps {
 		sample = sample[:0]
@@ -275,7 +276,7 @@ func bootstrapStats(strata [][]Result, slo SLO, rng *rand.Rand) Stats {
 		}
 		reps[b] = figures(sample, false, &sc)
 	}
-	within := make([][]float64, bootstrapReplicates)
+	within := make([][]float64, Replicates)
 	for b := range within {
 		sample = sample[:0]
 		for i, s := range rs {
@@ -377,6 +378,3 @@ func Ratio(a, b Estimate) Estimate {
 
 // Overlaps reports whether two estimates' intervals overlap.
 func (e Estimate) Overlaps(o Estimate) bool { return e.Lo <= o.Hi && o.Lo <= e.Hi }
-
-// msDur converts ms to a Duration.
-func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }

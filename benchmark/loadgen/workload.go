@@ -1,4 +1,4 @@
-package benchmark
+package loadgen
 
 import (
 	"errors"
@@ -6,12 +6,17 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/scoring/prefix"
 )
+
+// Model is the one model name every GPU of the benchmark fleet serves.
+const Model = "llama"
 
 // Job is one request of a workload.
 type Job struct {
@@ -198,14 +203,28 @@ func (w *Workload) Name() string {
 	if w.opts.Kind == KindExtreme {
 		return fmt.Sprintf("extreme mix (%d and %d output tokens, %.0f%% long), %s arrivals", shortOutput, longOutput, 100*w.opts.LongShare, w.opts.Arrivals)
 	}
-	name := fmt.Sprintf("trace lengths, %s arrivals, max_tokens %s", w.opts.Arrivals, w.maxTokensWord())
+	name := fmt.Sprintf("trace lengths, %s arrivals, max_tokens %s", w.opts.Arrivals, w.MaxTokensWord())
 	if w.opts.TokenScale != 1 {
 		name += fmt.Sprintf(", every length scaled by %g", w.opts.TokenScale)
 	}
 	return name
 }
 
-func (w *Workload) maxTokensWord() string {
+// AllJobs is every row of the trace as a job, in order, with no arrival
+// time: for replays of the whole trace.
+func (w *Workload) AllJobs() []Job {
+	all := make([]Job, len(w.rows))
+	for i := range all {
+		all[i] = Job{Prompt: w.rows[i].PromptTokens, Row: i}
+		if w.blocks != nil {
+			all[i].Blocks = w.blocks[i]
+		}
+	}
+	return all
+}
+
+// MaxTokensWord says what clients send as max_tokens, for a report.
+func (w *Workload) MaxTokensWord() string {
 	if w.opts.MaxTokens == MaxTokensOracle {
 		return "= the true output length (oracle variant)"
 	}
@@ -358,4 +377,13 @@ func (j Job) Request(nonce string, blockTokens int) Request {
 	}
 	text := string(b[:min(len(b), max(size, len(nonce)+1))])
 	return Request{Model: Model, Content: text, PromptTokens: j.Prompt, OutputTokens: j.Output, MaxTokens: j.MaxTokens, Stream: true}
+}
+
+// BlockHashes are the block hashes gpusim computes for the job's request
+// (without a run's nonce): the raw JSON of the role, then of the content.
+func BlockHashes(j Job, blockTokens int) []uint64 {
+	var h prefix.Hasher
+	h.WriteString(`"user"`)
+	h.WriteString(strconv.Quote(j.Request("", blockTokens).Content))
+	return slices.Clone(h.Blocks())
 }

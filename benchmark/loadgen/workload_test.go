@@ -1,4 +1,4 @@
-package benchmark
+package loadgen
 
 import (
 	"math"
@@ -147,23 +147,17 @@ func TestSyntheticTrace(t *testing.T) {
 			t.Fatalf("out of range: %+v", r)
 		}
 	}
-	pm, _ := MeanCV(p)
-	om, _ := MeanCV(o)
+	mean := func(xs []float64) float64 {
+		sum := 0.0
+		for _, x := range xs {
+			sum += x
+		}
+		return sum / float64(len(xs))
+	}
+	pm, om := mean(p), mean(o)
 	// The Azure conversation trace: prompt mean about 1,155, output about 211.
 	if pm < 1000 || pm > 1300 || om < 150 || om > 230 {
 		t.Errorf("means: prompt %.0f output %.0f", pm, om)
-	}
-}
-
-func TestWindow(t *testing.T) {
-	for _, tt := range []struct {
-		n          int
-		warm, tail float64
-		from, to   int
-	}{{200, 0.1, 0.2, 20, 160}, {10, 0, 0, 0, 10}, {3, 0.5, 0.5, 2, 3}} {
-		if from, to := window(tt.n, tt.warm, tt.tail); from != tt.from || to != tt.to {
-			t.Errorf("window(%d, %g, %g) = %d, %d; want %d, %d", tt.n, tt.warm, tt.tail, from, to, tt.from, tt.to)
-		}
 	}
 }
 
@@ -208,7 +202,7 @@ func TestPromptsOfATraceWithoutIDsShareNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := w.Jobs(50, 5, 1)
-	a, b := jobBlocks(jobs[0], 0), jobBlocks(jobs[1], 0)
+	a, b := BlockHashes(jobs[0], 0), BlockHashes(jobs[1], 0)
 	if len(a) == 0 || prefix.Match(a, b) != 0 {
 		t.Errorf("two rows share %d leading blocks of %d", prefix.Match(a, b), len(a))
 	}
@@ -219,7 +213,7 @@ func TestPromptsOfATraceWithoutIDsShareNothing(t *testing.T) {
 }
 
 func TestMooncakeWorkload(t *testing.T) {
-	w, err := LoadWorkload(WorkloadOptions{TracePath: "traces/mooncake-conversation.jsonl", TokenScale: 0.125})
+	w, err := LoadWorkload(WorkloadOptions{TracePath: "../traces/mooncake-conversation.jsonl", TokenScale: 0.125})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +226,7 @@ func TestMooncakeWorkload(t *testing.T) {
 	if w.blocks[0][0] != w.blocks[1][0] || w.blocks[0][1] == w.blocks[1][1] {
 		t.Fatalf("trace rows changed: %v %v", w.blocks[0][:2], w.blocks[1][:2])
 	}
-	a, b := jobBlocks(j0, w.BlockTokens()), jobBlocks(j1, w.BlockTokens())
+	a, b := BlockHashes(j0, w.BlockTokens()), BlockHashes(j1, w.BlockTokens())
 	// One id of 64 tokens is 256 bytes of text after the 7 bytes of
 	// `"user""`: the first 4 blocks (256 bytes) are shared, the 5th holds
 	// the first different byte.

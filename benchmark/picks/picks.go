@@ -1,4 +1,9 @@
-package benchmark
+// Package picks measures the scheduler's decisions per second against a
+// real redis-server (llm-bench picks): full decisions with one and three
+// replicas, a bare claim+release loop as their floor, the same on pools of
+// a Redis Cluster, and the Redis server time of each script per fleet size
+// (llm-bench script-cost).
+package picks
 
 import (
 	"context"
@@ -12,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
@@ -19,8 +25,8 @@ import (
 	"github.com/llm-router/llm-router/test/stack"
 )
 
-// PicksOptions configure the pick-throughput benchmark.
-type PicksOptions struct {
+// Options configure the pick-throughput benchmark.
+type Options struct {
 	Workers     int
 	Replicas    []int // e.g. 1 and 3
 	Duration    time.Duration
@@ -51,8 +57,8 @@ func picksPrompt(k int, r int) []uint64 {
 	return out
 }
 
-// PicksResult is one replica count's throughput.
-type PicksResult struct {
+// Result is one replica count's throughput.
+type Result struct {
 	Replicas       int     `json:"replicas"`
 	Workers        int     `json:"workers"`
 	Picks          int64   `json:"picks"`
@@ -61,19 +67,19 @@ type PicksResult struct {
 	P99Micros      float64 `json:"pick_p99_us"`
 	Errors         int64   `json:"errors"`
 	RoundTrips     float64 `json:"redis_round_trips_per_pick"`
-	// Round and Bare are set with PicksOptions.Rounds: the bare
+	// Round and Bare are set with Options.Rounds: the bare
 	// claim+release loop measured just before, and this rate over its.
-	Round       int          `json:"round,omitempty"`
-	Bare        *PicksResult `json:"bare,omitempty"`
-	RatioToBare float64      `json:"ratio_to_bare,omitempty"`
+	Round       int     `json:"round,omitempty"`
+	Bare        *Result `json:"bare,omitempty"`
+	RatioToBare float64 `json:"ratio_to_bare,omitempty"`
 }
 
-// Picks measures full scheduler decisions (snapshot-based plan, atomic
+// Run measures full scheduler decisions (snapshot-based plan, atomic
 // claim in Redis, release with the average update) per second against one
 // real redis-server, for each replica count: replicas are scheduler
 // instances with their own Redis connection pools, every decision logged
 // (JSON, discarded) as in production.
-func Picks(ctx context.Context, o PicksOptions) ([]PicksResult, error) {
+func Run(ctx context.Context, o Options) ([]Result, error) {
 	dir, err := os.MkdirTemp("", "llmr-picks-")
 	if err != nil {
 		return nil, err
@@ -85,7 +91,7 @@ func Picks(ctx context.Context, o PicksOptions) ([]PicksResult, error) {
 	}
 	defer srv.Stop(2 * time.Second)
 
-	var out []PicksResult
+	var out []Result
 	for _, n := range o.Replicas {
 		if o.Rounds > 0 {
 			rs, err := picksRounds(ctx, srv.Addr, n, o)
@@ -104,14 +110,14 @@ func Picks(ctx context.Context, o PicksOptions) ([]PicksResult, error) {
 		out = append(out, res)
 	}
 	if o.ResultsDir != "" {
-		if err := writeJSON(o.ResultsDir+"/picks.json", out); err != nil {
+		if err := record.WriteJSON(o.ResultsDir+"/picks.json", out); err != nil {
 			return out, err
 		}
 	}
 	return out, nil
 }
 
-func picksRun(ctx context.Context, addr, prefix string, replicas int, o PicksOptions) (PicksResult, error) {
+func picksRun(ctx context.Context, addr, prefix string, replicas int, o Options) (Result, error) {
 	var first redis.UniversalClient
 	return picksRunOn(ctx, picksTarget{
 		prefix: prefix, models: []string{"m"},
@@ -137,7 +143,7 @@ type picksTarget struct {
 	calls  func(ctx context.Context) (int64, error)
 }
 
-func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptions) (PicksResult, error) {
+func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o Options) (Result, error) {
 	var specs []state.WorkerSpec
 	for i := 0; i < o.Workers*len(tgt.models); i++ {
 		// Each model has o.Workers workers of its own, so a pick weighs
@@ -157,10 +163,10 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 		clients = append(clients, c)
 		store, err := state.NewPooledRedis(c, tgt.prefix, state.Limits{}, tgt.pools)
 		if err != nil {
-			return PicksResult{}, err
+			return Result{}, err
 		}
 		if err := store.Register(ctx, specs); err != nil {
-			return PicksResult{}, err
+			return Result{}, err
 		}
 		weights := scoring.Weights{Active: 100, Terms: scoring.DefaultTermWeights()}
 		if o.Prefix {
@@ -179,10 +185,10 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 			Observer:      m,
 		})
 		if err != nil {
-			return PicksResult{}, err
+			return Result{}, err
 		}
 		if err := s.Refresh(ctx); err != nil {
-			return PicksResult{}, err
+			return Result{}, err
 		}
 		go s.Run(bg)
 		scheds = append(scheds, s)
@@ -194,7 +200,7 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 	}()
 	before, err := tgt.calls(ctx)
 	if err != nil {
-		return PicksResult{}, err
+		return Result{}, err
 	}
 
 	var steps []loopStep
@@ -222,7 +228,7 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o PicksOptio
 	loop := closedLoop(ctx, o.Duration, steps)
 	after, err := tgt.calls(ctx)
 	if err != nil {
-		return PicksResult{}, err
+		return Result{}, err
 	}
 	return loop.result(replicas, len(specs), after-before), nil
 }

@@ -1,4 +1,4 @@
-package benchmark
+package stats
 
 import (
 	"math"
@@ -6,20 +6,22 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
 // synthetic results: TTFT exponential with the given mean, every request
 // OK with 10 tokens 20 ms apart.
-func synthetic(n int, meanMs float64, seed uint64) []Result {
+func synthetic(n int, meanMs float64, seed uint64) []loadgen.Result {
 	rng := rand.New(rand.NewPCG(seed, 1))
-	out := make([]Result, n)
+	out := make([]loadgen.Result, n)
 	for i := range out {
 		ttft := time.Duration(rng.ExpFloat64() * meanMs * float64(time.Millisecond))
 		itl := make([]time.Duration, 9)
 		for k := range itl {
 			itl[k] = 20 * time.Millisecond
 		}
-		out[i] = Result{Status: 200, TTFT: ttft, Latency: ttft + 180*time.Millisecond, Tokens: 10, ITLs: itl}
+		out[i] = loadgen.Result{Status: 200, TTFT: ttft, Latency: ttft + 180*time.Millisecond, Tokens: 10, ITLs: itl}
 	}
 	return out
 }
@@ -29,8 +31,8 @@ func TestBootstrapIntervalCoversTheTruth(t *testing.T) {
 	const truth = 230.26
 	covered := 0
 	for trial := range 20 {
-		strata := [][]Result{synthetic(1000, 100, uint64(3*trial)), synthetic(1000, 100, uint64(3*trial+1)), synthetic(1000, 100, uint64(3*trial+2))}
-		st := bootstrapStats(strata, DefaultSLO(), rand.New(rand.NewPCG(uint64(trial), 9)))
+		strata := [][]loadgen.Result{synthetic(1000, 100, uint64(3*trial)), synthetic(1000, 100, uint64(3*trial+1)), synthetic(1000, 100, uint64(3*trial+2))}
+		st := Bootstrap(strata, DefaultSLO(), rand.New(rand.NewPCG(uint64(trial), 9)))
 		p90 := st.TTFT[1]
 		if p90.Lo > p90.Value || p90.Hi < p90.Value || len(p90.Seeds) != 3 {
 			t.Fatalf("interval %+v does not hold its point or seeds", p90)
@@ -52,9 +54,9 @@ func TestBootstrapIntervalCoversTheTruth(t *testing.T) {
 func TestBootstrapFiguresAndErrors(t *testing.T) {
 	rs := synthetic(500, 100, 1)
 	for i := range 50 {
-		rs[i] = Result{Status: 503, Err: ""}
+		rs[i] = loadgen.Result{Status: 503, Err: ""}
 	}
-	st := bootstrapStats([][]Result{rs}, DefaultSLO(), rand.New(rand.NewPCG(1, 2)))
+	st := Bootstrap([][]loadgen.Result{rs}, DefaultSLO(), rand.New(rand.NewPCG(1, 2)))
 	if st.Errors.Value != 0.1 {
 		t.Errorf("error rate %v, want 0.1", st.Errors.Value)
 	}
@@ -69,19 +71,13 @@ func TestBootstrapFiguresAndErrors(t *testing.T) {
 	}
 }
 
-func TestRatioAndVerdicts(t *testing.T) {
+func TestRatio(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	fast := bootstrapStats([][]Result{synthetic(1500, 50, 1)}, DefaultSLO(), rng)
-	slow := bootstrapStats([][]Result{synthetic(1500, 200, 2)}, DefaultSLO(), rng)
+	fast := Bootstrap([][]loadgen.Result{synthetic(1500, 50, 1)}, DefaultSLO(), rng)
+	slow := Bootstrap([][]loadgen.Result{synthetic(1500, 200, 2)}, DefaultSLO(), rng)
 	r := Ratio(fast.TTFT[1], slow.TTFT[1])
 	if r.Value < 0.2 || r.Value > 0.3 || r.Lo > r.Value || r.Hi < r.Value {
 		t.Fatalf("ratio %+v, want about 0.25", r)
-	}
-	if atMost(r, 0.5) != Met || atMost(r, 0.1) != Missed || atMost(r, r.Value) != NotSettled {
-		t.Errorf("verdicts of %+v", r)
-	}
-	if atLeast(r, 0.1) != Met || atLeast(r, 0.5) != Missed {
-		t.Errorf("atLeast verdicts of %+v", r)
 	}
 	same := Ratio(fast.TTFT[1], fast.TTFT[1])
 	if !same.Overlaps(Estimate{Value: 1, Lo: 1, Hi: 1}) {
@@ -90,8 +86,8 @@ func TestRatioAndVerdicts(t *testing.T) {
 }
 
 // Three seeds, the third twice as slow: a workload whose seeds disagree.
-func splitSeeds(scale time.Duration) [][]Result {
-	strata := [][]Result{synthetic(1000, 100, 1), synthetic(1000, 100, 2), synthetic(1000, 200, 3)}
+func splitSeeds(scale time.Duration) [][]loadgen.Result {
+	strata := [][]loadgen.Result{synthetic(1000, 100, 1), synthetic(1000, 100, 2), synthetic(1000, 200, 3)}
 	for _, s := range strata {
 		for i := range s {
 			s[i].TTFT *= scale
@@ -102,7 +98,7 @@ func splitSeeds(scale time.Duration) [][]Result {
 }
 
 func TestSeedSpreadWidensTheInterval(t *testing.T) {
-	st := bootstrapStats(splitSeeds(1), DefaultSLO(), rand.New(rand.NewPCG(1, 1)))
+	st := Bootstrap(splitSeeds(1), DefaultSLO(), rand.New(rand.NewPCG(1, 1)))
 	p90 := st.TTFT[1]
 	lo, hi := slices.Min(p90.Seeds), slices.Max(p90.Seeds)
 	// Within each seed the p90 is known to about ±8 %; the pooled figure
@@ -116,7 +112,7 @@ func TestSeedSpreadWidensTheInterval(t *testing.T) {
 	if w := p90.Within; w == nil || w[0] < lo*1.1 || w[1] > p90.Value+(hi-p90.Value)/3 {
 		t.Errorf("within-seed interval %v around %.0f: it should stay near the pooled figure", w, p90.Value)
 	}
-	same := bootstrapStats([][]Result{synthetic(1000, 100, 1), synthetic(1000, 100, 2), synthetic(1000, 100, 3)}, DefaultSLO(), rand.New(rand.NewPCG(1, 1)))
+	same := Bootstrap([][]loadgen.Result{synthetic(1000, 100, 1), synthetic(1000, 100, 2), synthetic(1000, 100, 3)}, DefaultSLO(), rand.New(rand.NewPCG(1, 1)))
 	if w, wSame := p90.Hi-p90.Lo, same.TTFT[1].Hi-same.TTFT[1].Lo; w < 2*wSame {
 		t.Errorf("interval %.0f ms wide with disagreeing seeds, %.0f with agreeing ones", w, wSame)
 	}
@@ -126,8 +122,8 @@ func TestRatioPairsTheSeedDraws(t *testing.T) {
 	// The same workloads, one setup twice as slow (to the µs that ms
 	// keeps): the seeds' spread must divide out of the ratio.
 	rng := rand.New(rand.NewPCG(2, 2))
-	fast := bootstrapStats(splitSeeds(1), DefaultSLO(), rng)
-	slow := bootstrapStats(splitSeeds(2), DefaultSLO(), rng)
+	fast := Bootstrap(splitSeeds(1), DefaultSLO(), rng)
+	slow := Bootstrap(splitSeeds(2), DefaultSLO(), rng)
 	r := Ratio(fast.TTFT[1], slow.TTFT[1])
 	if math.Abs(r.Value-0.5) > 1e-4 || r.Lo < 0.4 || r.Hi > 0.6 {
 		t.Errorf("ratio %.3f [%.3f, %.3f], want 0.5 with the seeds' spread divided out", r.Value, r.Lo, r.Hi)

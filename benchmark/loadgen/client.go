@@ -1,9 +1,8 @@
-// Package benchmark is the load generator and the comparison harness behind
-// cmd/llm-bench: clients that measure what users feel (TTFT, inter-token
-// latency, end-to-end latency, tokens/s), closed- and open-loop drivers, and
-// the runs that put the router beside the alternatives on the same
-// workload.
-package benchmark
+// Package loadgen generates the benchmark's load: the workload (a trace's
+// requests, their arrivals and prompts), clients that measure what users
+// feel (TTFT, inter-token latency, end-to-end latency, tokens/s), and the
+// open- and closed-loop drivers that send it.
+package loadgen
 
 import (
 	"bufio"
@@ -250,4 +249,15 @@ func engineGaps(payload []byte) ([]time.Duration, bool) {
 		gaps = append(gaps, time.Duration(us)*time.Microsecond)
 	}
 	return gaps, true
+}
+
+// SizedRequest is a chat request whose JSON body is about bytes long (to
+// within the five bytes of one prompt word), rendered once: every request
+// of a step is identical.
+func SizedRequest(bytes, maxTokens int) Request {
+	r := Request{Model: "bench", MaxTokens: maxTokens, PromptTokens: 1}
+	fixed := len(r.body()) - len("word")
+	r.PromptTokens = max((bytes-fixed+1)/5, 1)
+	r.Body = r.body()
+	return r
 }

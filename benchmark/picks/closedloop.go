@@ -1,10 +1,12 @@
-package benchmark
+package picks
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // loopStep is one decision of a closed loop: k counts the loop's own
@@ -53,12 +55,12 @@ func closedLoop(ctx context.Context, d time.Duration, steps []loopStep) loopResu
 
 // result is a picks run's figures from the loop and the round trips
 // counted around it (one of them the count's own INFO).
-func (l loopResult) result(replicas, workers int, roundTrips int64) PicksResult {
-	return PicksResult{
+func (l loopResult) result(replicas, workers int, roundTrips int64) Result {
+	return Result{
 		Replicas: replicas, Workers: workers, Picks: l.picks,
 		PicksPerSecond: float64(l.picks) / l.elapsed.Seconds(),
-		P50Micros:      float64(Percentile(l.lat, 50).Microseconds()),
-		P99Micros:      float64(Percentile(l.lat, 99).Microseconds()),
+		P50Micros:      float64(stats.Percentile(l.lat, 50).Microseconds()),
+		P99Micros:      float64(stats.Percentile(l.lat, 99).Microseconds()),
 		Errors:         l.errs,
 		RoundTrips:     float64(roundTrips-1) / float64(max(l.picks, 1)),
 	}

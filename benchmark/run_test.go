@@ -6,41 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
-
-func TestLowQuantileKeepsTheFastProbes(t *testing.T) {
-	var ts []time.Duration
-	for i := range 100 {
-		ts = append(ts, time.Duration(100-i)*time.Microsecond) // 100 down to 1
-	}
-	if got := lowQuantile(ts); got != 10*time.Microsecond {
-		t.Fatalf("10th percentile of 1..100 µs = %v, want 10µs", got)
-	}
-	if ts[0] != 100*time.Microsecond {
-		t.Fatal("lowQuantile sorted its input in place")
-	}
-	if lowQuantile(nil) != 0 {
-		t.Fatal("no probes should read 0")
-	}
-}
-
-func TestHostProbeTimesItsWork(t *testing.T) {
-	p := startHostProbe()
-	// Ten probes taken, polled: on a busy host the ticker runs late.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(probePeriod) {
-		p.mu.Lock()
-		n := len(p.times)
-		p.mu.Unlock()
-		if n >= 10 || time.Now().After(deadline) {
-			break
-		}
-	}
-	got := p.stop()
-	if got <= 0 || got > probePeriod {
-		t.Fatalf("probe time %v, want within (0, %v]", got, probePeriod)
-	}
-}
 
 // attempts returns an attempt function yielding runs with the given
 // slowdowns in turn, and counts the calls.

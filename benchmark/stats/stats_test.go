@@ -1,4 +1,4 @@
-package benchmark
+package stats
 
 import (
 	"math"
@@ -66,5 +66,24 @@ func TestBoundPercentile(t *testing.T) {
 	}
 	if v, lower := boundPercentile(nil, 50); v != 0 || lower {
 		t.Error("empty input must give 0")
+	}
+}
+
+func TestSpreadOf(t *testing.T) {
+	for _, tc := range []struct {
+		in            []float64
+		med, min, max float64
+	}{
+		{[]float64{3, 1, 2}, 2, 1, 3},
+		{[]float64{4, 1, 2, 3}, 2.5, 1, 4},
+		{[]float64{7}, 7, 7, 7},
+	} {
+		s := SpreadOf(tc.in)
+		if s.Median != tc.med || s.Min != tc.min || s.Max != tc.max || len(s.Rounds) != len(tc.in) {
+			t.Errorf("SpreadOf(%v) = %+v, want median %v in [%v, %v]", tc.in, s, tc.med, tc.min, tc.max)
+		}
+	}
+	if s := SpreadOf(nil); s.Median != 0 || s.Rounds != nil {
+		t.Errorf("SpreadOf(nil) = %+v", s)
 	}
 }

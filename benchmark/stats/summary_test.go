@@ -1,14 +1,16 @@
-package benchmark
+package stats
 
 import (
 	"math"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
-func ok(start, ttft, e2e time.Duration, node string, itls ...time.Duration) Result {
-	return Result{Start: start, TTFT: ttft, Latency: e2e, Status: 200, Node: node, ITLs: itls, Tokens: len(itls) + 1}
+func ok(start, ttft, e2e time.Duration, node string, itls ...time.Duration) loadgen.Result {
+	return loadgen.Result{Start: start, TTFT: ttft, Latency: e2e, Status: 200, Node: node, ITLs: itls, Tokens: len(itls) + 1}
 }
 
 func TestSLOGood(t *testing.T) {
@@ -22,7 +24,7 @@ func TestSLOGood(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		r    Result
+		r    loadgen.Result
 		want bool
 	}{
 		{"fast", ok(0, 200*time.Millisecond, time.Second, "a", gaps(10, 20*time.Millisecond)...), true},
@@ -30,7 +32,7 @@ func TestSLOGood(t *testing.T) {
 		{"one token, no gap", ok(0, 100*time.Millisecond, 100*time.Millisecond, "a"), true},
 		{"a stall in 200 gaps passes p99", ok(0, 100*time.Millisecond, 5*time.Second, "a", append(gaps(199, 20*time.Millisecond), 2*time.Second)...), true},
 		{"stalls beyond p99 fail", ok(0, 100*time.Millisecond, 5*time.Second, "a", append(gaps(90, 20*time.Millisecond), gaps(10, 300*time.Millisecond)...)...), false},
-		{"error", Result{Status: 503}, false},
+		{"error", loadgen.Result{Status: 503}, false},
 	}
 	for _, tt := range tests {
 		if got := slo.Good(tt.r); got != tt.want {
@@ -42,7 +44,7 @@ func TestSLOGood(t *testing.T) {
 func TestSummarize(t *testing.T) {
 	slo := DefaultSLO()
 	ms := time.Millisecond
-	rs := []Result{
+	rs := []loadgen.Result{
 		ok(0, 100*ms, time.Second, "a", 10*ms, 10*ms),                                    // good, 100 tok/s
 		ok(100*ms, 200*ms, 2*time.Second, "b", 20*ms, 20*ms),                             // good, 50 tok/s
 		ok(200*ms, 3*time.Second, 4*time.Second, "a", 10*ms),                             // TTFT over the SLO
@@ -88,30 +90,11 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestTokensPerSecond(t *testing.T) {
-	r := Result{Status: 200, Tokens: 11, TTFT: time.Second, Latency: 3 * time.Second}
+	r := loadgen.Result{Status: 200, Tokens: 11, TTFT: time.Second, Latency: 3 * time.Second}
 	if got := r.TokensPerSecond(); got != 5 {
 		t.Errorf("10 tokens over 2 s = %g tok/s, want 5", got)
 	}
-	if (Result{Tokens: 1, Latency: time.Second}).TokensPerSecond() != 0 {
+	if (loadgen.Result{Tokens: 1, Latency: time.Second}).TokensPerSecond() != 0 {
 		t.Error("one token has no decode rate")
-	}
-}
-
-func TestDegradedRouting(t *testing.T) {
-	gpus := []string{"a", "b", "c"}
-	for _, tc := range []struct {
-		name string
-		s    Summary
-		want string
-	}{
-		{"every GPU served, every request named", Summary{OK: 100, PerWorker: map[string]int{"a": 50, "b": 30, "c": 20}}, ""},
-		{"one unnamed in a hundred is within the share", Summary{OK: 100, PerWorker: map[string]int{"a": 50, "b": 30, "c": 19}}, ""},
-		{"no request named: failed open", Summary{OK: 100, PerWorker: map[string]int{}}, "100 of 100 successful requests name no worker"},
-		{"a GPU left idle", Summary{OK: 100, PerWorker: map[string]int{"a": 60, "b": 40}}, "no request served by c"},
-		{"everything on one GPU, some unnamed", Summary{OK: 100, PerWorker: map[string]int{"b": 90}}, "10 of 100 successful requests name no worker; no request served by a, c"},
-	} {
-		if got := degradedRouting(tc.s, gpus); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
 	}
 }

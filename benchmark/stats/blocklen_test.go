@@ -1,4 +1,4 @@
-package benchmark
+package stats
 
 import (
 	"math/rand/v2"

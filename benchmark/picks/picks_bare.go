@@ -1,4 +1,4 @@
-package benchmark
+package picks
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -17,7 +18,7 @@ import (
 // Redis store, with no scheduler (no snapshot, plan, scoring, decision
 // record or log). Its rate is what Redis and the client library allow; the
 // scheduler's rate over it is what the rest of a decision costs.
-func bareRun(ctx context.Context, addr, prefix string, replicas int, o PicksOptions) (PicksResult, error) {
+func bareRun(ctx context.Context, addr, prefix string, replicas int, o Options) (Result, error) {
 	specs := make([]state.WorkerSpec, o.Workers)
 	cands := make([]state.Candidate, o.Workers)
 	for i := range specs {
@@ -39,16 +40,16 @@ func bareRun(ctx context.Context, addr, prefix string, replicas int, o PicksOpti
 		clients = append(clients, c)
 		s, err := state.NewPooledRedis(c, prefix, state.Limits{}, nil)
 		if err != nil {
-			return PicksResult{}, err
+			return Result{}, err
 		}
 		if err := s.Register(ctx, specs); err != nil {
-			return PicksResult{}, err
+			return Result{}, err
 		}
 		stores = append(stores, s)
 	}
 	before, err := roundTrips(ctx, clients[0])
 	if err != nil {
-		return PicksResult{}, err
+		return Result{}, err
 	}
 	var steps []loopStep
 	for ri, s := range stores {
@@ -72,7 +73,7 @@ func bareRun(ctx context.Context, addr, prefix string, replicas int, o PicksOpti
 	loop := closedLoop(ctx, o.Duration, steps)
 	after, err := roundTrips(ctx, clients[0])
 	if err != nil {
-		return PicksResult{}, err
+		return Result{}, err
 	}
 	return loop.result(replicas, len(specs), after-before), nil
 }
@@ -80,8 +81,8 @@ func bareRun(ctx context.Context, addr, prefix string, replicas int, o PicksOpti
 // picksRounds alternates the bare loop and the scheduler o.Rounds times on
 // fresh key prefixes, and prints the scheduler's rate over the bare loop's
 // per round and their median.
-func picksRounds(ctx context.Context, addr string, replicas int, o PicksOptions) ([]PicksResult, error) {
-	var out []PicksResult
+func picksRounds(ctx context.Context, addr string, replicas int, o Options) ([]Result, error) {
+	var out []Result
 	var ratios []float64
 	for r := 1; r <= o.Rounds; r++ {
 		bare, err := bareRun(ctx, addr, fmt.Sprintf("bare%d.%d", replicas, r), replicas, o)
@@ -99,7 +100,7 @@ func picksRounds(ctx context.Context, addr string, replicas int, o PicksOptions)
 			r, replicas, res.Workers, bare.PicksPerSecond, bare.RoundTrips, res.PicksPerSecond, res.RoundTrips, res.P50Micros, res.P99Micros, res.RatioToBare)
 		out = append(out, res)
 	}
-	sp := spreadOf(ratios)
+	sp := stats.SpreadOf(ratios)
 	fmt.Fprintf(o.Out, "%d replica(s): scheduler ÷ bare loop %.2f× [%.2f–%.2f] over %d rounds (aim ≥ 0.6×)\n", replicas, sp.Median, sp.Min, sp.Max, o.Rounds)
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package benchmark
+package picks
 
 import (
 	"context"
@@ -13,8 +13,8 @@ func TestPicksPrefixDecides(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
-	o := PicksOptions{Workers: 8, Replicas: []int{2}, Duration: 300 * time.Millisecond, Concurrency: 2, Out: io.Discard, Prefix: true}
-	res, err := Picks(context.Background(), o)
+	o := Options{Workers: 8, Replicas: []int{2}, Duration: 300 * time.Millisecond, Concurrency: 2, Out: io.Discard, Prefix: true}
+	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +32,8 @@ func TestPicksAgainstBareLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
-	o := PicksOptions{Workers: 8, Replicas: []int{2}, Duration: 300 * time.Millisecond, Concurrency: 2, Out: io.Discard, Rounds: 2}
-	res, err := Picks(context.Background(), o)
+	o := Options{Workers: 8, Replicas: []int{2}, Duration: 300 * time.Millisecond, Concurrency: 2, Out: io.Discard, Rounds: 2}
+	res, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

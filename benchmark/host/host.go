@@ -1,4 +1,8 @@
-package benchmark
+// Package host measures the machine the benchmark runs on: the CPU of its
+// processes and of the whole machine over a run, and a probe of the host's
+// own speed, so that a run the machine slowed down can be told from a slow
+// configuration.
+package host
 
 import (
 	"crypto/sha256"
@@ -8,7 +12,7 @@ import (
 	"time"
 )
 
-// The host-speed probe: how fast the host does a fixed piece of work
+// Probe is the host-speed probe: how fast the host does a fixed piece of work
 // while a run goes on, against how fast it did it before the first run.
 //
 // Why: at a time scale of 0.15, every millisecond the proxies and clients
@@ -20,13 +24,13 @@ import (
 // probe tells such a run from a slow configuration: it times work that
 // does not depend on the configuration.
 //
-// What it measures: every probePeriod, one locked OS thread hashes a fixed
+// What it measures: every ProbePeriod, one locked OS thread hashes a fixed
 // buffer probeRounds times and records the wall time. Our own processes
 // compete for the cores too, and a probe that waited for one would read
 // slow; the 10th percentile keeps the probes that found a core free, so
 // it reads the speed of the core itself. With nothing else on the machine
 // it moved by under 3 % across a minute of runs here, busy or idle.
-type hostProbe struct {
+type Probe struct {
 	stopCh chan struct{}
 	done   sync.WaitGroup
 	mu     sync.Mutex
@@ -34,7 +38,7 @@ type hostProbe struct {
 }
 
 const (
-	probePeriod = 20 * time.Millisecond
+	ProbePeriod = 20 * time.Millisecond
 	probeRounds = 64 // about 130 µs on a 2-core Xeon or EPYC VM
 	// probeQuantile is the share of probes whose time is reported.
 	probeQuantile = 0.10
@@ -51,15 +55,16 @@ func probeWork(buf []byte) time.Duration {
 	return time.Since(start)
 }
 
-func startHostProbe() *hostProbe {
-	p := &hostProbe{stopCh: make(chan struct{})}
+// StartProbe starts probing every ProbePeriod until Stop.
+func StartProbe() *Probe {
+	p := &Probe{stopCh: make(chan struct{})}
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		buf := make([]byte, 4096)
-		t := time.NewTicker(probePeriod)
+		t := time.NewTicker(ProbePeriod)
 		defer t.Stop()
 		for {
 			select {
@@ -76,9 +81,9 @@ func startHostProbe() *hostProbe {
 	return p
 }
 
-// stop ends the probe and returns the 10th percentile of its times (0 when
+// Stop ends the probe and returns the 10th percentile of its times (0 when
 // it took none).
-func (p *hostProbe) stop() time.Duration {
+func (p *Probe) Stop() time.Duration {
 	close(p.stopCh)
 	p.done.Wait()
 	return lowQuantile(p.times)
@@ -93,25 +98,25 @@ func lowQuantile(ts []time.Duration) time.Duration {
 	return s[int(probeQuantile*float64(len(s)-1))]
 }
 
-// calibrateHost is the probe's time on the machine before any run: the
+// Calibrate is the probe's time on the machine before any run: the
 // reference every run's slowdown is relative to.
-func calibrateHost(d time.Duration) time.Duration {
-	p := startHostProbe()
+func Calibrate(d time.Duration) time.Duration {
+	p := StartProbe()
 	time.Sleep(d) // the calibration window
-	return p.stop()
+	return p.Stop()
 }
 
-// hostCalibration is how long the reference is probed: 100 probes.
-const hostCalibration = 2 * time.Second
+// Calibration is how long the reference is probed: 100 probes.
+const Calibration = 2 * time.Second
 
-// hostSlowLimit is the slowdown beyond which a run is repeated: 10 %, over
+// SlowLimit is the slowdown beyond which a run is repeated: 10 %, over
 // three times the probe's own spread on a steady host.
-const hostSlowLimit = 1.10
+const SlowLimit = 1.10
 
-// hostRetries is how many times a run on a slow host is repeated before
-// its best attempt is kept, marked; hostRepeatBudget bounds the repeats of
+// Retries is how many times a run on a slow host is repeated before
+// its best attempt is kept, marked; RepeatBudget bounds the repeats of
 // one comparison: 8 runs are about a minute of make bench's 15.
 const (
-	hostRetries      = 2
-	hostRepeatBudget = 8
+	Retries      = 2
+	RepeatBudget = 8
 )
