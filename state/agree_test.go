@@ -37,7 +37,7 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 	for seed := range uint64(agreeSeeds) {
 		mem := state.NewMemory(nil, limits)
 		red := state.NewRedis(client, fmt.Sprintf("agree%d", prefixSeq.Add(1)), limits)
-		stores := []agreeStore{mem, red}
+		stores := []state.Store{mem, red}
 		for _, s := range stores {
 			if err := s.Register(ctx, specs); err != nil {
 				t.Fatal(err)
@@ -98,7 +98,7 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 }
 
 // fleetOf is each worker's in-flight count, tokens and limits.
-func fleetOf(t *testing.T, s agreeStore) map[string][5]int64 {
+func fleetOf(t *testing.T, s state.Store) map[string][5]int64 {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {
@@ -109,15 +109,6 @@ func fleetOf(t *testing.T, s agreeStore) map[string][5]int64 {
 		out[w.Spec.ID] = [5]int64{int64(w.InFlight), int64(w.PrefillTokens), int64(w.DecodeTokens), int64(w.Limit.Value), w.Limit.Tokens}
 	}
 	return out
-}
-
-// agreeStore is what the test asks of both stores.
-type agreeStore interface {
-	Register(ctx context.Context, specs []state.WorkerSpec) error
-	Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error)
-	Release(ctx context.Context, r state.Release) (bool, error)
-	PutLimits(ctx context.Context, ls map[string]state.Limit) error
-	Snapshot(ctx context.Context) (state.Snapshot, error)
 }
 
 // agreeSeeds is how many random sequences the test runs (each 400

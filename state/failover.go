@@ -86,6 +86,8 @@ type flagChange struct {
 	draining     bool
 }
 
+var _ Store = (*Failover)(nil)
+
 // NewFailover wraps primary; onState (may be nil) is told of every change
 // of mode.
 func NewFailover(primary *Redis, onState func(degraded bool, err error)) *Failover {

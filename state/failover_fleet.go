@@ -73,27 +73,21 @@ func (f *Failover) RegisterLeased(ctx context.Context, spec WorkerSpec, lease ti
 	if _, err := f.primary.shardOfModels(spec.Models); err != nil {
 		return time.Time{}, fmt.Errorf("worker %s: %w", spec.ID, err)
 	}
-	return f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return s.RegisterLeased(ctx, spec, lease) })
+	return f.leaseOp(ctx, func(s Fleet) (time.Time, error) { return s.RegisterLeased(ctx, spec, lease) })
 }
 
 // Heartbeat extends a registered worker's lease.
 func (f *Failover) Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error) {
-	return f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return s.Heartbeat(ctx, id, lease) })
+	return f.leaseOp(ctx, func(s Fleet) (time.Time, error) { return s.Heartbeat(ctx, id, lease) })
 }
 
 // Deregister removes a worker from the fleet.
 func (f *Failover) Deregister(ctx context.Context, id string) error {
-	_, err := f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return time.Time{}, s.Deregister(ctx, id) })
+	_, err := f.leaseOp(ctx, func(s Fleet) (time.Time, error) { return time.Time{}, s.Deregister(ctx, id) })
 	return err
 }
 
-type leaseStore interface {
-	RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error)
-	Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error)
-	Deregister(ctx context.Context, id string) error
-}
-
-func (f *Failover) leaseOp(ctx context.Context, op func(leaseStore) (time.Time, error)) (time.Time, error) {
+func (f *Failover) leaseOp(ctx context.Context, op func(Fleet) (time.Time, error)) (time.Time, error) {
 	f.mu.Lock()
 	if f.degraded {
 		defer f.mu.Unlock()

@@ -36,6 +36,8 @@ type Memory struct {
 	monitors  map[string]monitorLease
 }
 
+var _ Store = (*Memory)(nil)
+
 type memWorker struct {
 	Worker
 	afail, pfail, asucc int

@@ -10,5 +10,5 @@ import (
 // TestMemoryConformance runs the store suite on the in-memory store; its
 // "replicas" share one store, as goroutines of one process would.
 func TestMemoryConformance(t *testing.T) {
-	storetest.Run(t, func(_ *testing.T, l state.Limits) storetest.Store { return state.NewMemory(nil, l) }, nil)
+	storetest.Run(t, func(_ *testing.T, l state.Limits) state.Store { return state.NewMemory(nil, l) }, nil)
 }

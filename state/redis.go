@@ -53,7 +53,7 @@ type Redis struct {
 	where placement
 }
 
-var _ = (*Redis)(nil)
+var _ Store = (*Redis)(nil)
 
 //go:embed lua/prelude.lua
 var luaPrelude string

@@ -127,7 +127,7 @@ func TestRedisConformance(t *testing.T) {
 				return c
 			}
 			limits := map[string]state.Limits{}
-			open := func(t *testing.T, prefix string) storetest.Store {
+			open := func(t *testing.T, prefix string) state.Store {
 				s, err := state.NewPooledRedis(connect(t), prefix, limits[prefix], topo.pools)
 				if err != nil {
 					t.Fatal(err)
@@ -135,12 +135,12 @@ func TestRedisConformance(t *testing.T) {
 				return s
 			}
 			storetest.Run(t,
-				func(t *testing.T, l state.Limits) storetest.Store {
+				func(t *testing.T, l state.Limits) state.Store {
 					prefix := fmt.Sprintf("test%d", prefixSeq.Add(1))
 					limits[prefix] = l
 					return open(t, prefix)
 				},
-				func(t *testing.T, s storetest.Store) storetest.Store {
+				func(t *testing.T, s state.Store) state.Store {
 					p := s.(*state.Redis).Prefix()
 					return open(t, p[1:len(p)-2])
 				})

@@ -8,20 +8,9 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// Store keeps the learned limits, shared by every replica.
-type Store interface {
-	PutLimits(ctx context.Context, ls map[string]state.Limit) error
-}
-
-var (
-	_ Store = (*state.Memory)(nil)
-	_ Store = (*state.Redis)(nil)
-	_ Store = (*state.Failover)(nil)
-)
-
 // Learner updates the learned limits of the workers its replica monitors.
 type Learner struct {
-	store   Store
+	store   state.LimitWriter
 	params  Params
 	enabled bool
 	now     func() time.Time
@@ -31,7 +20,7 @@ type Learner struct {
 // limits left from an earlier run with adaptive caps on, so that switching
 // them off restores the configured caps at once on every replica. now may
 // be nil (time.Now).
-func NewLearner(store Store, p Params, enabled bool, now func() time.Time) *Learner {
+func NewLearner(store state.LimitWriter, p Params, enabled bool, now func() time.Time) *Learner {
 	if now == nil {
 		now = time.Now
 	}

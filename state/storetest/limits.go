@@ -9,16 +9,8 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// limitStore is what a worker's monitor writes back: learned concurrency
-// limits (adaptive caps) and the emptying of a restarted engine's prefix
-// index.
-type limitStore interface {
-	PutLimits(ctx context.Context, ls map[string]state.Limit) error
-	ForgetPrefixes(ctx context.Context, worker string) error
-}
-
 // runLimits checks learned limits and prefix forgetting.
-func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) Store) {
+func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, state.Store) state.Store) {
 	def := state.Limits{Lease: 30 * time.Second}
 	t.Run("LearnedLimitCapsClaimsOnEveryReplica", func(t *testing.T) {
 		s := newStore(t, def)
@@ -40,7 +32,7 @@ func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) S
 // predictedHits: the winner of a claim with a prefix match counts the
 // tokens the match predicts cached (never the prompt's last one), for the
 // check against the engine's own hits.
-func predictedHits(t *testing.T, s Store) {
+func predictedHits(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
 	blocks := seqBlocks(1, 8)
 	cands := []state.Candidate{{Worker: "w0", Cap: 8, Prefix: 1}}
@@ -63,7 +55,7 @@ func predictedHits(t *testing.T, s Store) {
 // prefixTrust: a warm worker whose engine confirmed a tenth of the
 // predicted hits counts a tenth of its match, and loses to a cold one it
 // would beat with full trust.
-func prefixTrust(t *testing.T, s Store) {
+func prefixTrust(t *testing.T, s state.Store) {
 	register(t, s, workers(2, 8))
 	blocks := seqBlocks(100, 8)
 	matchOn(t, s, "w0", 1024, blocks)
@@ -85,23 +77,14 @@ func prefixTrust(t *testing.T, s Store) {
 	}
 }
 
-func limits(t *testing.T, s Store) limitStore {
+func putLimit(t *testing.T, s state.Store, worker string, l state.Limit) {
 	t.Helper()
-	ls, ok := s.(limitStore)
-	if !ok {
-		t.Fatalf("%T does not keep learned limits", s)
-	}
-	return ls
-}
-
-func putLimit(t *testing.T, s Store, worker string, l state.Limit) {
-	t.Helper()
-	if err := limits(t, s).PutLimits(context.Background(), map[string]state.Limit{worker: l}); err != nil {
+	if err := s.PutLimits(context.Background(), map[string]state.Limit{worker: l}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func limitOf(t *testing.T, s Store, worker string) state.Limit {
+func limitOf(t *testing.T, s state.Store, worker string) state.Limit {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {
@@ -119,7 +102,7 @@ func limitOf(t *testing.T, s Store, worker string) state.Limit {
 // learnedLimit: a limit written by one replica shows in every replica's
 // snapshot, with the limiter's memory, and caps claims from every replica
 // below the configured cap; removing it restores the cap.
-func learnedLimit(t *testing.T, s, peer Store) {
+func learnedLimit(t *testing.T, s, peer state.Store) {
 	specs := workers(1, 4)
 	register(t, s, specs)
 	at := time.UnixMilli(time.Now().UnixMilli())
@@ -129,7 +112,7 @@ func learnedLimit(t *testing.T, s, peer Store) {
 		t.Fatalf("peer sees limit %+v, want %+v", got, want)
 	}
 	cands := candidates(specs)
-	for i, st := range []Store{s, peer} {
+	for i, st := range []state.Store{s, peer} {
 		if _, w := mustClaim(t, st, cands); w != "w0" {
 			t.Fatalf("claim %d under the limit: got %q", i, w)
 		}
@@ -145,7 +128,7 @@ func learnedLimit(t *testing.T, s, peer Store) {
 
 // raisedLimit: a waiter queued because of a learned limit gets the slot
 // the moment the limit is raised.
-func raisedLimit(t *testing.T, s Store) {
+func raisedLimit(t *testing.T, s state.Store) {
 	specs := workers(1, 4)
 	register(t, s, specs)
 	putLimit(t, s, "w0", state.Limit{Value: 1, Estimate: 1})
@@ -169,7 +152,7 @@ func raisedLimit(t *testing.T, s Store) {
 // limitGoes: a deregistered worker's limit goes with it; one registering
 // again starts from its configured cap. A limit for an unknown worker is
 // ignored.
-func limitGoes(t *testing.T, s Store) {
+func limitGoes(t *testing.T, s state.Store) {
 	specs := workers(1, 4)
 	register(t, s, specs)
 	putLimit(t, s, "w0", state.Limit{Value: 1, Estimate: 1})
@@ -192,12 +175,12 @@ func limitGoes(t *testing.T, s Store) {
 
 // forgetPrefixes: a restarted engine's index is emptied; the other
 // worker's stays.
-func forgetPrefixes(t *testing.T, s Store) {
+func forgetPrefixes(t *testing.T, s state.Store) {
 	register(t, s, workers(2, 8))
 	blocks := seqBlocks(1, 16)
 	matchOn(t, s, "w0", 1024, blocks)
 	matchOn(t, s, "w1", 1024, blocks)
-	if err := limits(t, s).ForgetPrefixes(context.Background(), "w0"); err != nil {
+	if err := s.ForgetPrefixes(context.Background(), "w0"); err != nil {
 		t.Fatal(err)
 	}
 	if m := matchOn(t, s, "w0", 1024, blocks); m != 0 {
@@ -206,7 +189,7 @@ func forgetPrefixes(t *testing.T, s Store) {
 	if m := matchOn(t, s, "w1", 1024, blocks); m != 16 {
 		t.Fatalf("w1 matched %d blocks, want 16", m)
 	}
-	if err := limits(t, s).ForgetPrefixes(context.Background(), "ghost"); !errors.Is(err, state.ErrUnknownWorker) {
+	if err := s.ForgetPrefixes(context.Background(), "ghost"); !errors.Is(err, state.ErrUnknownWorker) {
 		t.Fatalf("forget on an unknown worker: %v, want ErrUnknownWorker", err)
 	}
 }

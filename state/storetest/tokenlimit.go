@@ -14,7 +14,7 @@ import (
 // tokenLimit: claims from two replicas fill w0 to its token limit, the
 // next goes to w1; a worker holding nothing takes a request past its limit
 // (alone).
-func tokenLimit(t *testing.T, s, peer Store) {
+func tokenLimit(t *testing.T, s, peer state.Store) {
 	register(t, s, workers(2, 8))
 	putLimit(t, s, "w0", state.Limit{Tokens: 300, TokenEstimate: 300.5})
 	if got := limitOf(t, peer, "w0"); got.Tokens != 300 || got.TokenEstimate != 300.5 {
@@ -23,7 +23,7 @@ func tokenLimit(t *testing.T, s, peer Store) {
 	cands := []state.Candidate{{Worker: "w0", Cap: 8}, {Worker: "w1", Cap: 8, Base: 1}}
 	a := state.Affinity{PromptTokens: 100, DecodeTokens: 50}
 	var ids []string
-	for i, st := range []Store{s, peer, s} {
+	for i, st := range []state.Store{s, peer, s} {
 		id, res := claimAff(t, st, cands, a)
 		ids = append(ids, id)
 		want := 0
@@ -50,7 +50,7 @@ func tokenLimit(t *testing.T, s, peer Store) {
 
 // tokenLimitMatch: a cached prefix lowers what a claim holds, so a warm
 // worker takes a prompt its limit would refuse cold.
-func tokenLimitMatch(t *testing.T, s Store) {
+func tokenLimitMatch(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
 	one := []state.Candidate{{Worker: "w0", Cap: 8, KVBlocks: 1024}}
 	warm := state.Affinity{Blocks: seqBlocks(1, 8), PromptTokens: 200}
@@ -68,7 +68,7 @@ func tokenLimitMatch(t *testing.T, s Store) {
 
 // tokenLimitWaiter: a waiter whose tokens do not fit waits, and is
 // granted when the limit is raised.
-func tokenLimitWaiter(t *testing.T, s Store) {
+func tokenLimitWaiter(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
 	putLimit(t, s, "w0", state.Limit{Tokens: 300, TokenEstimate: 300})
 	one := []state.Candidate{{Worker: "w0", Cap: 8}}
