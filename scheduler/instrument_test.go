@@ -10,10 +10,11 @@ import (
 
 	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 // failingStore is the in-memory store whose claims and moves fail.
-type failingStore struct{ *state.Memory }
+type failingStore struct{ *memory.Store }
 
 var errDown = errors.New("store down")
 
@@ -25,7 +26,7 @@ func (failingStore) Move(context.Context, string, string) error { return errDown
 
 func TestCountedStoreCountsEveryRoundTripOnce(t *testing.T) {
 	m := metrics.New()
-	c := instrument(failingStore{state.NewMemory(nil, state.Limits{})}, m)
+	c := instrument(failingStore{memory.New(nil, state.Limits{})}, m)
 	ctx := context.Background()
 	if _, err := c.Snapshot(ctx); err != nil {
 		t.Fatal(err)

@@ -26,8 +26,8 @@ func packCandidates(cs []Candidate, affinity bool) string {
 			func(c Candidate) float64 { return c.Prefix },
 			func(c Candidate) float64 { return c.TokenLoad },
 			func(c Candidate) float64 { return c.PrefillLimit },
-			func(c Candidate) float64 { return float64(c.kvBlocks()) },
-			func(c Candidate) float64 { return c.trust() },
+			func(c Candidate) float64 { return float64(c.IndexBound()) },
+			func(c Candidate) float64 { return c.Trust() },
 		)
 	}
 	b := make([]byte, 0, 16+n*(24+len(fields)*9))

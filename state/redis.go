@@ -131,13 +131,16 @@ func NewRedis(client redis.UniversalClient, prefix string, l Limits) *Redis {
 	}
 	return &Redis{
 		client: client,
-		limits: l.withDefaults(),
+		limits: l.WithDefaults(),
 		shards: []*shard{newShard("", "{"+prefix+"}:")},
 	}
 }
 
 // Client returns the underlying client (the queue and decision stream use it).
 func (r *Redis) Client() redis.UniversalClient { return r.client }
+
+// Limits returns the store's settings, defaults filled in.
+func (r *Redis) Limits() Limits { return r.limits }
 
 // Prefix returns the default shard's key prefix including its hash tag,
 // e.g. "{llmr}:" (the decision stream lives there).
@@ -176,7 +179,7 @@ func (r *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Register merges workers into the registry (see Memory.Register).
+// Register merges workers into the registry (see state.Fleet).
 func (r *Redis) Register(ctx context.Context, specs []WorkerSpec) error {
 	ws := make([]Worker, len(specs))
 	for i, s := range specs {
@@ -263,7 +266,7 @@ func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 		q, queue, rank = *req.Queue, "1", req.Queue.Priority.Rank()
 	}
 	sh := r.shardOfClaim(ctx, req)
-	aff := req.wantsAffinity()
+	aff := req.WantsAffinity()
 	args := []any{
 		req.ID, packCandidates(req.Candidates, aff),
 		q.Model, queue, rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),

@@ -102,6 +102,13 @@ func (r *Redis) shardOfModels(models []string) (*shard, error) {
 	return sh, nil
 }
 
+// CheckModels reports ErrPoolMix when models span pools: no shard could
+// hold a worker serving them.
+func (r *Redis) CheckModels(models []string) error {
+	_, err := r.shardOfModels(models)
+	return err
+}
+
 // ErrPoolMix: a worker serves models of different pools.
 var ErrPoolMix = errors.New("worker spans pools")
 

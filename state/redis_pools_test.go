@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/failover"
 )
 
 // TestPoolsShardKeys: each pool's workers and claims live under its own
@@ -76,7 +77,7 @@ func TestPoolsShardKeys(t *testing.T) {
 	}
 	// The failover store refuses it before choosing Redis or local state,
 	// so a worker registered while degraded can always be restored.
-	f := state.NewFailover(s, nil)
+	f := failover.New(s, nil)
 	if _, err := f.RegisterLeased(ctx, mixed[0], time.Minute); !errors.Is(err, state.ErrPoolMix) {
 		t.Errorf("a leased worker of two pools registered: %v", err)
 	}

@@ -25,11 +25,8 @@ import (
 var (
 	redisAddr string
 	sentinels *stack.SentinelGroup
-	// Killed by the failover tests.
-	doomedSentinel *stack.SentinelGroup
-	doomedCluster  *stack.Cluster
-	cluster        *stack.Cluster
-	prefixSeq      atomic.Int64
+	cluster   *stack.Cluster
+	prefixSeq atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -55,26 +52,17 @@ func TestMain(m *testing.M) {
 		defer srv.Stop(2 * time.Second)
 		redisAddr = srv.Addr
 		// Sentinels take seconds to discover each other: everything starts
-		// at once. The failover tests have a group and a cluster of their
-		// own to kill.
-		var errs [4]error
+		// at once.
+		var errs [2]error
 		var wg sync.WaitGroup
 		wg.Go(func() { sentinels, errs[0] = stack.StartSentinelGroup(ctx, filepath.Join(dir, "sentinel"), "llmr") })
 		wg.Go(func() { cluster, errs[1] = stack.StartCluster(ctx, filepath.Join(dir, "cluster"), 3, 0) })
-		wg.Go(func() {
-			doomedSentinel, errs[2] = stack.StartSentinelGroup(ctx, filepath.Join(dir, "doomed-sentinel"), "doomed")
-		})
-		wg.Go(func() { doomedCluster, errs[3] = stack.StartCluster(ctx, filepath.Join(dir, "doomed-cluster"), 3, 1) })
 		wg.Wait()
-		for _, g := range []*stack.SentinelGroup{sentinels, doomedSentinel} {
-			if g != nil {
-				defer g.Stop()
-			}
+		if sentinels != nil {
+			defer sentinels.Stop()
 		}
-		for _, c := range []*stack.Cluster{cluster, doomedCluster} {
-			if c != nil {
-				defer c.Stop()
-			}
+		if cluster != nil {
+			defer cluster.Stop()
 		}
 		if err := errors.Join(errs[:]...); err != nil {
 			fmt.Fprintln(os.Stderr, "state tests:", err)

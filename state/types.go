@@ -187,7 +187,8 @@ type HealthPolicy struct {
 	HoldDown        time.Duration
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults fills unset settings: a 10 s lease, 3 failures either way.
+func (l Limits) WithDefaults() Limits {
 	if l.Lease <= 0 {
 		l.Lease = 10 * time.Second
 	}
@@ -224,8 +225,8 @@ type ClaimRequest struct {
 	Affinity Affinity
 }
 
-// wantsAffinity reports whether the claim asks for the affinity reads.
-func (r ClaimRequest) wantsAffinity() bool {
+// WantsAffinity reports whether the claim asks for the affinity reads.
+func (r ClaimRequest) WantsAffinity() bool {
 	return len(r.Affinity.Blocks) > 0 || r.Affinity.PromptTokens > 0 || r.Affinity.DecodeTokens > 0
 }
 

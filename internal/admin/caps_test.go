@@ -10,13 +10,14 @@ import (
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 // A learned limit, and the tokens the worker's claims hold, show in its
 // status (GET /v1/workers/{id}, and so `llm-router workers`).
 func TestLearnedLimitShowsInTheWorker(t *testing.T) {
 	ctx := context.Background()
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	if err := store.Register(ctx, []state.WorkerSpec{{ID: "w", Address: "10.0.0.1:8000", Models: []string{"m"}, MaxConcurrency: 8}}); err != nil {
 		t.Fatal(err)
 	}

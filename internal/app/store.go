@@ -12,6 +12,8 @@ import (
 	"github.com/llm-router/llm-router/internal/decisions"
 	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/failover"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 // RedisClient builds a UniversalClient from the config: one node from url
@@ -68,7 +70,7 @@ func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend
 		},
 	}
 	if !cfg.Redis.Enabled() {
-		return memoryBackend(state.NewMemory(nil, limits)), nil
+		return memoryBackend(memory.New(nil, limits)), nil
 	}
 	client, err := RedisClient(cfg.Redis)
 	if err != nil {
@@ -79,7 +81,7 @@ func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend
 		_ = client.Close()
 		return backend{}, err
 	}
-	f := state.NewFailover(primary, func(degraded bool, err error) {
+	f := failover.New(primary, func(degraded bool, err error) {
 		if degraded {
 			m.StoreDegraded.Set(1)
 			log.Error("redis unreachable: routing on local state (degraded)", zap.Error(err))
@@ -88,7 +90,7 @@ func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend
 		m.StoreDegraded.Set(0)
 		log.Warn("redis reachable again: state reconciled")
 	})
-	f.OnRepair(func(r state.Repair) {
+	f.OnRepair(func(r failover.Repair) {
 		log.Warn("redis state repaired after "+r.Reason,
 			zap.Int("claims_readded", r.Added), zap.Int("lost_releases_dropped", r.Dropped))
 	})

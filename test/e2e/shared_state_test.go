@@ -18,6 +18,7 @@ import (
 	"github.com/llm-router/llm-router/internal/app"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -62,9 +63,9 @@ func newRouterFleet(t *testing.T, n int, workers []config.Worker, redisAddr stri
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &routerFleet{t: t}
 	prefix := fmt.Sprintf("e2e%d", prefixSeq.Add(1))
-	var shared *state.Memory
+	var shared *memory.Store
 	if redisAddr == "" {
-		shared = state.NewMemory(nil, state.Limits{})
+		shared = memory.New(nil, state.Limits{})
 		f.sampler = shared
 	} else {
 		c := redis.NewClient(&redis.Options{Addr: redisAddr})

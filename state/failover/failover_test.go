@@ -1,4 +1,4 @@
-package state_test
+package failover_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/failover"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -26,7 +27,7 @@ func TestFailoverReconciles(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer client.Close()
 	var modes []bool
-	f := state.NewFailover(state.NewRedis(client, "fo", state.Limits{Lease: 10 * time.Second}), func(d bool, _ error) { modes = append(modes, d) })
+	f := failover.New(state.NewRedis(client, "fo", state.Limits{Lease: 10 * time.Second}), func(d bool, _ error) { modes = append(modes, d) })
 	specs := []state.WorkerSpec{{ID: "a", Address: "10.0.0.1:1", Models: []string{"m"}, MaxConcurrency: 4}, {ID: "b", Address: "10.0.0.2:1", Models: []string{"m"}, MaxConcurrency: 4}}
 	if err := f.Register(ctx, specs); err != nil {
 		t.Fatal(err)

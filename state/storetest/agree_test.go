@@ -1,4 +1,4 @@
-package state_test
+package storetest_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // TestStoresAgreeOnRandomClaims drives the in-memory store and the Redis
@@ -26,7 +28,12 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 		t.Skip("needs redis-server")
 	}
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: redisAddr})
+	srv, err := stack.StartRedis(ctx, t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(time.Second)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer client.Close()
 	limits := state.Limits{Lease: time.Minute}
 	const workers = 6
@@ -35,8 +42,8 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 		specs = append(specs, state.WorkerSpec{ID: fmt.Sprintf("w%d", i), Address: fmt.Sprintf("10.2.0.%d:1", i), Models: []string{"m"}, MaxConcurrency: 4})
 	}
 	for seed := range uint64(agreeSeeds) {
-		mem := state.NewMemory(nil, limits)
-		red := state.NewRedis(client, fmt.Sprintf("agree%d", prefixSeq.Add(1)), limits)
+		mem := memory.New(nil, limits)
+		red := state.NewRedis(client, fmt.Sprintf("agree%d", seed), limits)
 		stores := []state.Store{mem, red}
 		for _, s := range stores {
 			if err := s.Register(ctx, specs); err != nil {
