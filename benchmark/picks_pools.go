@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -106,7 +106,7 @@ func PicksPools(ctx context.Context, o PicksOptions, poolCounts []int) ([]PoolsR
 	}
 	for _, n := range poolCounts {
 		prefix := fmt.Sprintf("pools%d", n)
-		pools := state.Pools{}
+		pools := redisstore.Pools{}
 		var models, masters []string
 		for i := 0; i < n; i++ {
 			m := fmt.Sprintf("m%d", i)

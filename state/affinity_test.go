@@ -1,10 +1,8 @@
 package state
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/llm-router/llm-router/internal/prefix"
@@ -13,15 +11,6 @@ import (
 func TestBlockTokensIsThePrefixBlock(t *testing.T) {
 	if BlockTokens != prefix.BlockTokens {
 		t.Fatalf("state.BlockTokens %d, prefix.BlockTokens %d", BlockTokens, prefix.BlockTokens)
-	}
-}
-
-func TestClaimScriptStride(t *testing.T) {
-	if want := fmt.Sprintf("local STRIDE = %d\n", IndexStride); !strings.Contains(luaClaim, want) {
-		t.Fatalf("claim.lua lacks %q", want)
-	}
-	if want := fmt.Sprintf("%d * redis.call('ZCARD'", IndexStride); !strings.Contains(luaSnapshot, want) {
-		t.Fatalf("snapshot.lua lacks %q", want)
 	}
 }
 

@@ -295,3 +295,6 @@ var (
 	ErrUnknownWorker = errors.New("unknown worker")
 	ErrUnknownClaim  = errors.New("unknown claim")
 )
+
+// ErrPoolMix: a worker serves models of different pools.
+var ErrPoolMix = errors.New("worker spans pools")

@@ -14,6 +14,7 @@ import (
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/failover"
 	"github.com/llm-router/llm-router/state/memory"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 )
 
 // RedisClient builds a UniversalClient from the config: one node from url
@@ -76,7 +77,7 @@ func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend
 	if err != nil {
 		return backend{}, err
 	}
-	primary, err := state.NewPooledRedis(client, cfg.Redis.KeyPrefix, limits, cfg.Redis.Pools)
+	primary, err := redisstore.NewPooled(client, cfg.Redis.KeyPrefix, limits, cfg.Redis.Pools)
 	if err != nil {
 		_ = client.Close()
 		return backend{}, err

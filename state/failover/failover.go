@@ -10,6 +10,7 @@ import (
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 )
 
 // Store is the Redis store with a local fallback for Redis outages.
@@ -36,7 +37,7 @@ import (
 // claims it released recently (or whose claim call failed) are dropped if
 // Redis still holds them.
 type Store struct {
-	primary *state.Redis
+	primary *redisstore.Store
 	onState func(degraded bool, err error)
 	now     func() time.Time
 	subs    map[string]func(state.Notice) // replica → subscriber, for the local store
@@ -92,7 +93,7 @@ var _ state.Store = (*Store)(nil)
 
 // New wraps primary; onState (may be nil) is told of every change
 // of mode.
-func New(primary *state.Redis, onState func(degraded bool, err error)) *Store {
+func New(primary *redisstore.Store, onState func(degraded bool, err error)) *Store {
 	if onState == nil {
 		onState = func(bool, error) {}
 	}
@@ -107,12 +108,12 @@ func (f *Store) Degraded() bool {
 }
 
 // Primary returns the Redis store.
-func (f *Store) Primary() *state.Redis { return f.primary }
+func (f *Store) Primary() *redisstore.Store { return f.primary }
 
 // unavailable reports whether err is Redis being unreachable, not the
 // caller giving up.
 func unavailable(ctx context.Context, err error) bool {
-	return err != nil && ctx.Err() == nil && state.IsUnavailable(err)
+	return err != nil && ctx.Err() == nil && redisstore.IsUnavailable(err)
 }
 
 // degradeLocked switches to local accounting.
@@ -403,16 +404,16 @@ func (f *Store) Subscribe(ctx context.Context, replica string, fn func(state.Not
 
 // Cancel takes a waiter out of its queue, in Redis or locally.
 func (f *Store) Cancel(ctx context.Context, id string) (state.WaiterStatus, error) {
-	return f.waiter(ctx, id, (*state.Redis).Cancel, (*memory.Store).Cancel)
+	return f.waiter(ctx, id, (*redisstore.Store).Cancel, (*memory.Store).Cancel)
 }
 
 // Poll says where a waiter stands, in Redis or locally.
 func (f *Store) Poll(ctx context.Context, id string) (state.WaiterStatus, error) {
-	return f.waiter(ctx, id, (*state.Redis).Poll, (*memory.Store).Poll)
+	return f.waiter(ctx, id, (*redisstore.Store).Poll, (*memory.Store).Poll)
 }
 
 func (f *Store) waiter(ctx context.Context, id string,
-	remote func(*state.Redis, context.Context, string) (state.WaiterStatus, error),
+	remote func(*redisstore.Store, context.Context, string) (state.WaiterStatus, error),
 	local func(*memory.Store, context.Context, string) (state.WaiterStatus, error),
 ) (state.WaiterStatus, error) {
 	f.mu.Lock()

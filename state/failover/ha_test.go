@@ -13,6 +13,7 @@ import (
 
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/failover"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -97,7 +98,7 @@ func lostWrites(t *testing.T, hc haCase) {
 	defer client.Close()
 	var mu sync.Mutex
 	var repairs []failover.Repair
-	f := failover.New(state.NewRedis(client, "lost", state.Limits{Lease: 30 * time.Second}), nil)
+	f := failover.New(redisstore.New(client, "lost", state.Limits{Lease: 30 * time.Second}), nil)
 	f.OnRepair(func(r failover.Repair) {
 		mu.Lock()
 		repairs = append(repairs, r)
@@ -204,7 +205,7 @@ func lostWrites(t *testing.T, hc haCase) {
 
 // inflight reads each worker's in-flight count and the global count.
 func inflight(ctx context.Context, c redis.UniversalClient, prefix string) (map[string]int, error) {
-	snap, err := state.NewRedis(c, prefix, state.Limits{}).Snapshot(ctx)
+	snap, err := redisstore.New(c, prefix, state.Limits{}).Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +240,7 @@ func TestFailoverNoticesANewServerWhileIdle(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer client.Close()
 	var repairs []failover.Repair
-	f := failover.New(state.NewRedis(client, "idle", state.Limits{Lease: 30 * time.Second}), nil)
+	f := failover.New(redisstore.New(client, "idle", state.Limits{Lease: 30 * time.Second}), nil)
 	f.OnRepair(func(r failover.Repair) { repairs = append(repairs, r) })
 	specs := []state.WorkerSpec{{ID: "a", Address: "10.0.0.1:1", Models: []string{"m"}, MaxConcurrency: 4}}
 	if err := f.Register(ctx, specs); err != nil {

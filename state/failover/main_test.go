@@ -16,6 +16,7 @@ import (
 
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/failover"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/state/storetest"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -83,7 +84,7 @@ func TestFailoverConformance(t *testing.T) {
 	open := func(t *testing.T, prefix string, l state.Limits) state.Store {
 		c := redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 32})
 		t.Cleanup(func() { _ = c.Close() })
-		return failover.New(state.NewRedis(c, prefix, l), nil)
+		return failover.New(redisstore.New(c, prefix, l), nil)
 	}
 	limits := map[string]state.Limits{}
 	storetest.Run(t,

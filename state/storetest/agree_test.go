@@ -12,6 +12,7 @@ import (
 
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -43,7 +44,7 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 	}
 	for seed := range uint64(agreeSeeds) {
 		mem := memory.New(nil, limits)
-		red := state.NewRedis(client, fmt.Sprintf("agree%d", seed), limits)
+		red := redisstore.New(client, fmt.Sprintf("agree%d", seed), limits)
 		stores := []state.Store{mem, red}
 		for _, s := range stores {
 			if err := s.Register(ctx, specs); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -70,7 +71,7 @@ func newRouterFleet(t *testing.T, n int, workers []config.Worker, redisAddr stri
 	} else {
 		c := redis.NewClient(&redis.Options{Addr: redisAddr})
 		t.Cleanup(func() { _ = c.Close() })
-		f.sampler = state.NewRedis(c, prefix, state.Limits{})
+		f.sampler = redisstore.New(c, prefix, state.Limits{})
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {

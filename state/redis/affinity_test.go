@@ -1,4 +1,4 @@
-package state_test
+package redis_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 )
 
 // TestAffinityClaimCost measures what the prefix index costs Redis per
@@ -36,7 +37,7 @@ func affinityClaimCost(t *testing.T, blocks int) (off, on float64) {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
-	s := state.NewRedis(client, fmt.Sprintf("cost%d", prefixSeq.Add(1)), state.Limits{})
+	s := redisstore.New(client, fmt.Sprintf("cost%d", prefixSeq.Add(1)), state.Limits{})
 	const workers = 16
 	var specs []state.WorkerSpec
 	var cands []state.Candidate

@@ -1,10 +1,12 @@
-package state
+package redis
 
 import (
 	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 //go:embed lua/limits.lua
@@ -13,7 +15,7 @@ var luaLimits string
 var scriptLimits = script(luaLimits)
 
 // PutLimits stores learned limits, one round trip per shard.
-func (r *Redis) PutLimits(ctx context.Context, ls map[string]Limit) error {
+func (r *Store) PutLimits(ctx context.Context, ls map[string]state.Limit) error {
 	groups := map[*shard][]any{}
 	for id, l := range ls {
 		js, err := json.Marshal(l)
@@ -32,7 +34,7 @@ func (r *Redis) PutLimits(ctx context.Context, ls map[string]Limit) error {
 }
 
 // ForgetPrefixes empties a worker's prefix index.
-func (r *Redis) ForgetPrefixes(ctx context.Context, worker string) error {
+func (r *Store) ForgetPrefixes(ctx context.Context, worker string) error {
 	err := scriptError(r.run(ctx, r.shardOfWorker(ctx, worker), scriptLimits, "forget", worker).Err())
 	if err != nil {
 		return fmt.Errorf("redis forget prefixes of %s: %w", worker, err)
@@ -41,10 +43,10 @@ func (r *Redis) ForgetPrefixes(ctx context.Context, worker string) error {
 }
 
 // parseLimits reads the snapshot's worker → limit JSON pairs.
-func parseLimits(kvs [][2]string) map[string]Limit {
-	out := make(map[string]Limit, len(kvs))
+func parseLimits(kvs [][2]string) map[string]state.Limit {
+	out := make(map[string]state.Limit, len(kvs))
 	for _, kv := range kvs {
-		var l Limit
+		var l state.Limit
 		if json.Unmarshal([]byte(kv[1]), &l) == nil {
 			out[kv[0]] = l
 		}

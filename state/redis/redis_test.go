@@ -1,4 +1,4 @@
-package state_test
+package redis_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/state/storetest"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -78,7 +79,7 @@ func TestMain(m *testing.M) {
 type topology struct {
 	name  string
 	opts  func() *redis.UniversalOptions
-	pools state.Pools
+	pools redisstore.Pools
 }
 
 func topologies() []topology {
@@ -94,7 +95,7 @@ func topologies() []topology {
 		// {prefix:chat}, found by peers that never registered a worker.
 		{"ClusterPooled", func() *redis.UniversalOptions {
 			return &redis.UniversalOptions{Addrs: cluster.Addrs, IsClusterMode: true}
-		}, state.Pools{"chat": {"m"}, "code": {"coder"}}},
+		}, redisstore.Pools{"chat": {"m"}, "code": {"coder"}}},
 	}
 }
 
@@ -116,7 +117,7 @@ func TestRedisConformance(t *testing.T) {
 			}
 			limits := map[string]state.Limits{}
 			open := func(t *testing.T, prefix string) state.Store {
-				s, err := state.NewPooledRedis(connect(t), prefix, limits[prefix], topo.pools)
+				s, err := redisstore.NewPooled(connect(t), prefix, limits[prefix], topo.pools)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -129,7 +130,7 @@ func TestRedisConformance(t *testing.T) {
 					return open(t, prefix)
 				},
 				func(t *testing.T, s state.Store) state.Store {
-					p := s.(*state.Redis).Prefix()
+					p := s.(*redisstore.Store).Prefix()
 					return open(t, p[1:len(p)-2])
 				})
 		})
