@@ -1,5 +1,6 @@
-// Package storetest is the conformance suite every state store must pass:
-// the in-memory store and the Redis store run the same tests.
+// Package storetest is the conformance suite every state.Store backend
+// must pass: memory, Redis (single, Sentinel, Cluster, pooled) and failover
+// run the same tests.
 package storetest
 
 import (
