@@ -1,6 +1,6 @@
 package state
 
-import "time"
+import "encoding/json"
 
 // Adaptive caps and prefix-index upkeep: what a worker's monitor (the
 // replica holding its monitor lease) learns and writes back for every
@@ -14,34 +14,23 @@ import "time"
 // back, or a Redis that restarts empty, starts again from its configured
 // cap.
 
-// Limit is a worker's learned concurrency limit and the limiter's memory
-// (internal/caps computes it; the stores keep and enforce it).
+// Limit is a worker's learned limits as the stores keep and enforce them:
+// the two numbers a claim checks atomically, and the limiter's own memory
+// as an opaque blob (internal/caps computes all three and owns the blob's
+// format).
 type Limit struct {
 	// Value is the learned limit, 1..max_concurrency; 0: none learned, the
 	// configured cap applies.
 	Value int `json:"value"`
-	// Estimate is the limit before rounding down; the limiter moves it in
-	// fractions so that small caps still move.
-	Estimate float64 `json:"estimate"`
-	// Gradient is the last update's baseline-over-recent latency ratio
-	// (0.5..1; 1: within tolerance).
-	Gradient float64 `json:"gradient"`
-	// BaseTTFT and BaseITL are the lowest recent TTFT and inter-token
-	// latency seen (seconds), drifting up slowly so a stale minimum is
-	// relearned.
-	BaseTTFT float64 `json:"base_ttft_seconds"`
-	BaseITL  float64 `json:"base_itl_seconds"`
-	// SeenTTFT and SeenTPS are the worker's sample counts of the TTFT and
-	// tokens/s averages at the last update: the limiter moves only once
-	// enough new samples arrived.
-	SeenTTFT int64     `json:"seen_ttft_samples"`
-	SeenTPS  int64     `json:"seen_tps_samples"`
-	Updated  time.Time `json:"updated"`
 	// Tokens is the learned in-flight token limit (see TokenRoom); 0: none.
-	// TokenEstimate is it before rounding down.
-	Tokens        int64   `json:"tokens,omitempty"`
-	TokenEstimate float64 `json:"token_estimate,omitempty"`
+	Tokens int64 `json:"tokens,omitempty"`
+	// Limiter is the limiter's memory of the worker (estimates, baselines,
+	// samples seen), stored and returned unread; nil: none.
+	Limiter json.RawMessage `json:"limiter,omitempty"`
 }
+
+// IsZero reports whether l is no limit at all, with no limiter memory.
+func (l Limit) IsZero() bool { return l.Value == 0 && l.Tokens == 0 && len(l.Limiter) == 0 }
 
 // TokenRoom reports whether a worker holding inFlight claims with held
 // tokens (uncached prompt plus max_tokens of the claims that carry token

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
@@ -22,7 +23,7 @@ func TestLearnedLimitShowsInTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := store.PutLimits(ctx, map[string]state.Limit{"w": {Value: 3, Estimate: 3.4, Gradient: 0.6, BaseTTFT: 0.12, BaseITL: 0.02, Updated: at, Tokens: 5000, TokenEstimate: 5000.5}}); err != nil {
+	if err := store.PutLimits(ctx, map[string]state.Limit{"w": caps.Limit{Value: 3, Estimate: 3.4, Gradient: 0.6, BaseTTFT: 0.12, BaseITL: 0.02, Updated: at, Tokens: 5000, TokenEstimate: 5000.5}.State()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Claim(ctx, state.ClaimRequest{

@@ -41,19 +41,19 @@ func (l *Learner) Learn(ctx context.Context, snap state.Snapshot, mine []string)
 			continue
 		}
 		if !l.enabled {
-			if w.Limit != (state.Limit{}) {
+			if !w.Limit.IsZero() {
 				out[w.Spec.ID] = state.Limit{}
 			}
 			continue
 		}
-		next, changed := l.params.Next(w.Limit, Observation{
+		next, changed := l.params.Next(FromState(w.Limit), Observation{
 			Cap: w.Spec.MaxConcurrency, InFlight: w.InFlight, Tokens: w.PrefillTokens + w.DecodeTokens,
 			TTFT: w.Stats.TTFT, TokensPerSec: w.Stats.TokensPerSec,
 			Waiting: w.Telemetry.Waiting, Running: w.Telemetry.Running,
 			SlowShare: w.Telemetry.SlowShare,
 		}, now)
 		if changed {
-			out[w.Spec.ID] = next
+			out[w.Spec.ID] = next.State()
 		}
 	}
 	if len(out) == 0 {

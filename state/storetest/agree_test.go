@@ -91,7 +91,7 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 			default:
 				w := fmt.Sprintf("w%d", rng.IntN(workers))
 				tok := int64(pick(0, 200, 500, 1000))
-				l := state.Limit{Value: rng.IntN(5), Tokens: tok, TokenEstimate: float64(tok)}
+				l := state.Limit{Value: rng.IntN(5), Tokens: tok}
 				for _, s := range stores {
 					if err := s.PutLimits(ctx, map[string]state.Limit{w: l}); err != nil {
 						t.Fatal(err)
