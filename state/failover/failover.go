@@ -33,7 +33,7 @@ import (
 // the slot) may lose the last writes the old master acknowledged, since
 // replication is asynchronous. Failover repairs them the same way, whether
 // or not this replica noticed an outage (it watches which server answers,
-// see failover_sync.go): claims it holds are re-added if missing, and
+// see sync.go): claims it holds are re-added if missing, and
 // claims it released recently (or whose claim call failed) are dropped if
 // Redis still holds them.
 type Store struct {
