@@ -48,9 +48,9 @@ const capacityPrecision = 0.05
 //
 // Why 500 ms and not the 2 s SLO: above capacity the backlog, and the
 // median TTFT with it, grows for as long as the run lasts, so a 2 s bound
-// is reached sooner by longer runs; a run short enough for this machine
+// is reached sooner by longer runs; a run short enough for a 2-core host
 // needs a large overload to get there. Below capacity the median TTFT is a
-// prefill and a short wait (about 100 ms here) and it climbs steeply only
+// prefill and a short wait (about 100 ms on the benchmark fleet) and it climbs steeply only
 // within a few percent of saturation, at any run length: in gpusim's
 // virtual-time search on one A100 and the Azure conversation trace, 300
 // requests put the 2 s boundary 24 % above the 2,000-request one, and

@@ -376,7 +376,7 @@ func satMark(s bool) string {
 }
 
 // Presets are the comparisons `make bench` runs, by name: the trace, the
-// fleet that serves it and the scales that fit the run to this machine.
+// fleet that serves it and the scales that fit the run to a 2-core host.
 var presets = map[string]func(o *CompareOptions, short bool){
 	// The Azure conversation trace (no prefix ids): the heterogeneous
 	// fleet, real lengths.

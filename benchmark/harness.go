@@ -14,8 +14,8 @@ import (
 	"github.com/llm-router/llm-router/internal/config"
 )
 
-// HarnessOptions configure the distributed-router brief's two harnesses:
-// sequential vs concurrent, and the concurrency sweep. Both send the
+// HarnessOptions configure the two closed-loop harnesses: sequential vs
+// concurrent, and the concurrency sweep. Both send the
 // workload's requests in closed loops (each client sends its next request
 // when the previous one ends), to URL or, when URL is empty, to a stack
 // they start: the benchmark fleet behind Envoy and the router.

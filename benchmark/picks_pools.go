@@ -35,7 +35,7 @@ type PoolsResult struct {
 // workers, requests to the models in turn: a pick weighs the same
 // candidates in every layout), in one run. It reports, for each, the
 // CPU of every Redis process and of the benchmark's own process, which
-// says where the ceiling is on this machine.
+// says where the ceiling is on the host that runs it.
 func PicksPools(ctx context.Context, o PicksOptions, poolCounts []int) ([]PoolsResult, error) {
 	dir, err := os.MkdirTemp("", "llmr-picks-pools-")
 	if err != nil {

@@ -45,8 +45,8 @@ const (
 	ArrivalsTrace = "trace"
 )
 
-// Extreme-mix job lengths: the brief's "10 tokens in 300 ms" and "2,000
-// tokens over 90 seconds".
+// Extreme-mix job lengths: short jobs of about "10 tokens in 300 ms" and
+// long ones of "2,000 tokens over 90 seconds".
 const (
 	shortOutput = 10
 	longOutput  = 2000

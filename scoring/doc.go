@@ -21,7 +21,8 @@
 //	score = 100·active + 10·queue + 5·norm_latency + 2·norm_job_cost
 //	        − 3·norm_throughput + 1·node_distance + 15·kv_pressure + 15·gpu_util
 //
-// lowest wins, weights configurable. Definitions, over the eligible workers E
+// lowest wins; these are the configuration's default weights
+// (scoring.weights.*), every one configurable. Definitions, over the eligible workers E
 // (serve the model, healthy or recovering, not draining; the cap is checked
 // at claim time, and a recovering worker's is 1: it takes one probe request
 // at a time):
@@ -81,8 +82,11 @@
 // and the guard errs towards leaving a busy warm worker early.
 //
 // prefix_match (the raw matched fraction, weight 0) is recorded beside
-// them. Both weights default to 0, which keeps the formula above and skips
-// the index and the token counts altogether.
+// them. The router's configuration (internal/config, the one place for
+// defaults) sets prefix to 300 and token_load to 1000: a full prefix miss
+// weighs as three more requests in flight, a worker whose KV is full of
+// in-flight work as ten. Params' zero value has both at 0, which keeps the
+// formula above and skips the index and the token counts altogether.
 //
 // Moving averages (latency, TTFT, tokens/s) older than Params.Staleness
 // count as unknown, like scraped values older than their bound (the

@@ -25,7 +25,8 @@ type Params struct {
 	// prefill rate. 0: no guard.
 	TTFTSLO time.Duration
 
-	// inference_aware, as the distributed-router brief specifies it.
+	// inference_aware: expected completion time, the formula of an
+	// earlier router design.
 	MinSamples  int64
 	Staleness   time.Duration
 	LoadPenalty float64
@@ -186,7 +187,7 @@ type inferenceAware struct{ p Params }
 
 func (inferenceAware) Name() string { return InferenceAware }
 
-// Plan implements the brief: estimated_latency = avg_ttft + out_est/avg_tps,
+// Plan: estimated_latency = avg_ttft + out_est/avg_tps,
 // score = estimated_latency·(1 + active·load_penalty); +inf (Infinite)
 // without MinSamples fresh samples.
 func (s inferenceAware) Plan(in Input, eligible []Worker) []Candidate {

@@ -21,7 +21,7 @@ type Job struct {
 	Blocks []uint64
 }
 
-// OutputEstimate is the inference-aware brief's estimate of generated
+// OutputEstimate is inference_aware's estimate of generated
 // tokens: half of max_tokens, treating it as an upper bound.
 func (j Job) OutputEstimate() float64 {
 	if j.MaxTokens > 0 {

@@ -189,6 +189,10 @@ type HealthPolicy struct {
 
 // WithDefaults fills unset settings: a 10 s lease, 3 failures either way.
 func (l Limits) WithDefaults() Limits {
+	// A fallback for callers that set no lease (tests, tools). The product's
+	// default is the config's claim_lease, which internal/app passes in;
+	// internal/config imports this package, so it cannot be read from there
+	// and the two must be kept equal by hand.
 	if l.Lease <= 0 {
 		l.Lease = 10 * time.Second
 	}

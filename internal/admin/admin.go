@@ -2,9 +2,9 @@
 // /metrics; the native API of proto/llmrouter/v1 (the fleet's workers with
 // their live state, registration with leases kept by heartbeats, drains,
 // decisions explained, stats) over gRPC and, through its grpc-gateway
-// mapping, as HTTP/JSON under /v1/; and two endpoints kept for the older
-// brief and existing scripts: /stats (the fleet in the brief's snake_case
-// shape; /v1/stats is the API's) and /decisions/{request_id} (the decision
+// mapping, as HTTP/JSON under /v1/; and two endpoints kept for existing
+// scripts and an earlier router's clients: /stats (the fleet in snake_case;
+// /v1/stats is the API's) and /decisions/{request_id} (the decision
 // record as the scheduler logs it; /v1/decisions/{request_id} is the API's).
 package admin
 

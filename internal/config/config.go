@@ -95,8 +95,8 @@ type Queue struct {
 	CriticalMultiplier float64  `yaml:"critical_multiplier"`
 	BatchShare         float64  `yaml:"batch_share"`
 	Timeout            Timeouts `yaml:"timeout"`
-	// MaxConcurrentRequests caps requests in flight across the fleet (the
-	// distributed-router brief's semaphore); 0: no global cap.
+	// MaxConcurrentRequests caps requests in flight across the fleet (a
+	// global semaphore, per pool when pools are set); 0: no global cap.
 	MaxConcurrentRequests int `yaml:"max_concurrent_requests"`
 }
 
@@ -323,8 +323,9 @@ type Weights struct {
 	TokenLoad float64 `yaml:"token_load"`
 }
 
-// InferenceAware configures the inference_aware strategy, named as in the
-// distributed-router brief.
+// InferenceAware configures the inference_aware strategy (expected
+// completion time, the formula of an earlier router design); the keys keep
+// that design's names.
 type InferenceAware struct {
 	MinSamples  int      `yaml:"min_samples"`
 	Staleness   Duration `yaml:"staleness"`

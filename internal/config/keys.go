@@ -49,7 +49,7 @@ var Keys = []Key{
 	{Path: "queue.timeout.critical", Env: "QUEUE_TIMEOUT_CRITICAL_SECONDS", Default: "60s", Doc: "longest wait of a critical request; past it, 503", apply: setDuration(func(c *Config) *Duration { return &c.Queue.Timeout.Critical })},
 	{Path: "queue.timeout.standard", Env: "QUEUE_TIMEOUT_STANDARD_SECONDS", Default: "30s", Doc: "longest wait of a standard request; past it, 503", apply: setDuration(func(c *Config) *Duration { return &c.Queue.Timeout.Standard })},
 	{Path: "queue.timeout.batch", Env: "QUEUE_TIMEOUT_BATCH_SECONDS", Default: "15s", Doc: "longest wait of a batch request; past it, 503", apply: setDuration(func(c *Config) *Duration { return &c.Queue.Timeout.Batch })},
-	{Path: "queue.max_concurrent_requests", Env: "MAX_CONCURRENT_REQUESTS", Default: "0", Doc: "cap on requests in flight across the fleet (the brief's semaphore); 0: none", apply: setInt(func(c *Config) *int { return &c.Queue.MaxConcurrentRequests })},
+	{Path: "queue.max_concurrent_requests", Env: "MAX_CONCURRENT_REQUESTS", Default: "0", Doc: "cap on requests in flight across the fleet (per pool with redis.pools); 0: none", apply: setInt(func(c *Config) *int { return &c.Queue.MaxConcurrentRequests })},
 	{Path: "auth.keys[].{key,tenant,max_priority}", Env: "", Default: "", Doc: "client API keys (Bearer), each with a tenant and the highest priority it may use (default standard)"},
 	{Path: "auth.keys_file", Env: "AUTH_KEYS_FILE", Default: "", Doc: "YAML file with a list of keys in the same form (preferred: keep keys out of the main file)", apply: setString(func(c *Config) *string { return &c.Auth.KeysFile })},
 	{Path: "-", Env: "AUTH_TOKEN", Default: "", Doc: "one more key: tenant `default`, up to critical", apply: func(c *Config, v string) error { c.Auth.Token = v; return nil }},
@@ -153,7 +153,8 @@ func applyEnv(c *Config, getenv func(string) string) error {
 	return applyNodesEnv(c, getenv)
 }
 
-// applyNodesEnv supports the distributed-router brief's VLLM_NODES list.
+// applyNodesEnv supports VLLM_NODES, the worker list of an earlier router
+// design's environment.
 func applyNodesEnv(c *Config, getenv func(string) string) error {
 	nodes := strings.TrimSpace(getenv("VLLM_NODES"))
 	if nodes == "" {

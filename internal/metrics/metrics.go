@@ -28,7 +28,7 @@ var (
 	labelsNodeHealth = []string{"node", "state"}
 )
 
-// Buckets named in the distributed-router brief.
+// Histogram buckets, as an earlier router design named them.
 var (
 	TTFTBuckets      = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5}
 	TPSBuckets       = []float64{1, 5, 10, 25, 50, 100, 200, 500}
@@ -51,7 +51,8 @@ type Metrics struct {
 	// namespace) to its type: counter, gauge or histogram.
 	Types map[string]string
 
-	// The distributed-router brief's list.
+	// The request, queue and per-worker metrics an earlier router design
+	// exported, under the same names.
 	RequestsTotal        *prometheus.CounterVec   // model, code
 	RequestLatency       *prometheus.HistogramVec // model
 	QueueDepth           *prometheus.GaugeVec     // model, priority

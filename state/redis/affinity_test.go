@@ -18,7 +18,7 @@ import (
 // commandstats): 16 candidates, each index full (4,096 blocks) of prompts
 // of the measured length, a prompt matching half its blocks on one worker,
 // against the same claims without affinity. It reports the figures
-// (go test -run AffinityClaimCost -v ./state) and bounds them loosely, so
+// (go test -run AffinityClaimCost -v ./state/redis) and bounds them loosely, so
 // a regression to a linear scan per candidate shows.
 func TestAffinityClaimCost(t *testing.T) {
 	if testing.Short() {
