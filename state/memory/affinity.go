@@ -2,6 +2,7 @@ package memory
 
 import (
 	"container/list"
+
 	"github.com/llm-router/llm-router/state"
 )
 
