@@ -97,7 +97,7 @@ func lowQuantile(ts []time.Duration) time.Duration {
 // reference every run's slowdown is relative to.
 func calibrateHost(d time.Duration) time.Duration {
 	p := startHostProbe()
-	time.Sleep(d)
+	time.Sleep(d) // the calibration window
 	return p.stop()
 }
 

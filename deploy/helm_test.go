@@ -143,13 +143,18 @@ func TestHelmChart(t *testing.T) {
 		set  []string
 		want []string // kinds the rendering must hold
 		not  []string
+		// fallbacks is the envoy.fallbacks the router must get: 0 by
+		// default, the one value every gateway routes on (an ORIGINAL_DST
+		// cluster reads x-gateway-destination-endpoint as one address).
+		fallbacks int
 	}{
-		{"defaults", nil, []string{"Deployment", "Service", "ConfigMap", "Role", "RoleBinding", "ServiceAccount", "PodDisruptionBudget"}, []string{"ServiceMonitor"}},
+		{"defaults", nil, []string{"Deployment", "Service", "ConfigMap", "Role", "RoleBinding", "ServiceAccount", "PodDisruptionBudget"}, []string{"ServiceMonitor"}, 0},
 		{"selector, external redis, monitor, own certificate", []string{
 			"inferencePool.name=", "inferencePool.selector=app=vllm", "inferencePool.targetPort=8080",
 			"redis.enabled=false", "redis.urlSecret.name=redis", "serviceMonitor.enabled=true",
 			"router.tls.secretName=router-tls", "router.tls.admin=true", "dashboard.enabled=false",
-		}, []string{"ServiceMonitor"}, nil},
+			"router.fallbacks=2",
+		}, []string{"ServiceMonitor"}, nil, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", "llm-router", chartDir, "--namespace", "llm"}
@@ -221,6 +226,9 @@ func TestHelmChart(t *testing.T) {
 			}
 			if cfg.Redis.URL == "" {
 				t.Error("rendered config has no Redis")
+			}
+			if cfg.Envoy.Fallbacks != tc.fallbacks {
+				t.Errorf("rendered config: envoy.fallbacks %d, want %d", cfg.Envoy.Fallbacks, tc.fallbacks)
 			}
 			if (cfg.TLS.CertFile != "") != slices.Contains(tc.set, "router.tls.secretName=router-tls") {
 				t.Errorf("certificate files %q with %v", cfg.TLS.CertFile, tc.set)

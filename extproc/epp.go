@@ -52,6 +52,7 @@ type eppExchange struct {
 	pending *extprocv3.HeadersResponse // the request-headers reply, held
 	body    []byte
 	decided bool
+	single  bool // the destination named the pick alone
 }
 
 func (e *eppExchange) configure(pc *extprocv3.ProtocolConfiguration) {
@@ -110,6 +111,13 @@ func (x *exchange) handleEPP(req *extprocv3.ProcessingRequest) *extprocv3.Proces
 		return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestTrailers{RequestTrailers: &extprocv3.TrailersResponse{}}}
 	case *extprocv3.ProcessingRequest_ResponseHeaders:
 		x.served = served(req.GetMetadataContext())
+		if x.served == "" && x.claim != nil && x.epp.single {
+			// No report (an ORIGINAL_DST cluster writes none) of a
+			// destination that named the pick alone: the request went
+			// there, so its failures count against the pick as any
+			// worker's do. With a list, where it went is unknown.
+			x.served, _ = x.srv.opts.AddressOf(x.claim.Worker())
+		}
 		resp := x.responseHeaders(r.ResponseHeaders)
 		if !x.epp.duplexResp {
 			return resp // as in cluster-header mode: STREAMED for SSE
@@ -226,6 +234,7 @@ func (x *exchange) destination() (string, *extprocv3.ProcessingResponse) {
 		x.finish(true)
 		return "", x.fail(ErrUnavailable)
 	}
+	x.epp.single = len(endpoints) == 1
 	return strings.Join(endpoints, ","), nil
 }
 

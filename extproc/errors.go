@@ -32,6 +32,9 @@ type httpError struct {
 	Param      string
 	Message    string
 	RetryAfter time.Duration
+	// Dropped is x-llm-d-request-dropped-reason, on every 429 and 503 the
+	// router generates: llm-d's reason where it has one.
+	Dropped string
 }
 
 // classify maps any error from parsing or scheduling to its HTTP form.
@@ -78,11 +81,25 @@ func classify(err error) httpError {
 		e.Status, e.Type, e.Code = 500, "server_error", "internal_error"
 		e.Message = "internal router error"
 	}
+	e.Dropped = droppedReasons[e.Code]
 	e.RetryAfter = scheduler.RetryAfterOf(err)
 	if e.RetryAfter == 0 && (e.Status == 429 || e.Status == 503) {
 		e.RetryAfter = time.Second
 	}
 	return e
+}
+
+// droppedReasons names each 429 and 503 in llm-d's terms
+// (llm-d-router pkg/common/error: rejected-saturated, rejected-ttl-expired,
+// rejected-shutting-down); a refusal llm-d has no word for keeps the
+// router's code after "rejected-".
+var droppedReasons = map[string]string{
+	"at_capacity":       "rejected-saturated",
+	"queue_full":        "rejected-saturated",
+	"shed":              "rejected-saturated",
+	"queue_timeout":     "rejected-ttl-expired",
+	"shutting_down":     "rejected-shutting-down",
+	"no_healthy_worker": "rejected-no-healthy-worker",
 }
 
 // body renders the OpenAI error object.
@@ -112,6 +129,9 @@ func (e httpError) immediate(requestID string) *extprocv3.ProcessingResponse {
 	if e.RetryAfter > 0 {
 		secs := int(math.Ceil(e.RetryAfter.Seconds()))
 		headers = append(headers, setHeader("retry-after", strconv.Itoa(secs)))
+	}
+	if e.Dropped != "" {
+		headers = append(headers, setHeader(headerDropped, e.Dropped))
 	}
 	return &extprocv3.ProcessingResponse{
 		Response: &extprocv3.ProcessingResponse_ImmediateResponse{

@@ -47,6 +47,9 @@ type exchange struct {
 	stream    *streamObserver
 	strip     *usageStripper // set when the router added include_usage
 
+	llmd      llmdRequest // what llm-d's request headers asked
+	rewritten []byte      // the body with its model rewritten, when asked
+
 	epp    *eppExchange // set in endpoint-picker mode
 	subset []string     // the endpoint-picker subset hint; nil: none
 	served string       // the endpoint that served, as Envoy reported it
@@ -95,6 +98,8 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 			authorization = headerValue(hv)
 		case headerPriority:
 			priority = headerValue(hv)
+		default:
+			x.llmd.read(hv.Key, headerValue(hv))
 		}
 	}
 	if x.requestID == "" {
@@ -111,7 +116,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 		}
 		x.identity = id
 	}
-	p, err := auth.Priority(priority, x.identity)
+	p, err := auth.Priority(x.llmd.priority(priority, x.srv.opts.Objectives), x.identity)
 	if err != nil {
 		return x.fail(err)
 	}
@@ -183,6 +188,13 @@ func (x *exchange) admit(raw []byte) (reply *extprocv3.ProcessingResponse, ok bo
 	if err != nil {
 		return x.fail(err), false
 	}
+	if x.llmd.rewrite != "" {
+		if x.rewritten, err = x.llmd.rewriteModel(raw); err != nil {
+			return x.fail(badParam("model", "cannot rewrite the model named by "+headerRewrite)), false
+		}
+		body.Model = x.llmd.rewrite
+	}
+	body.Blocks = sessionBlocks(x.identity.Tenant, x.llmd.session, body.Blocks)
 	x.body = body
 	claim, err := x.srv.sched.Admit(x.ctx, scheduler.Request{
 		ID:           x.requestID,
@@ -207,16 +219,19 @@ func (x *exchange) admit(raw []byte) (reply *extprocv3.ProcessingResponse, ok bo
 }
 
 // upstreamBody returns the request body the worker should receive when the
-// router changes it, else nil.
+// router changes it (a rewritten model, usage asked for), else nil.
 func (x *exchange) upstreamBody(raw []byte) []byte {
 	if !x.srv.opts.RequestUsage || !x.body.Stream || x.body.IncludeUsage || (x.endpoint != EndpointChat && x.endpoint != EndpointCompletions) {
-		return nil
+		return x.rewritten
+	}
+	if x.rewritten != nil {
+		raw = x.rewritten
 	}
 	// Exact completion tokens come from the worker's usage chunk; without
 	// it the router counts deltas, which engines may batch.
 	withUsage, err := sjson.SetBytes(raw, "stream_options.include_usage", true)
 	if err != nil {
-		return nil
+		return x.rewritten
 	}
 	x.strip = &usageStripper{}
 	return withUsage

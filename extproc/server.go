@@ -26,6 +26,7 @@ import (
 	"github.com/llm-router/llm-router/internal/auth"
 	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/state"
 )
 
 // Header names the router reads or writes.
@@ -90,6 +91,9 @@ type Options struct {
 	// Fallbacks is how many endpoints follow the pick in endpoint-picker
 	// mode.
 	Fallbacks int
+	// Objectives maps llm-d inference objective names to priorities
+	// (x-llm-d-inference-objective); unnamed objectives are ignored.
+	Objectives map[string]state.Priority
 	// AddressOf maps a worker to its ip:port, for endpoint-picker mode.
 	AddressOf func(worker string) (string, bool)
 	Logger    *zap.Logger

@@ -196,6 +196,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		ClusterFor:           envoy.ClusterFor,
 		EndpointPicker:       cfg.Envoy.Mode == config.ModeEndpointPicker,
 		Fallbacks:            cfg.Envoy.Fallbacks,
+		Objectives:           cfg.Auth.Objectives,
 		AddressOf:            sched.AddressOf,
 		Logger:               log.Named("extproc"),
 		Metrics:              m,

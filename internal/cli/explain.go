@@ -140,7 +140,11 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 		fmt.Fprintln(w)
 	}
 	if r := d.Result; r != nil {
-		fmt.Fprintf(w, "result    HTTP %d from %s in %s", r.Status, r.ServedBy, time.Duration(r.LatencySeconds*float64(time.Second)).Round(time.Millisecond))
+		fmt.Fprintf(w, "result    HTTP %d", r.Status)
+		if r.ServedBy != "" { // none when the router answered itself (429, 503)
+			fmt.Fprintf(w, " from %s", r.ServedBy)
+		}
+		fmt.Fprintf(w, " in %s", time.Duration(r.LatencySeconds*float64(time.Second)).Round(time.Millisecond))
 		if r.TTFTSeconds > 0 {
 			fmt.Fprintf(w, ", first token after %s, %.1f tokens/s, %d tokens",
 				time.Duration(r.TTFTSeconds*float64(time.Second)).Round(time.Millisecond), r.TokensPerSecond, r.CompletionTokens)
@@ -148,7 +152,7 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 		if r.Aborted {
 			fmt.Fprint(w, " (the client left)")
 		}
-		if r.ServedBy != d.Worker && d.Worker != "" {
+		if r.ServedBy != d.Worker && d.Worker != "" && r.ServedBy != "" {
 			fmt.Fprintf(w, "; Envoy retried it away from %s", d.Worker)
 		}
 		fmt.Fprintln(w)

@@ -153,6 +153,11 @@ type Auth struct {
 	// ForwardAuthorization passes the client's Authorization header on to
 	// the worker; off by default, so tenant keys never reach workers.
 	ForwardAuthorization bool `yaml:"forward_authorization"`
+	// Objectives maps the names clients and gateways send in llm-d's
+	// x-llm-d-inference-objective header to priorities, as llm-d's
+	// InferenceObjectives do; x-llm-priority wins when both are sent, and
+	// the key's max_priority bounds either.
+	Objectives map[string]state.Priority `yaml:"objectives"`
 	// Token is AUTH_TOKEN: one key, tenant "default", up to critical.
 	Token string `yaml:"-"`
 }
@@ -220,10 +225,13 @@ type Envoy struct {
 	// cluster_header (x-llm-cluster names a rendered cluster) or
 	// endpoint_picker (the Gateway API Inference Extension's endpoint-picker
 	// protocol: ip:port in x-gateway-destination-endpoint and envoy.lb
-	// metadata, fallbacks after it).
+	// metadata, the same value in both).
 	Mode string `yaml:"mode"`
 	// Fallbacks is how many endpoints follow the pick in endpoint_picker
-	// mode, best first by the same scores.
+	// mode, best first by the same scores. 0 by default: gateways with an
+	// ORIGINAL_DST cluster (kgateway, Envoy Gateway) read the header as one
+	// address and route nothing when it holds a list; only override_host
+	// gateways (Istio, the rendered config) retry down a list.
 	Fallbacks int `yaml:"fallbacks"`
 	// ExtProcCAFile, when set, makes the rendered Envoy verify the router's
 	// certificate against it (with tls.extproc); unset, Envoy encrypts
@@ -408,7 +416,7 @@ func Default() Config {
 			XDSJoinDelay:     Duration(500 * time.Millisecond),
 			MessageTimeout:   Duration(time.Second),
 			Mode:             ModeClusterHeader,
-			Fallbacks:        2,
+			Fallbacks:        0,
 		},
 		Discovery: Discovery{MaxConcurrency: 4, MetricsFormat: "vllm"},
 		Scoring: Scoring{

@@ -263,4 +263,9 @@ func (c *Config) validateAuth(bad func(string, string, ...any)) {
 			bad(key+".max_priority", "want critical, standard or batch, got %q", k.MaxPriority)
 		}
 	}
+	for name, p := range c.Auth.Objectives {
+		if name == "" || !p.Valid() {
+			bad("auth.objectives."+name, "want critical, standard or batch, got %q", p)
+		}
+	}
 }

@@ -58,7 +58,7 @@ func startLoad(ctx context.Context, url string, conc int, gap time.Duration) *lo
 				l.mu.Lock()
 				l.out = append(l.out, o)
 				l.mu.Unlock()
-				time.Sleep(gap)
+				time.Sleep(gap) // pacing: each client's think time
 			}
 		}(c)
 	}

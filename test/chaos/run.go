@@ -124,7 +124,7 @@ func runOne(ctx context.Context, o RunOptions, sc Scenario) (Result, error) {
 	defer s.Stop()
 	t := &timeline{seen: map[string]bool{}, steady: o.Steady}
 	l := startLoad(ctx, s.URL, o.Clients, o.Gap)
-	sleep(ctx, 1500*time.Millisecond)
+	sleep(ctx, 1500*time.Millisecond) // the warm-up: the judges' baseline window
 	injectErr := sc.inject(ctx, s, l, t)
 	out := l.finish()
 	r := Result{Scenario: sc.Name, Fault: sc.Fault, Recovery: sc.Recovery, Sent: len(out), RecoveryMS: -1, DetectMS: -1}

@@ -84,7 +84,9 @@ func Scenarios() []Scenario {
 	}
 }
 
-// sleep waits d or until ctx ends.
+// sleep waits d or until ctx ends: the windows a scenario holds the load
+// on for (steady state, the fault's length), which its judge measures.
+// Waiting for something to happen is pollUntil's.
 func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
@@ -167,7 +169,7 @@ func restartRouters(ctx context.Context, s *Stack, _ *load, t *timeline) error {
 		if err := s.WaitExtProcHealthy(ctx, 10*time.Second); err != nil {
 			return err
 		}
-		sleep(ctx, 500*time.Millisecond)
+		sleep(ctx, 500*time.Millisecond) // the rollout's pace: traffic on each restarted replica
 	}
 	t.recovered = t.fault.Add(slowest)
 	t.notef("each replica turned NOT_SERVING, kept serving for shutdown_delay %s, then exited", s.cfgs[0].ShutdownDelay)

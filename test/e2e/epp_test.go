@@ -163,6 +163,7 @@ func TestEPPPickFallbackAndFailOpen(t *testing.T) {
 func testPickFallbackAndFailOpen(t *testing.T, mode string) {
 	e := startWorkers(t, poolOfThree("--tokens-per-second", "0", "--ttft-ms", "0"))
 	eppConfig(config.ModeEndpointPicker)(&e.Cfg)
+	e.Cfg.Envoy.Fallbacks = 2 // opt-in: the rendered config's override_host retries down the list
 	if mode == "full_duplex" {
 		e.envoyYAML = fullDuplex(t)
 	}

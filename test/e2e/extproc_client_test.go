@@ -117,7 +117,7 @@ func (r *epRequest) streamResponse(tokens int, gap time.Duration) error {
 		return err
 	}
 	for i := 0; i < tokens; i++ {
-		time.Sleep(gap)
+		time.Sleep(gap) // the token pace the test asked for
 		chunk := `data: {"choices":[{"delta":{"content":"tok "}}]}` + "\n\n"
 		eos := false
 		if i == tokens-1 {

@@ -271,7 +271,7 @@ func TestInFlightReturnsToZeroAfterAborts(t *testing.T) {
 			defer cancel()
 			if i%3 == 1 { // abort at a random moment: before, during or after the decision
 				go func() {
-					time.Sleep(time.Duration(i%50) * time.Millisecond)
+					time.Sleep(time.Duration(i%50) * time.Millisecond) // the moment of the abort
 					cancel()
 				}()
 			}

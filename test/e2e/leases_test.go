@@ -75,7 +75,8 @@ func TestKilledReplicaLeaksNothing(t *testing.T) {
 	if n := total(); n != 10 {
 		t.Fatalf("%d claims counted, want 10", n)
 	}
-	// Survive a few renewals first: live claims must not lapse.
+	// Survive a few renewals first: live claims must not lapse. Holding
+	// them two leases long is what this checks, not a wait for readiness.
 	time.Sleep(2 * lease)
 	if n := total(); n != 10 {
 		t.Fatalf("live, renewed claims lapsed: %d counted, want 10", n)

@@ -75,7 +75,7 @@ func (e *env) startLoad(model string, conc int) *steadyLoad {
 				l.mu.Lock()
 				l.served[resp.Header.Get("x-routed-node")]++
 				l.mu.Unlock()
-				time.Sleep(10 * time.Millisecond)
+				time.Sleep(10 * time.Millisecond) // pacing: a steady load, not a flood
 			}
 		}()
 	}
@@ -92,6 +92,21 @@ func (l *steadyLoad) servedBy(w string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.served[w]
+}
+
+// waitAnswered waits until n more requests were answered than at its
+// call: the load is running through whatever the test just did.
+func (l *steadyLoad) waitAnswered(t *testing.T, n int64) {
+	t.Helper()
+	from := l.sent.Load()
+	if err := stack.WaitFor(context.Background(), 15*time.Second, func() error {
+		if got := l.sent.Load() - from; got < n {
+			return fmt.Errorf("%d of %d requests answered", got, n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("the load stalled: %v", err)
+	}
 }
 
 func (l *steadyLoad) finish(t *testing.T) {
@@ -134,7 +149,7 @@ func TestRegisteredWorkerJoinsAndLeaves(t *testing.T) {
 	t.Cleanup(func() { dyn.Stop(time.Second) })
 
 	load := e.startLoad("model-a", 2)
-	time.Sleep(300 * time.Millisecond)
+	load.waitAnswered(t, 20)
 	start := time.Now()
 	agent, err := stack.Start("agent", bins["llm-router"], []string{
 		"register", "--id", "dyn", "--address", dyn.Addr, "--model", "model-a",
@@ -189,7 +204,7 @@ func TestRegisteredWorkerJoinsAndLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("gone from the fleet %v after its heartbeats stopped (lease 2s)", time.Since(stopped).Round(time.Millisecond))
-	time.Sleep(300 * time.Millisecond)
+	load.waitAnswered(t, 20)
 	load.finish(t)
 }
 
@@ -202,7 +217,7 @@ func TestRollingRestartWithDrain(t *testing.T) {
 	admin := "http://" + e.Cfg.AdminListen
 	load := e.startLoad("model-a", 3)
 	for _, id := range []string{"a-0", "a-1"} {
-		time.Sleep(500 * time.Millisecond)
+		load.waitAnswered(t, 30)
 		out := cliRun(t, admin, "drain", id, "--wait", "--timeout", "30s")
 		if !strings.Contains(out, "draining") {
 			t.Fatalf("drain: %s", out)
@@ -231,7 +246,7 @@ func TestRollingRestartWithDrain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(300 * time.Millisecond)
+	load.waitAnswered(t, 20)
 	load.finish(t)
 	e.waitIdle(5 * time.Second)
 }

@@ -260,7 +260,7 @@ func TestCapsHoldAcrossReplicas(t *testing.T) {
 							return
 						}
 					}
-					time.Sleep(time.Millisecond)
+					time.Sleep(time.Millisecond) // the sampling period
 				}
 				samplerErr <- nil
 			}()
@@ -283,7 +283,7 @@ func TestCapsHoldAcrossReplicas(t *testing.T) {
 						}
 						if status == 200 {
 							served.Add(1)
-							time.Sleep(time.Duration(1+g%4) * time.Millisecond)
+							time.Sleep(time.Duration(1+g%4) * time.Millisecond) // the request holds its slot a while
 						} else {
 							refused.Add(1)
 						}
@@ -437,7 +437,8 @@ func commandsPerRequest(t *testing.T, mutate func(*config.Config), body func(i i
 	// request path); count the flushes, not the XADDs inside them.
 	flushes := roundTripsOf(t, f, "decisions")
 	roundTrips := after.roundTrips - before.roundTrips - 1 + flushes // -1: the INFO call itself
-	// The idle window: as long as the run, nothing sent.
+	// The idle window: as long as the run, nothing sent (the sleep is the
+	// window measured, not a wait for something to happen).
 	time.Sleep(time.Since(began))
 	idle := totalCalls(t, client).roundTrips - after.roundTrips - 1 + roundTripsOf(t, f, "decisions") - flushes
 	perRequest := float64(roundTrips-idle) / n

@@ -209,9 +209,26 @@ func TestScrapeLoadDoesNotGrowWithReplicas(t *testing.T) {
 		}
 		return s
 	}
-	time.Sleep(time.Second) // leases settle
+	// Past the start: every worker scraped twice, so each has a lease
+	// holder that kept it for a cycle.
+	if err := stack.WaitFor(context.Background(), 10*time.Second, func() error {
+		per := map[string]int64{}
+		for _, r := range f.routers {
+			for id, v := range r.Monitor().Scrapes() {
+				per[id] += v
+			}
+		}
+		for _, w := range workers {
+			if per[w.ID] < 2 {
+				return fmt.Errorf("%s scraped %d times", w.ID, per[w.ID])
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	start, t0 := total(), time.Now()
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // the window the scrape rate is measured over
 	rate := float64(total()-start) / time.Since(t0).Seconds()
 	ideal := float64(n) / interval.Seconds()
 	t.Logf("3 replicas, %d workers, %v interval: %.1f scrapes/s to the workers (one replica alone: %.1f/s; without leases: %.1f/s)", n, interval, rate, ideal, 3*ideal)

@@ -23,7 +23,7 @@ func TestHelperParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("pid " + strconv.Itoa(p.Pid()) + "\n")
-	time.Sleep(time.Minute)
+	time.Sleep(time.Minute) // held until the test kills this process
 }
 
 // A process started through Start dies with the process that started it,
