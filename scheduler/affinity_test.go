@@ -9,6 +9,7 @@ import (
 
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 // TestAffinityScoreMirrored keeps the store's AffinityScore (which
@@ -44,7 +45,7 @@ func TestAffinityScoreMirrored(t *testing.T) {
 // that worker is busier, and the decision shows why.
 func TestAdmitFollowsThePrefix(t *testing.T) {
 	ctx := context.Background()
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	if err := store.Register(ctx, []state.WorkerSpec{spec("a", "m", 8), spec("b", "m", 8)}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func TestLearnedCapInDecision(t *testing.T) {
 	ctx := context.Background()
 	s, store, rec := newTestScheduler(t, "least_loaded", spec("a", "m", 4), spec("b", "m", 4))
-	if err := store.PutLimits(ctx, map[string]state.Limit{"a": {Value: 1, Estimate: 1}}); err != nil {
+	if err := store.PutLimits(ctx, map[string]state.Limit{"a": {Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Refresh(ctx); err != nil {
@@ -47,7 +47,7 @@ func TestLearnedCapInDecision(t *testing.T) {
 func TestLearnedTokenCapInDecision(t *testing.T) {
 	ctx := context.Background()
 	s, store, rec := newTestScheduler(t, "scored", spec("a", "m", 4), spec("b", "m", 4))
-	if err := store.PutLimits(ctx, map[string]state.Limit{"a": {Value: 4, Estimate: 4, Tokens: 1000, TokenEstimate: 1000}}); err != nil {
+	if err := store.PutLimits(ctx, map[string]state.Limit{"a": {Value: 4, Tokens: 1000}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Refresh(ctx); err != nil {

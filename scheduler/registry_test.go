@@ -13,6 +13,7 @@ import (
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 // A new snapshot term is one declaration and one registration, as
@@ -41,7 +42,7 @@ func TestRegisteredTermReachesExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	specs := []state.WorkerSpec{
 		{ID: "a", Address: "a:80", Models: []string{"m"}, MaxConcurrency: 4},
 		{ID: "b", Address: "b:80", Models: []string{"m"}, MaxConcurrency: 4},

@@ -19,37 +19,12 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// Snapshotter reads every worker's state in one batch.
-type Snapshotter interface {
-	Snapshot(ctx context.Context) (state.Snapshot, error)
-}
-
-// Claimer claims and releases workers atomically.
-type Claimer interface {
-	Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error)
-	Release(ctx context.Context, r state.Release) (bool, error)
-}
-
-// LeaseKeeper keeps claims and waiters alive and re-attributes claims.
-type LeaseKeeper interface {
-	Renew(ctx context.Context, claims, waiters []string) error
-	Move(ctx context.Context, id, to string) error
-}
-
-// Queue is the store's cross-replica queue of waiting requests.
-type Queue interface {
-	Cancel(ctx context.Context, id string) (state.WaiterStatus, error)
-	Poll(ctx context.Context, id string) (state.WaiterStatus, error)
-	Pump(ctx context.Context) error
-	Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error
-}
-
-// Store is everything the scheduler needs from the state store.
+// Store is the part of the state store the scheduler uses: it reads
+// snapshots, claims, and queues; the fleet and the monitors are others'.
 type Store interface {
-	Snapshotter
-	Claimer
-	LeaseKeeper
-	Queue
+	state.Snapshotter
+	state.Claimer
+	state.Queue
 }
 
 // QueueOptions configure admission: who waits, how long, and where.
@@ -71,8 +46,6 @@ type QueueOptions struct {
 	// notification was lost.
 	PollEvery time.Duration
 }
-
-var _ Store = (*state.Memory)(nil)
 
 // Options configure a Scheduler.
 type Options struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 type recorder struct {
@@ -23,9 +24,9 @@ func (r *recorder) Record(d *Decision) {
 	r.ds = append(r.ds, d)
 }
 
-func newTestScheduler(t *testing.T, strategy string, specs ...state.WorkerSpec) (*Scheduler, *state.Memory, *recorder) {
+func newTestScheduler(t *testing.T, strategy string, specs ...state.WorkerSpec) (*Scheduler, *memory.Store, *recorder) {
 	t.Helper()
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	if err := store.Register(context.Background(), specs); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestHerdThroughTheScheduler(t *testing.T) {
 
 func BenchmarkAdmitFinish(b *testing.B) {
 	ctx := context.Background()
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	var specs []state.WorkerSpec
 	for i := 0; i < 64; i++ {
 		specs = append(specs, spec(fmt.Sprintf("w%d", i), "m", 1<<20))
@@ -246,7 +247,7 @@ func BenchmarkAdmitFinish(b *testing.B) {
 // staleness bound is unknown in the decision, never an idle zero.
 func TestStaleTelemetryIsUnknown(t *testing.T) {
 	ctx := context.Background()
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	_ = store.Register(ctx, []state.WorkerSpec{spec("fresh", "m", 4), spec("stale", "m", 4)})
 	now := time.Now()
 	_ = store.PutTelemetry(ctx, map[string]state.Telemetry{
@@ -290,7 +291,7 @@ func TestStaleTelemetryIsUnknown(t *testing.T) {
 // in one place, the config (60/30/15 s); a scheduler asked to queue without
 // them refuses rather than fall back to a second, different default.
 func TestQueueTimeoutsHaveNoHiddenDefault(t *testing.T) {
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	tests := []struct {
 		name     string
 		queue    QueueOptions

@@ -1,9 +1,6 @@
 package state
 
-import (
-	"container/list"
-	"math"
-)
+import "math"
 
 // Prefix affinity and token load: what a claim reads besides the in-flight
 // count.
@@ -101,7 +98,7 @@ func (c Candidate) AffinityScore(a Affinity, l Live) float64 {
 	}
 	s := c.TokenLoad * float64(l.Prefill+l.Decode+a.Uncached(match))
 	if n := len(a.Blocks); n > 0 {
-		s += c.Prefix * (1 - c.trust()*float64(match)/float64(n))
+		s += c.Prefix * (1 - c.Trust()*float64(match)/float64(n))
 	}
 	return s
 }
@@ -124,119 +121,20 @@ func (c Candidate) AffinityBounds(a Affinity, prefill, decode int) (lo, hi float
 	return lo, hi
 }
 
-// trust is the factor on the match the prefix part counts.
-func (c Candidate) trust() float64 {
+// Trust is the factor on the match the prefix part counts: PrefixTrust,
+// or 1 when it is unset or out of 0..1.
+func (c Candidate) Trust() float64 {
 	if c.PrefixTrust <= 0 || c.PrefixTrust > 1 {
 		return 1
 	}
 	return c.PrefixTrust
 }
 
-// kvBlocks is a candidate's index bound in blocks.
-func (c Candidate) kvBlocks() int {
+// IndexBound is the candidate's prefix-index bound in blocks: KVBlocks, or
+// DefaultKVBlocks when unset.
+func (c Candidate) IndexBound() int {
 	if c.KVBlocks > 0 {
 		return c.KVBlocks
 	}
 	return DefaultKVBlocks
-}
-
-// strided returns the blocks the index keeps of a prompt: the last of
-// each full group of IndexStride.
-func strided(blocks []uint64) []uint64 {
-	out := make([]uint64, len(blocks)/IndexStride)
-	for j := range out {
-		out[j] = blocks[IndexStride*j+IndexStride-1]
-	}
-	return out
-}
-
-// matchLen is the leading run of n chained blocks for which has is true,
-// by binary search: has is monotone (true then false) on a chain, as the
-// recording order guarantees. Block 0 is tried first: a cold worker costs
-// one lookup.
-func matchLen(n int, has func(i int) bool) int {
-	if n == 0 || !has(0) {
-		return 0
-	}
-	lo, hi := 1, n // has(lo-1) is true; the answer is in [lo, hi]
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if has(mid - 1) {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	return lo
-}
-
-// lruIndex is one worker's prefix index in memory: block hashes, most
-// recently recorded at the front.
-type lruIndex struct {
-	order *list.List // of uint64, front: most recent
-	at    map[uint64]*list.Element
-}
-
-func newLRUIndex() *lruIndex {
-	return &lruIndex{order: list.New(), at: map[uint64]*list.Element{}}
-}
-
-func (x *lruIndex) has(h uint64) bool { _, ok := x.at[h]; return ok }
-
-// record makes blocks the most recent entries, earlier blocks more recent
-// than later ones (see the ordering argument above), then evicts the least
-// recent beyond bound.
-func (x *lruIndex) record(blocks []uint64, bound int) {
-	for i := len(blocks) - 1; i >= 0; i-- {
-		h := blocks[i]
-		if e, ok := x.at[h]; ok {
-			x.order.MoveToFront(e)
-			continue
-		}
-		x.at[h] = x.order.PushFront(h)
-	}
-	for x.order.Len() > bound {
-		e := x.order.Back()
-		delete(x.at, e.Value.(uint64))
-		x.order.Remove(e)
-	}
-}
-
-func (x *lruIndex) len() int { return x.order.Len() }
-
-// claimTokens are the tokens a held claim (or a queued waiter, whose tokens
-// apply when it is granted) counts on its worker.
-type claimTokens struct {
-	prefill, decode int
-}
-
-func (t claimTokens) need() int { return t.prefill + t.decode }
-
-// The in-memory store's side of affinity: a worker's match, token room
-// and index record (see Memory.Claim).
-
-// live reads the worker's prefix match for blocks and its token load.
-func (w *memWorker) live(blocks []uint64) Live {
-	l := Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens}
-	if w.index != nil {
-		groups := len(blocks) / IndexStride
-		l.Match = IndexStride * matchLen(groups, func(j int) bool { return w.index.has(blocks[IndexStride*j+IndexStride-1]) })
-	}
-	return l
-}
-
-// tokenRoom: the worker's learned token limit admits need more tokens.
-func (w *memWorker) tokenRoom(need int) bool {
-	return w.Limit.TokenRoom(w.InFlight, w.PrefillTokens+w.DecodeTokens, need)
-}
-
-// recordBlocks makes blocks the most recent of the worker's index.
-func (w *memWorker) recordBlocks(blocks []uint64, bound int) {
-	if len(blocks) < IndexStride {
-		return
-	}
-	if w.index == nil {
-		w.index = newLRUIndex()
-	}
-	w.index.record(strided(blocks), max(1, bound/IndexStride))
 }

@@ -1,10 +1,8 @@
 package state
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/llm-router/llm-router/scoring/prefix"
@@ -14,39 +12,6 @@ func TestBlockTokensIsThePrefixBlock(t *testing.T) {
 	if BlockTokens != prefix.BlockTokens {
 		t.Fatalf("state.BlockTokens %d, prefix.BlockTokens %d", BlockTokens, prefix.BlockTokens)
 	}
-}
-
-func TestClaimScriptStride(t *testing.T) {
-	if want := fmt.Sprintf("local STRIDE = %d\n", IndexStride); !strings.Contains(luaClaim, want) {
-		t.Fatalf("claim.lua lacks %q", want)
-	}
-	if want := fmt.Sprintf("%d * redis.call('ZCARD'", IndexStride); !strings.Contains(luaSnapshot, want) {
-		t.Fatalf("snapshot.lua lacks %q", want)
-	}
-}
-
-func TestMatchLenFindsTheLeadingRun(t *testing.T) {
-	for n := 0; n <= 9; n++ {
-		for run := 0; run <= n; run++ {
-			calls := 0
-			got := matchLen(n, func(i int) bool { calls++; return i < run })
-			if got != run {
-				t.Fatalf("n=%d run=%d: got %d", n, run, got)
-			}
-			if n > 0 && calls > 2+bitsLen(n) {
-				t.Fatalf("n=%d: %d lookups, want O(log n)", n, calls)
-			}
-		}
-	}
-}
-
-func bitsLen(n int) int {
-	b := 0
-	for n > 0 {
-		b++
-		n >>= 1
-	}
-	return b
 }
 
 func TestAffinityScore(t *testing.T) {

@@ -1,12 +1,6 @@
 package state
 
-import (
-	"context"
-	_ "embed"
-	"encoding/json"
-	"fmt"
-	"time"
-)
+import "encoding/json"
 
 // Adaptive caps and prefix-index upkeep: what a worker's monitor (the
 // replica holding its monitor lease) learns and writes back for every
@@ -20,34 +14,23 @@ import (
 // back, or a Redis that restarts empty, starts again from its configured
 // cap.
 
-// Limit is a worker's learned concurrency limit and the limiter's memory
-// (internal/caps computes it; the stores keep and enforce it).
+// Limit is a worker's learned limits as the stores keep and enforce them:
+// the two numbers a claim checks atomically, and the limiter's own memory
+// as an opaque blob (internal/caps computes all three and owns the blob's
+// format).
 type Limit struct {
 	// Value is the learned limit, 1..max_concurrency; 0: none learned, the
 	// configured cap applies.
 	Value int `json:"value"`
-	// Estimate is the limit before rounding down; the limiter moves it in
-	// fractions so that small caps still move.
-	Estimate float64 `json:"estimate"`
-	// Gradient is the last update's baseline-over-recent latency ratio
-	// (0.5..1; 1: within tolerance).
-	Gradient float64 `json:"gradient"`
-	// BaseTTFT and BaseITL are the lowest recent TTFT and inter-token
-	// latency seen (seconds), drifting up slowly so a stale minimum is
-	// relearned.
-	BaseTTFT float64 `json:"base_ttft_seconds"`
-	BaseITL  float64 `json:"base_itl_seconds"`
-	// SeenTTFT and SeenTPS are the worker's sample counts of the TTFT and
-	// tokens/s averages at the last update: the limiter moves only once
-	// enough new samples arrived.
-	SeenTTFT int64     `json:"seen_ttft_samples"`
-	SeenTPS  int64     `json:"seen_tps_samples"`
-	Updated  time.Time `json:"updated"`
 	// Tokens is the learned in-flight token limit (see TokenRoom); 0: none.
-	// TokenEstimate is it before rounding down.
-	Tokens        int64   `json:"tokens,omitempty"`
-	TokenEstimate float64 `json:"token_estimate,omitempty"`
+	Tokens int64 `json:"tokens,omitempty"`
+	// Limiter is the limiter's memory of the worker (estimates, baselines,
+	// samples seen), stored and returned unread; nil: none.
+	Limiter json.RawMessage `json:"limiter,omitempty"`
 }
+
+// IsZero reports whether l is no limit at all, with no limiter memory.
+func (l Limit) IsZero() bool { return l.Value == 0 && l.Tokens == 0 && len(l.Limiter) == 0 }
 
 // TokenRoom reports whether a worker holding inFlight claims with held
 // tokens (uncached prompt plus max_tokens of the claims that carry token
@@ -71,117 +54,4 @@ func CapWith(cap, l int) int {
 		return l
 	}
 	return cap
-}
-
-// PutLimits stores learned limits of known workers (unknown ones are
-// ignored) and hands slots a raised limit frees to
-// waiters.
-func (m *Memory) PutLimits(_ context.Context, ls map[string]Limit) error {
-	m.lock()
-	defer m.unlock()
-	now := m.now()
-	for id, l := range ls {
-		w, ok := m.workers[id]
-		if !ok {
-			continue
-		}
-		w.Limit = l
-		m.pumpWorker(id, now)
-	}
-	return nil
-}
-
-// ForgetPrefixes empties a worker's prefix index: its engine restarted,
-// and its cache with it.
-func (m *Memory) ForgetPrefixes(_ context.Context, worker string) error {
-	m.lock()
-	defer m.unlock()
-	w, ok := m.workers[worker]
-	if !ok {
-		return fmt.Errorf("%s: %w", worker, ErrUnknownWorker)
-	}
-	w.index = nil
-	return nil
-}
-
-//go:embed lua/limits.lua
-var luaLimits string
-
-var scriptLimits = script(luaLimits)
-
-// PutLimits stores learned limits, one round trip per shard.
-func (r *Redis) PutLimits(ctx context.Context, ls map[string]Limit) error {
-	groups := map[*shard][]any{}
-	for id, l := range ls {
-		js, err := json.Marshal(l)
-		if err != nil {
-			return fmt.Errorf("redis limits: %w", err)
-		}
-		sh := r.shardOfWorker(ctx, id)
-		groups[sh] = append(groups[sh], "limit", id, l.Value, l.Tokens, string(js))
-	}
-	for sh, args := range groups {
-		if err := r.run(ctx, sh, scriptLimits, args...).Err(); err != nil {
-			return fmt.Errorf("redis limits: %w", err)
-		}
-	}
-	return nil
-}
-
-// ForgetPrefixes empties a worker's prefix index.
-func (r *Redis) ForgetPrefixes(ctx context.Context, worker string) error {
-	err := scriptError(r.run(ctx, r.shardOfWorker(ctx, worker), scriptLimits, "forget", worker).Err())
-	if err != nil {
-		return fmt.Errorf("redis forget prefixes of %s: %w", worker, err)
-	}
-	return nil
-}
-
-// parseLimits reads the snapshot's worker → limit JSON pairs.
-func parseLimits(kvs [][2]string) map[string]Limit {
-	out := make(map[string]Limit, len(kvs))
-	for _, kv := range kvs {
-		var l Limit
-		if json.Unmarshal([]byte(kv[1]), &l) == nil {
-			out[kv[0]] = l
-		}
-	}
-	return out
-}
-
-// PutLimits stores learned limits in Redis, or locally while degraded.
-func (f *Failover) PutLimits(ctx context.Context, ls map[string]Limit) error {
-	f.mu.Lock()
-	if f.degraded {
-		defer f.mu.Unlock()
-		return f.local.PutLimits(ctx, ls)
-	}
-	f.mu.Unlock()
-	err := f.primary.PutLimits(ctx, ls)
-	if unavailable(ctx, err) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.degradeLocked(err)
-		return f.local.PutLimits(ctx, ls)
-	}
-	return err
-}
-
-// ForgetPrefixes empties a worker's prefix index in Redis, or locally
-// while degraded.
-func (f *Failover) ForgetPrefixes(ctx context.Context, worker string) error {
-	f.mu.Lock()
-	if f.degraded {
-		defer f.mu.Unlock()
-		return f.local.ForgetPrefixes(ctx, worker)
-	}
-	f.mu.Unlock()
-	err := f.primary.ForgetPrefixes(ctx, worker)
-	if unavailable(ctx, err) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.degradeLocked(err)
-		return f.local.ForgetPrefixes(ctx, worker)
-	}
-	return err
 }

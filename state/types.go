@@ -1,22 +1,3 @@
-// Package state holds the router's shared worker state and its two stores:
-// Memory, the embedded single-replica default, and Redis, which lets any
-// number of replicas share one state.
-//
-// Both stores implement the same contract, checked by one conformance suite
-// (state/storetest):
-//
-//   - Claim reads the live in-flight counts of the candidates, evaluates each
-//     candidate's score curve at its live count, skips workers at their cap,
-//     draining or unhealthy, and claims the lowest, all in one atomic step. No
-//     other claim, on any replica, can interleave with it. This is what keeps
-//     simultaneous requests from all landing on the same idle worker.
-//   - Every claim carries a lease. The replica holding it renews it while the
-//     request lives; a claim whose lease lapses (its replica died) is dropped
-//     and its in-flight count given back.
-//   - Release gives a claim back exactly once: releasing twice, or releasing a
-//     claim whose lease already lapsed, changes nothing. The same call folds
-//     the request's measurements into the worker's moving averages, so the
-//     hot path costs two store round trips: claim and release.
 package state
 
 import (
@@ -206,7 +187,8 @@ type HealthPolicy struct {
 	HoldDown        time.Duration
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults fills unset settings: a 10 s lease, 3 failures either way.
+func (l Limits) WithDefaults() Limits {
 	// A fallback for callers that set no lease (tests, tools). The product's
 	// default is the config's claim_lease, which internal/app passes in;
 	// internal/config imports this package, so it cannot be read from there
@@ -247,8 +229,8 @@ type ClaimRequest struct {
 	Affinity Affinity
 }
 
-// wantsAffinity reports whether the claim asks for the affinity reads.
-func (r ClaimRequest) wantsAffinity() bool {
+// WantsAffinity reports whether the claim asks for the affinity reads.
+func (r ClaimRequest) WantsAffinity() bool {
 	return len(r.Affinity.Blocks) > 0 || r.Affinity.PromptTokens > 0 || r.Affinity.DecodeTokens > 0
 }
 
@@ -317,3 +299,6 @@ var (
 	ErrUnknownWorker = errors.New("unknown worker")
 	ErrUnknownClaim  = errors.New("unknown claim")
 )
+
+// ErrPoolMix: a worker serves models of different pools.
+var ErrPoolMix = errors.New("worker spans pools")

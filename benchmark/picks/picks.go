@@ -22,6 +22,7 @@ import (
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -138,7 +139,7 @@ func picksRun(ctx context.Context, addr, prefix string, replicas int, o Options)
 type picksTarget struct {
 	prefix string
 	client func() redis.UniversalClient
-	pools  state.Pools
+	pools  redisstore.Pools
 	models []string
 	calls  func(ctx context.Context) (int64, error)
 }
@@ -161,7 +162,7 @@ func picksRunOn(ctx context.Context, tgt picksTarget, replicas int, o Options) (
 	for r := 0; r < replicas; r++ {
 		c := tgt.client()
 		clients = append(clients, c)
-		store, err := state.NewPooledRedis(c, tgt.prefix, state.Limits{}, tgt.pools)
+		store, err := redisstore.NewPooled(c, tgt.prefix, state.Limits{}, tgt.pools)
 		if err != nil {
 			return Result{}, err
 		}

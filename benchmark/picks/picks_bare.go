@@ -10,6 +10,7 @@ import (
 
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 )
 
 // bareRun is the floor of a picks run: the same workers, replicas,
@@ -28,7 +29,7 @@ func bareRun(ctx context.Context, addr, prefix string, replicas int, o Options) 
 		// per-worker base and 100 a request in flight.
 		cands[i] = state.Candidate{Worker: id, Cap: 1 << 20, Base: float64(i % 7), Slope: 100}
 	}
-	var stores []*state.Redis
+	var stores []*redisstore.Store
 	var clients []*redis.Client
 	defer func() {
 		for _, c := range clients {
@@ -38,7 +39,7 @@ func bareRun(ctx context.Context, addr, prefix string, replicas int, o Options) 
 	for r := 0; r < replicas; r++ {
 		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: o.Concurrency + 4, MaxRetries: -1})
 		clients = append(clients, c)
-		s, err := state.NewPooledRedis(c, prefix, state.Limits{}, nil)
+		s, err := redisstore.NewPooled(c, prefix, state.Limits{}, nil)
 		if err != nil {
 			return Result{}, err
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/record"
-	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -108,7 +108,7 @@ func Pools(ctx context.Context, o Options, poolCounts []int) ([]PoolsResult, err
 	}
 	for _, n := range poolCounts {
 		prefix := fmt.Sprintf("pools%d", n)
-		pools := state.Pools{}
+		pools := redisstore.Pools{}
 		var models, masters []string
 		for i := 0; i < n; i++ {
 			m := fmt.Sprintf("m%d", i)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -57,7 +58,7 @@ func ScriptCosts(ctx context.Context, out io.Writer, sizes []int) ([]ScriptCost,
 }
 
 func scriptCost(ctx context.Context, c *redis.Client, n int) (ScriptCost, error) {
-	s := state.NewRedis(c, fmt.Sprintf("cost%d", n), state.Limits{Lease: 30 * time.Second})
+	s := redisstore.New(c, fmt.Sprintf("cost%d", n), state.Limits{Lease: 30 * time.Second})
 	specs := make([]state.WorkerSpec, n)
 	cands := make([]state.Candidate, n)
 	tele := map[string]state.Telemetry{}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/internal/decisions"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
@@ -109,7 +110,7 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 			Stats         state.Stats `json:"moving_averages"`
 			// Learned is the concurrency limit adaptive caps learned (nil:
 			// none, max_concurrency applies).
-			Learned *state.Limit `json:"learned_limit,omitempty"`
+			Learned *caps.Limit `json:"learned_limit,omitempty"`
 			// SlowGapShare is the tail signal's last closed window: the
 			// share of the engine's inter-token gaps over adaptive_caps.itl_slo.
 			SlowGapShare *state.Sample `json:"slow_gap_share,omitempty"`
@@ -127,7 +128,7 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 				PrefillTokens: wk.PrefillTokens, DecodeTokens: wk.DecodeTokens,
 			}
 			if wk.Limit.Value > 0 {
-				l := wk.Limit
+				l := caps.FromState(wk.Limit)
 				ow.Learned = &l
 			}
 			if s := wk.Telemetry.SlowShare; !s.At.IsZero() {

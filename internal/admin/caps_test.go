@@ -7,21 +7,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 // A learned limit, and the tokens the worker's claims hold, show in its
 // status (GET /v1/workers/{id}, and so `llm-router workers`).
 func TestLearnedLimitShowsInTheWorker(t *testing.T) {
 	ctx := context.Background()
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	if err := store.Register(ctx, []state.WorkerSpec{{ID: "w", Address: "10.0.0.1:8000", Models: []string{"m"}, MaxConcurrency: 8}}); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	if err := store.PutLimits(ctx, map[string]state.Limit{"w": {Value: 3, Estimate: 3.4, Gradient: 0.6, BaseTTFT: 0.12, BaseITL: 0.02, Updated: at, Tokens: 5000, TokenEstimate: 5000.5}}); err != nil {
+	if err := store.PutLimits(ctx, map[string]state.Limit{"w": caps.Limit{Value: 3, Estimate: 3.4, Gradient: 0.6, BaseTTFT: 0.12, BaseITL: 0.02, Updated: at, Tokens: 5000, TokenEstimate: 5000.5}.State()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.Claim(ctx, state.ClaimRequest{

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/llm-router/llm-router/internal/caps"
 	pb "github.com/llm-router/llm-router/proto/llmrouter/v1"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
@@ -47,7 +48,7 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 	if r := w.Telemetry.HitRatio; !r.At.IsZero() {
 		out.PrefixHitRatio = r.Value
 	}
-	if l := w.Limit; l.Value > 0 {
+	if l := caps.FromState(w.Limit); l.Value > 0 {
 		out.LearnedLimit = &pb.LearnedLimit{
 			Value: int32(l.Value), Gradient: l.Gradient, BaseTtftSeconds: l.BaseTTFT, BaseItlSeconds: l.BaseITL, Updated: ts(l.Updated),
 			Tokens: l.Tokens,

@@ -22,14 +22,6 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// Store is what the service changes.
-type Store interface {
-	RegisterLeased(ctx context.Context, spec state.WorkerSpec, lease time.Duration) (time.Time, error)
-	Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error)
-	Deregister(ctx context.Context, id string) error
-	SetDraining(ctx context.Context, worker string, draining bool) error
-}
-
 // Fleet is what the service reads.
 type Fleet interface {
 	Snapshot() state.Snapshot
@@ -54,7 +46,7 @@ type Options struct {
 // Service implements pb.AdminServiceServer.
 type Service struct {
 	pb.UnimplementedAdminServiceServer
-	store   Store
+	store   state.Fleet
 	fleet   Fleet
 	explain Explainer
 	opts    Options
@@ -63,7 +55,7 @@ type Service struct {
 var _ pb.AdminServiceServer = (*Service)(nil)
 
 // New returns the service.
-func New(store Store, fleet Fleet, explain Explainer, o Options) *Service {
+func New(store state.Fleet, fleet Fleet, explain Explainer, o Options) *Service {
 	if o.Status == nil {
 		o.Status = func() string { return "ok" }
 	}

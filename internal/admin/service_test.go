@@ -20,6 +20,7 @@ import (
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 type noExplain struct{}
@@ -28,9 +29,9 @@ func (noExplain) Explain(context.Context, string) (*scheduler.Decision, error) {
 	return nil, decisions.ErrNotFound
 }
 
-func newTestServer(t *testing.T, dynamic bool, token string) (*httptest.Server, *state.Memory) {
+func newTestServer(t *testing.T, dynamic bool, token string) (*httptest.Server, *memory.Store) {
 	t.Helper()
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	_ = store.Register(context.Background(), []state.WorkerSpec{{ID: "cfg-0", Address: "10.0.0.1:8000", Models: []string{"m"}, MaxConcurrency: 2}})
 	sched, err := scheduler.New(store, scheduler.Options{Strategy: scoring.Scored})
 	if err != nil {
@@ -166,7 +167,7 @@ func TestExplainNotFoundIsAKind(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			svc := New(state.NewMemory(nil, state.Limits{}), nil, explainErr{tc.err}, Options{Replica: "r"})
+			svc := New(memory.New(nil, state.Limits{}), nil, explainErr{tc.err}, Options{Replica: "r"})
 			_, err := svc.ExplainDecision(context.Background(), &pb.ExplainDecisionRequest{RequestId: "abc"})
 			if got := status.Code(err); got != tc.want {
 				t.Fatalf("%v: code %v, want %v", err, got, tc.want)

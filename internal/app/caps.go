@@ -5,11 +5,12 @@ import (
 
 	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/state"
 )
 
 // newLearner builds the adaptive-caps learner the telemetry monitor runs
 // for the workers it monitors. Off, it lifts limits an earlier run left.
-func newLearner(cfg config.Config, store caps.Store) *caps.Learner {
+func newLearner(cfg config.Config, store state.LimitWriter) *caps.Learner {
 	a := cfg.AdaptiveCaps
 	return caps.NewLearner(store, caps.Params{
 		Tolerance:     a.TTFTTolerance,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/internal/discovery"
+	"github.com/llm-router/llm-router/state"
 )
 
 // WithKubernetes gives the router Kubernetes clients for discovery instead
@@ -26,7 +27,7 @@ const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/n
 
 // newDiscovery builds the pod watcher when discovery is configured; nil
 // otherwise.
-func newDiscovery(cfg config.Config, reg discovery.Registry, o options, log *zap.Logger) (*discoveryRun, error) {
+func newDiscovery(cfg config.Config, reg state.Fleet, o options, log *zap.Logger) (*discoveryRun, error) {
 	d := cfg.Discovery
 	if !d.Enabled() {
 		return nil, nil

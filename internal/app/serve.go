@@ -92,7 +92,7 @@ func NewLogger(level string) (*zap.Logger, error) {
 type Option func(*options)
 
 type options struct {
-	store Store
+	store state.Store
 	kube  kubernetes.Interface
 	dyn   dynamic.Interface
 }
@@ -100,7 +100,7 @@ type options struct {
 // WithStore makes the router use store instead of building one from the
 // config: several routers in one process sharing one in-memory store behave
 // as replicas sharing Redis do (tests of the herd race use it).
-func WithStore(s Store) Option { return func(o *options) { o.store = s } }
+func WithStore(s state.Store) Option { return func(o *options) { o.store = s } }
 
 // New builds a router from cfg; Serve starts it.
 func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option) (*Router, error) {
@@ -298,7 +298,7 @@ func specs(ws []config.Worker) []state.WorkerSpec {
 func (r *Router) Ready() <-chan struct{} { return r.ready }
 
 // Store exposes the store (tests read and change worker state through it).
-func (r *Router) Store() Store { return r.backend.store }
+func (r *Router) Store() state.Store { return r.backend.store }
 
 // Scheduler exposes the scheduler (tests and the demo read decisions).
 func (r *Router) Scheduler() *scheduler.Scheduler { return r.sched }

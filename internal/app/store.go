@@ -8,34 +8,13 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/llm-router/llm-router/internal/admin"
-	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/internal/decisions"
 	"github.com/llm-router/llm-router/internal/metrics"
-	"github.com/llm-router/llm-router/internal/telemetry"
-	"github.com/llm-router/llm-router/scheduler"
-	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
-)
-
-// Store is what the process needs from its store beyond scheduling.
-type Store = routerStore
-
-// routerStore is what the process needs from its store beyond scheduling.
-type routerStore interface {
-	scheduler.Store
-	Register(ctx context.Context, specs []state.WorkerSpec) error
-	SetHealth(ctx context.Context, worker string, health scoring.Health) error
-	SetDraining(ctx context.Context, worker string, draining bool) error
-	telemetry.Store
-	admin.Store
-	caps.Store
-}
-
-var (
-	_ routerStore = (*state.Memory)(nil)
-	_ routerStore = (*state.Failover)(nil)
+	"github.com/llm-router/llm-router/state/failover"
+	"github.com/llm-router/llm-router/state/memory"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 )
 
 // RedisClient builds a UniversalClient from the config: one node from url
@@ -71,7 +50,7 @@ func RedisClient(c config.Redis) (redis.UniversalClient, error) {
 // backend is the store the process runs on and what shares its Redis
 // client.
 type backend struct {
-	store    routerStore
+	store    state.Store
 	run      func(context.Context) // the store's background loop; closes the client after
 	degraded func() bool
 	// stream is the shared decision stream, on the store's client and hash
@@ -92,18 +71,18 @@ func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend
 		},
 	}
 	if !cfg.Redis.Enabled() {
-		return memoryBackend(state.NewMemory(nil, limits)), nil
+		return memoryBackend(memory.New(nil, limits)), nil
 	}
 	client, err := RedisClient(cfg.Redis)
 	if err != nil {
 		return backend{}, err
 	}
-	primary, err := state.NewPooledRedis(client, cfg.Redis.KeyPrefix, limits, cfg.Redis.Pools)
+	primary, err := redisstore.NewPooled(client, cfg.Redis.KeyPrefix, limits, cfg.Redis.Pools)
 	if err != nil {
 		_ = client.Close()
 		return backend{}, err
 	}
-	f := state.NewFailover(primary, func(degraded bool, err error) {
+	f := failover.New(primary, func(degraded bool, err error) {
 		if degraded {
 			m.StoreDegraded.Set(1)
 			log.Error("redis unreachable: routing on local state (degraded)", zap.Error(err))
@@ -112,7 +91,7 @@ func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend
 		m.StoreDegraded.Set(0)
 		log.Warn("redis reachable again: state reconciled")
 	})
-	f.OnRepair(func(r state.Repair) {
+	f.OnRepair(func(r failover.Repair) {
 		log.Warn("redis state repaired after "+r.Reason,
 			zap.Int("claims_readded", r.Added), zap.Int("lost_releases_dropped", r.Dropped))
 	})
@@ -133,6 +112,6 @@ func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend
 }
 
 // memoryBackend runs on store alone: no background loop, never degraded.
-func memoryBackend(store routerStore) backend {
+func memoryBackend(store state.Store) backend {
 	return backend{store: store, run: func(context.Context) {}, degraded: func() bool { return false }}
 }

@@ -8,20 +8,9 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// Store keeps the learned limits, shared by every replica.
-type Store interface {
-	PutLimits(ctx context.Context, ls map[string]state.Limit) error
-}
-
-var (
-	_ Store = (*state.Memory)(nil)
-	_ Store = (*state.Redis)(nil)
-	_ Store = (*state.Failover)(nil)
-)
-
 // Learner updates the learned limits of the workers its replica monitors.
 type Learner struct {
-	store   Store
+	store   state.LimitWriter
 	params  Params
 	enabled bool
 	now     func() time.Time
@@ -31,7 +20,7 @@ type Learner struct {
 // limits left from an earlier run with adaptive caps on, so that switching
 // them off restores the configured caps at once on every replica. now may
 // be nil (time.Now).
-func NewLearner(store Store, p Params, enabled bool, now func() time.Time) *Learner {
+func NewLearner(store state.LimitWriter, p Params, enabled bool, now func() time.Time) *Learner {
 	if now == nil {
 		now = time.Now
 	}
@@ -52,19 +41,19 @@ func (l *Learner) Learn(ctx context.Context, snap state.Snapshot, mine []string)
 			continue
 		}
 		if !l.enabled {
-			if w.Limit != (state.Limit{}) {
+			if !w.Limit.IsZero() {
 				out[w.Spec.ID] = state.Limit{}
 			}
 			continue
 		}
-		next, changed := l.params.Next(w.Limit, Observation{
+		next, changed := l.params.Next(FromState(w.Limit), Observation{
 			Cap: w.Spec.MaxConcurrency, InFlight: w.InFlight, Tokens: w.PrefillTokens + w.DecodeTokens,
 			TTFT: w.Stats.TTFT, TokensPerSec: w.Stats.TokensPerSec,
 			Waiting: w.Telemetry.Waiting, Running: w.Telemetry.Running,
 			SlowShare: w.Telemetry.SlowShare,
 		}, now)
 		if changed {
-			out[w.Spec.ID] = next
+			out[w.Spec.ID] = next.State()
 		}
 	}
 	if len(out) == 0 {

@@ -12,8 +12,9 @@
 // need no engine metric. Non-streamed responses carry no TTFT, so a fleet
 // serving only those never moves its limits off the cap.
 //
-// The limit lives in the shared store (state.Limit), so every replica
-// enforces the same one. It is updated by the replica holding the worker's
+// The limit lives in the shared store (state.Limit, with the limiter's
+// memory, Limit, as an opaque blob there), so every replica enforces the
+// same one. It is updated by the replica holding the worker's
 // monitor lease, once per scrape cycle in which enough new samples
 // arrived; the arithmetic is the pure function Params.Next.
 package caps
@@ -132,7 +133,7 @@ type Observation struct {
 // anything about it, and a limit kept through a spell of short requests is
 // what stops the next spell of long ones from swamping the worker before
 // any latency signal could.
-func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, bool) {
+func (p Params) Next(l Limit, o Observation, now time.Time) (Limit, bool) {
 	p = p.withDefaults()
 	if o.Cap <= 0 {
 		return l, false
@@ -209,7 +210,7 @@ func (p Params) Next(l state.Limit, o Observation, now time.Time) (state.Limit, 
 
 // nextTokens is the token limit's estimate after an update with gradient
 // (see Next); l holds the request limit's estimate before the update.
-func (p Params) nextTokens(l state.Limit, o Observation, gradient float64, tailOK bool) float64 {
+func (p Params) nextTokens(l Limit, o Observation, gradient float64, tailOK bool) float64 {
 	t := l.TokenEstimate
 	if o.InFlight <= 0 || o.Tokens <= 0 {
 		return t // nothing in flight tells the mix: no start, no growth

@@ -31,7 +31,7 @@ func obs(cap, inFlight int, n int64, ttft, tps float64) Observation {
 type step struct {
 	name      string
 	p         Params
-	l         state.Limit
+	l         Limit
 	o         Observation
 	value     int
 	estimate  float64
@@ -44,10 +44,10 @@ type step struct {
 
 func TestNextSteps(t *testing.T) {
 	p := Params{}
-	calm := state.Limit{Value: 8, Estimate: 8, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
-	half := state.Limit{Value: 4, Estimate: 4, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
+	calm := Limit{Value: 8, Estimate: 8, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
+	half := Limit{Value: 4, Estimate: 4, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
 	tests := []step{
-		{name: "no limit yet starts at the cap", l: state.Limit{}, o: obs(8, 0, 0, 0, 0), value: 8, estimate: 8, gradient: 1, changed: true},
+		{name: "no limit yet starts at the cap", l: Limit{}, o: obs(8, 0, 0, 0, 0), value: 8, estimate: 8, gradient: 1, changed: true},
 		{name: "too few new samples: nothing moves", l: calm, o: obs(8, 8, 17, 1, 10), unchanged: true},
 		{name: "TTFT at five times its baseline halves the limit", l: calm, o: obs(8, 8, 18, 0.5, 100), value: 4, estimate: 4, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
 		{name: "TTFT at three times its baseline: two thirds", l: calm, o: obs(8, 8, 18, 0.3, 100), value: 5, estimate: 8 * 2 * 0.101 / 0.3, gradient: 2 * 0.101 / 0.3, baseTTFT: 0.101, changed: true, seenTTFT: 18},
@@ -55,9 +55,9 @@ func TestNextSteps(t *testing.T) {
 		{name: "ITL past its tolerance cuts too", l: calm, o: obs(8, 8, 18, 0.1, 40), value: 4, estimate: 8 * 1.5 * 0.0101 / 0.025, gradient: 1.5 * 0.0101 / 0.025, baseTTFT: 0.1, changed: true, seenTTFT: 18},
 		{name: "within tolerance and busy: grows by its square root", l: half, o: obs(8, 2, 18, 0.19, 100), value: 6, estimate: 6, gradient: 1, baseTTFT: 0.101, changed: true, seenTTFT: 18},
 		{name: "within tolerance but mostly idle: holds", l: half, o: obs(8, 1, 18, 0.19, 100), value: 4, estimate: 4, gradient: 1, baseTTFT: 0.101, changed: true, seenTTFT: 18},
-		{name: "growth stops at the cap", l: state.Limit{Value: 7, Estimate: 7.5, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}, o: obs(8, 7, 18, 0.1, 100), value: 8, estimate: 8, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18},
+		{name: "growth stops at the cap", l: Limit{Value: 7, Estimate: 7.5, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}, o: obs(8, 7, 18, 0.1, 100), value: 8, estimate: 8, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18},
 		{name: "a faster run lowers the baseline", l: calm, o: obs(8, 8, 18, 0.05, 100), value: 8, estimate: 8, gradient: 1, baseTTFT: 0.05, changed: true, seenTTFT: 18},
-		{name: "the floor holds", l: state.Limit{Value: 1, Estimate: 1.2, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}, o: obs(8, 1, 18, 1, 100), value: 1, estimate: 1, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
+		{name: "the floor holds", l: Limit{Value: 1, Estimate: 1.2, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}, o: obs(8, 1, 18, 1, 100), value: 1, estimate: 1, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
 		{name: "a higher floor", p: Params{Floor: 3}, l: calm, o: obs(8, 8, 18, 10, 100), value: 4, estimate: 4, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
 		{name: "a floor above the cap stops at the cap", p: Params{Floor: 12}, l: calm, o: obs(8, 8, 18, 10, 100), value: 8, estimate: 8, gradient: 0.5, baseTTFT: 0.101, changed: true, seenTTFT: 18},
 		{name: "a cap lowered in the config bounds the limit at once", l: calm, o: obs(3, 0, 12, 0.1, 100), value: 3, estimate: 3, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 10},
@@ -73,7 +73,7 @@ func TestNextSteps(t *testing.T) {
 		{name: "engine queue: 6 waiting behind 6 running halves the limit", p: engine, l: calm, o: queued(6, 6, t0.Add(-time.Second)), value: 4, estimate: 4, gradient: 0.5, changed: true},
 		{name: "engine queue: 3 waiting behind 7 running cuts to seven tenths", p: engine, l: calm, o: queued(7, 3, t0.Add(-time.Second)), value: 5, estimate: 5.6, gradient: 0.7, changed: true},
 		{name: "engine queue within its tolerance: nothing moves", p: engine, l: calm, o: queued(7, 2, t0.Add(-time.Second)), unchanged: true},
-		{name: "engine queue read before the last update: nothing moves", p: engine, l: func() state.Limit { c := calm; c.Updated = t0; return c }(), o: queued(6, 6, t0.Add(-time.Second)), unchanged: true},
+		{name: "engine queue read before the last update: nothing moves", p: engine, l: func() Limit { c := calm; c.Updated = t0; return c }(), o: queued(6, 6, t0.Add(-time.Second)), unchanged: true},
 		{name: "engine queue signal off: nothing moves", l: calm, o: queued(6, 6, t0.Add(-time.Second)), unchanged: true},
 		{name: "engine not reporting: nothing moves", p: engine, l: calm, o: queued(0, 0, time.Time{}), unchanged: true},
 	}...)
@@ -99,7 +99,7 @@ func TestNextSteps(t *testing.T) {
 		{name: "slow gaps far over budget: at most halved", p: tail, l: calm, o: slowGaps(8, 0.2, recent), value: 4, estimate: 4, gradient: 0.5, changed: true},
 		{name: "slow gaps within budget and busy: grows", p: tail, l: half, o: slowGaps(3, 0.0005, recent), value: 6, estimate: 6, gradient: 1, changed: true},
 		{name: "no slow gaps but mostly idle: holds", p: tail, l: half, o: slowGaps(1, 0, recent), value: 4, estimate: 4, gradient: 1, changed: true},
-		{name: "a window closed before the last update: nothing moves", p: tail, l: func() state.Limit { c := calm; c.Updated = t0; return c }(), o: slowGaps(8, 0.01, recent), unchanged: true},
+		{name: "a window closed before the last update: nothing moves", p: tail, l: func() Limit { c := calm; c.Updated = t0; return c }(), o: slowGaps(8, 0.01, recent), unchanged: true},
 		{name: "tail signal off: nothing moves", l: calm, o: slowGaps(8, 0.01, recent), unchanged: true},
 		{name: "no window closed yet: nothing moves", p: tail, l: calm, o: slowGaps(8, 0, time.Time{}), unchanged: true},
 		{name: "calm means do not grow a limit whose last window was over budget", p: tail, l: halfUpdated, o: busyMeans(0.001), value: 4, estimate: 4, gradient: 1, baseTTFT: 0.1, changed: true, seenTTFT: 18},
@@ -150,7 +150,7 @@ func TestNextConverges(t *testing.T) {
 		// service ahead of them.
 		return service * (1 + float64(inFlight-k)/float64(k))
 	}
-	var l state.Limit
+	var l Limit
 	n := int64(0)
 	run := func(updates int) {
 		for range updates {
@@ -194,7 +194,7 @@ func TestNextTailConverges(t *testing.T) {
 		}
 		return 0.002 * math.Pow(3, float64(inFlight-k-1))
 	}
-	var l state.Limit
+	var l Limit
 	at := t0
 	run := func(windows int) (mean float64) {
 		for range windows {
@@ -235,18 +235,22 @@ func TestBaselineDrifts(t *testing.T) {
 	}
 }
 
-type fakeStore struct{ puts []map[string]state.Limit }
+type fakeStore struct{ puts []map[string]Limit }
 
 func (f *fakeStore) PutLimits(_ context.Context, ls map[string]state.Limit) error {
-	f.puts = append(f.puts, ls)
+	put := map[string]Limit{}
+	for id, l := range ls {
+		put[id] = FromState(l)
+	}
+	f.puts = append(f.puts, put)
 	return nil
 }
 
 func snapOf(ws ...state.Worker) state.Snapshot { return state.Snapshot{Workers: ws} }
 
-func worker(id string, cap int, l state.Limit, n int64, ttft float64) state.Worker {
+func worker(id string, cap int, l Limit, n int64, ttft float64) state.Worker {
 	return state.Worker{
-		Spec: state.WorkerSpec{ID: id, MaxConcurrency: cap}, InFlight: cap, Limit: l,
+		Spec: state.WorkerSpec{ID: id, MaxConcurrency: cap}, InFlight: cap, Limit: l.State(),
 		Stats: state.Stats{TTFT: state.EMA{Value: ttft, Samples: n}, TokensPerSec: state.EMA{Value: 50, Samples: n}},
 	}
 }
@@ -254,11 +258,11 @@ func worker(id string, cap int, l state.Limit, n int64, ttft float64) state.Work
 func TestLearnerWritesOnlyItsWorkersChanges(t *testing.T) {
 	fs := &fakeStore{}
 	ln := NewLearner(fs, Params{}, true, func() time.Time { return t0 })
-	settled := state.Limit{Value: 4, Estimate: 4, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.02, SeenTTFT: 20, SeenTPS: 20}
+	settled := Limit{Value: 4, Estimate: 4, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.02, SeenTTFT: 20, SeenTPS: 20}
 	snap := snapOf(
-		worker("slow", 8, state.Limit{Value: 8, Estimate: 8, BaseTTFT: 0.1, BaseITL: 0.02, SeenTTFT: 10, SeenTPS: 10}, 18, 0.4),
+		worker("slow", 8, Limit{Value: 8, Estimate: 8, BaseTTFT: 0.1, BaseITL: 0.02, SeenTTFT: 10, SeenTPS: 10}, 18, 0.4),
 		worker("settled", 8, settled, 20, 0.1), // no new samples
-		worker("theirs", 8, state.Limit{}, 18, 0.4),
+		worker("theirs", 8, Limit{}, 18, 0.4),
 	)
 	if err := ln.Learn(context.Background(), snap, []string{"slow", "settled"}); err != nil {
 		t.Fatal(err)
@@ -282,13 +286,42 @@ func TestDisabledLearnerLiftsOldLimits(t *testing.T) {
 	fs := &fakeStore{}
 	ln := NewLearner(fs, Params{}, false, nil)
 	snap := snapOf(
-		worker("limited", 8, state.Limit{Value: 2, Estimate: 2}, 18, 0.4),
-		worker("free", 8, state.Limit{}, 18, 0.4),
+		worker("limited", 8, Limit{Value: 2, Estimate: 2}, 18, 0.4),
+		worker("free", 8, Limit{}, 18, 0.4),
 	)
 	if err := ln.Learn(context.Background(), snap, []string{"limited", "free"}); err != nil {
 		t.Fatal(err)
 	}
-	if len(fs.puts) != 1 || len(fs.puts[0]) != 1 || fs.puts[0]["limited"] != (state.Limit{}) {
+	if len(fs.puts) != 1 || len(fs.puts[0]) != 1 || fs.puts[0]["limited"] != (Limit{}) {
 		t.Fatalf("writes %+v, want the old limit lifted and nothing else", fs.puts)
+	}
+}
+
+// TestLimitRoundTripsThroughTheStoreForm: the store keeps the limiter's
+// memory as given, so a limit read back is the limit written; the store's
+// numbers win over the memory's copy; a memory that does not decode is
+// dropped, not fatal.
+func TestLimitRoundTripsThroughTheStoreForm(t *testing.T) {
+	l := Limit{Value: 3, Estimate: 3.4, Gradient: 0.6, BaseTTFT: 0.12, BaseITL: 0.02, SeenTTFT: 9, SeenTPS: 8, Updated: t0, Tokens: 5000, TokenEstimate: 5000.5}
+	s := l.State()
+	if s.Value != 3 || s.Tokens != 5000 || len(s.Limiter) == 0 {
+		t.Fatalf("store form %+v", s)
+	}
+	got := FromState(s)
+	if !got.Updated.Equal(l.Updated) {
+		t.Fatalf("read back updated %v, want %v", got.Updated, l.Updated)
+	}
+	if got.Updated = l.Updated; got != l {
+		t.Fatalf("read back %+v, want %+v", got, l)
+	}
+	s.Value = 2
+	if got := FromState(s); got.Value != 2 || got.Estimate != 3.4 {
+		t.Fatalf("store's value 2 with memory %+v: read %+v", l, got)
+	}
+	if got := FromState(state.Limit{Value: 1, Limiter: []byte(`"not a limit"`)}); got != (Limit{Value: 1}) {
+		t.Fatalf("undecodable memory: read %+v, want only the value", got)
+	}
+	if !(Limit{}).State().IsZero() {
+		t.Fatal("the zero Limit is not the store's zero limit")
 	}
 }

@@ -1,21 +1,17 @@
 package caps
 
-import (
-	"testing"
-
-	"github.com/llm-router/llm-router/state"
-)
+import "testing"
 
 func TestNextTokenSteps(t *testing.T) {
 	p := Params{TokenLimits: true}
-	calm := state.Limit{Value: 8, Estimate: 8, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
+	calm := Limit{Value: 8, Estimate: 8, Gradient: 1, BaseTTFT: 0.1, BaseITL: 0.01, SeenTTFT: 10, SeenTPS: 10}
 	held := calm
 	held.Value, held.Estimate, held.Tokens, held.TokenEstimate = 4, 4, 4000, 4000
 	withTokens := func(o Observation, tokens int) Observation { o.Tokens = tokens; return o }
 	for _, tc := range []struct {
 		name   string
 		p      Params
-		l      state.Limit
+		l      Limit
 		o      Observation
 		tokens int64
 		value  int
@@ -57,7 +53,7 @@ func TestNextTokensFollowTheMix(t *testing.T) {
 	}
 	// run returns the worst TTFT of the last 20 updates of the first long
 	// spell (the limiter probing) and of the second long spell.
-	run := func(p Params) (probing, second float64, l state.Limit) {
+	run := func(p Params) (probing, second float64, l Limit) {
 		n := int64(0)
 		update := func(size int) float64 {
 			inFlight := cap

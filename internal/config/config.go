@@ -184,7 +184,7 @@ type Redis struct {
 	// state (degraded) until Redis answers again.
 	Timeout Duration `yaml:"timeout"`
 	// Pools shard the keys by worker pool: pool name → models (see
-	// state.Pools). Empty: every key under one hash tag.
+	// Pools in state/redis). Empty: every key under one hash tag.
 	Pools map[string][]string `yaml:"pools"`
 }
 

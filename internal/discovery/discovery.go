@@ -33,13 +33,6 @@ import (
 // InferencePoolGVR is the Gateway API Inference Extension's pool resource.
 var InferencePoolGVR = schema.GroupVersionResource{Group: "inference.networking.k8s.io", Version: "v1", Resource: "inferencepools"}
 
-// Registry is the worker registry discovery feeds.
-type Registry interface {
-	Register(ctx context.Context, specs []state.WorkerSpec) error
-	Deregister(ctx context.Context, id string) error
-	SetDraining(ctx context.Context, worker string, draining bool) error
-}
-
 // Options say which pods are workers and what each serves.
 type Options struct {
 	Namespace string
@@ -59,7 +52,7 @@ type Options struct {
 
 // Watcher reconciles pods into the registry.
 type Watcher struct {
-	reg  Registry
+	reg  state.Fleet
 	opts Options
 	log  *zap.Logger
 
@@ -81,7 +74,7 @@ type member struct {
 }
 
 // New returns a watcher; Run starts it.
-func New(reg Registry, opts Options) *Watcher {
+func New(reg state.Fleet, opts Options) *Watcher {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}

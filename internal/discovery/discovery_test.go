@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 const ns = "llm"
@@ -39,7 +40,7 @@ func pod(name, ip string, ready bool, lbls map[string]string) *corev1.Pod {
 var vllm = map[string]string{"app": "vllm"}
 
 // fleet is the registry's view: worker id -> "address" or "address draining".
-func fleet(t *testing.T, reg *state.Memory) map[string]string {
+func fleet(t *testing.T, reg *memory.Store) map[string]string {
 	t.Helper()
 	snap, err := reg.Snapshot(context.Background())
 	if err != nil {
@@ -59,7 +60,7 @@ func fleet(t *testing.T, reg *state.Memory) map[string]string {
 	return out
 }
 
-func waitFleet(t *testing.T, reg *state.Memory, want map[string]string) {
+func waitFleet(t *testing.T, reg *memory.Store, want map[string]string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	var got map[string]string
@@ -84,7 +85,7 @@ func describe(m map[string]string) string {
 type setup struct {
 	kube *fake.Clientset
 	dyn  *dynamicfake.FakeDynamicClient
-	reg  *state.Memory
+	reg  *memory.Store
 	w    *Watcher
 	ctx  context.Context
 }
@@ -94,7 +95,7 @@ func start(t *testing.T, opts Options, dynObjs []runtime.Object, pods ...runtime
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	kube := fake.NewClientset(pods...)
-	reg := state.NewMemory(nil, state.Limits{})
+	reg := memory.New(nil, state.Limits{})
 	opts.Namespace, opts.Models, opts.MaxConcurrency = ns, []string{"llama"}, 4
 	w := New(reg, opts)
 	scheme := runtime.NewScheme()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 // Two models' series of vLLM's inter-token histogram, the older name
@@ -144,7 +145,7 @@ func TestMonitorMeasuresSlowGaps(t *testing.T) {
 			"vllm:inter_token_latency_seconds_count{model_name=\"m\"} %d\n", fast.Load(), fast.Load(), total.Load(), total.Load())
 	}))
 	defer srv.Close()
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	if err := store.Register(ctx, []state.WorkerSpec{{ID: "engine", Address: srv.Listener.Addr().String(), Models: []string{"m"}, MaxConcurrency: 8}}); err != nil {
 		t.Fatal(err)
 	}

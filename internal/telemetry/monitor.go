@@ -12,17 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/internal/metrics"
-	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
-
-// Store is what the monitor needs from the state store.
-type Store interface {
-	AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error)
-	PutTelemetry(ctx context.Context, ts map[string]state.Telemetry) error
-	ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error)
-	ForgetPrefixes(ctx context.Context, worker string) error
-}
 
 // Learner learns from the monitored workers' state once a cycle (adaptive
 // caps: internal/caps). mine are the workers this replica monitors.
@@ -55,7 +46,7 @@ type Options struct {
 // Monitor scrapes and health-checks the workers this replica holds the
 // monitor lease of.
 type Monitor struct {
-	store   Store
+	store   state.Monitor
 	workers Workers
 	opts    Options
 	log     *zap.Logger
@@ -66,7 +57,7 @@ type Monitor struct {
 }
 
 // NewMonitor returns a monitor; Run starts it.
-func NewMonitor(store Store, workers Workers, o Options) *Monitor {
+func NewMonitor(store state.Monitor, workers Workers, o Options) *Monitor {
 	if o.ScrapeInterval <= 0 {
 		o.ScrapeInterval = 500 * time.Millisecond
 	}

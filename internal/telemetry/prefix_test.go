@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
 )
 
 // vLLM's exposition of its prefix cache, cache configuration and process
@@ -111,7 +112,7 @@ func TestPrefixCheck(t *testing.T) {
 }
 
 // snapshotOf serves the store's own snapshot as the monitor's worker list.
-type snapshotOf struct{ s *state.Memory }
+type snapshotOf struct{ s *memory.Store }
 
 func (w snapshotOf) Snapshot() state.Snapshot {
 	snap, _ := w.s.Snapshot(context.Background())
@@ -133,7 +134,7 @@ func TestRestartedEngineLosesItsIndex(t *testing.T) {
 			"# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %d\n", hits.Load(), start.Load())
 	}))
 	defer srv.Close()
-	store := state.NewMemory(nil, state.Limits{})
+	store := memory.New(nil, state.Limits{})
 	addr := srv.Listener.Addr().String()
 	if err := store.Register(ctx, []state.WorkerSpec{
 		{ID: "engine", Address: addr, Models: []string{"m"}, MaxConcurrency: 8},
@@ -189,7 +190,7 @@ func TestRestartedEngineLosesItsIndex(t *testing.T) {
 	}
 }
 
-func worker(t *testing.T, s *state.Memory, id string) state.Worker {
+func worker(t *testing.T, s *memory.Store, id string) state.Worker {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 
 // runAffinity checks the prefix index and the token load: what a claim
 // with an Affinity reads, scores and records, across replicas.
-func runAffinity(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) Store) {
+func runAffinity(t *testing.T, newStore Factory, newPeer func(*testing.T, state.Store) state.Store) {
 	def := state.Limits{Lease: 30 * time.Second}
 	t.Run("PrefixIndexSharedAcrossReplicas", func(t *testing.T) {
 		s := newStore(t, def)
@@ -31,7 +31,7 @@ func runAffinity(t *testing.T, newStore Factory, newPeer func(*testing.T, Store)
 // matchBounded: a candidate that could not win even with a full match is
 // not looked up (Unread), whatever its index holds; one that can is, and
 // wins with its match.
-func matchBounded(t *testing.T, s Store) {
+func matchBounded(t *testing.T, s state.Store) {
 	register(t, s, workers(3, 8))
 	prompt := seqBlocks(1, 8)
 	if m := matchOn(t, s, "w0", 0, prompt); m != 0 {
@@ -67,7 +67,7 @@ func seqBlocks(from uint64, n int) []uint64 {
 	return out
 }
 
-func claimAff(t *testing.T, s Store, cands []state.Candidate, a state.Affinity) (string, state.ClaimResult) {
+func claimAff(t *testing.T, s state.Store, cands []state.Candidate, a state.Affinity) (string, state.ClaimResult) {
 	t.Helper()
 	id := claimID()
 	res, err := s.Claim(context.Background(), state.ClaimRequest{ID: id, Candidates: cands, Affinity: a})
@@ -81,7 +81,7 @@ func claimAff(t *testing.T, s Store, cands []state.Candidate, a state.Affinity) 
 }
 
 // tokens returns each worker's in-flight prefill and decode tokens.
-func tokens(t *testing.T, s Store) map[string][2]int {
+func tokens(t *testing.T, s state.Store) map[string][2]int {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {
@@ -96,7 +96,7 @@ func tokens(t *testing.T, s Store) map[string][2]int {
 
 // matchOn claims (and releases) with blocks on the single candidate
 // worker, returning the match the claim read.
-func matchOn(t *testing.T, s Store, worker string, kv int, blocks []uint64) int {
+func matchOn(t *testing.T, s state.Store, worker string, kv int, blocks []uint64) int {
 	t.Helper()
 	id, res := claimAff(t, s, []state.Candidate{{Worker: worker, Cap: 8, KVBlocks: kv}}, state.Affinity{Blocks: blocks})
 	if res.Index != 0 {
@@ -106,7 +106,7 @@ func matchOn(t *testing.T, s Store, worker string, kv int, blocks []uint64) int 
 	return res.Live[0].Match
 }
 
-func prefixShared(t *testing.T, s, peer Store) {
+func prefixShared(t *testing.T, s, peer state.Store) {
 	register(t, s, workers(2, 8))
 	first := seqBlocks(1, 8)
 	id, res := claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}, {Worker: "w1", Cap: 8, Base: 1}}, state.Affinity{Blocks: first})
@@ -128,7 +128,7 @@ func prefixShared(t *testing.T, s, peer Store) {
 	}
 }
 
-func prefixLRU(t *testing.T, s Store) {
+func prefixLRU(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
 	// 16-block prompts: 4 index entries each (state.IndexStride); a bound
 	// of 24 blocks keeps 6 entries.
@@ -152,7 +152,7 @@ func prefixLRU(t *testing.T, s Store) {
 	}
 }
 
-func prefixForgotten(t *testing.T, s Store) {
+func prefixForgotten(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	register(t, s, workers(1, 8))
 	b := seqBlocks(1, 4)
@@ -190,7 +190,7 @@ func prefixForgotten(t *testing.T, s Store) {
 	}
 }
 
-func tokensReleased(t *testing.T, s Store) {
+func tokensReleased(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	register(t, s, workers(2, 8))
 	b := seqBlocks(1, 4)
@@ -221,7 +221,7 @@ func tokensReleased(t *testing.T, s Store) {
 	}
 }
 
-func tokensLapse(t *testing.T, s Store) {
+func tokensLapse(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
 	claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}}, state.Affinity{PromptTokens: 40, DecodeTokens: 10})
 	deadline := time.Now().Add(5 * time.Second)
@@ -233,7 +233,7 @@ func tokensLapse(t *testing.T, s Store) {
 	}
 }
 
-func tokensQueued(t *testing.T, s Store) {
+func tokensQueued(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 1))
 	cands := []state.Candidate{{Worker: "w0", Cap: 1}}
 	id1, _ := claimAff(t, s, cands, state.Affinity{PromptTokens: 10, DecodeTokens: 5})
@@ -261,7 +261,7 @@ func tokensQueued(t *testing.T, s Store) {
 // prefillGuard: w0 holds the prefix but already prefills 100 tokens; with
 // a limit of 120 the request's 36 uncached tokens would pass it, so the
 // match no longer counts and w1 wins.
-func prefillGuard(t *testing.T, s Store) {
+func prefillGuard(t *testing.T, s state.Store) {
 	register(t, s, workers(2, 8))
 	b := seqBlocks(1, 4)
 	busy, _ := claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}}, state.Affinity{Blocks: b, PromptTokens: 100})

@@ -9,7 +9,7 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-func runHealth(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) Store) {
+func runHealth(t *testing.T, newStore Factory, newPeer func(*testing.T, state.Store) state.Store) {
 	policy := state.Limits{Lease: 30 * time.Second, Health: state.HealthPolicy{ActiveFailures: 2, PassiveFailures: 3}}
 	t.Run("PassiveFailuresMarkUnhealthy", func(t *testing.T) { passiveFailures(t, newStore(t, policy)) })
 	t.Run("RecoveryIsHalfOpen", func(t *testing.T) { recovery(t, newStore(t, policy)) })
@@ -25,7 +25,7 @@ func runHealth(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) S
 	t.Run("TelemetryKeepsItsDates", func(t *testing.T) { telemetry(t, newStore(t, policy)) })
 }
 
-func health(t *testing.T, s Store, id string) scoring.Health {
+func health(t *testing.T, s state.Store, id string) scoring.Health {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {
@@ -42,7 +42,7 @@ func health(t *testing.T, s Store, id string) scoring.Health {
 
 // passiveFailures: failed requests in a row (and requests Envoy moved away
 // from a worker) mark it unhealthy; a success in between resets the count.
-func passiveFailures(t *testing.T, s Store) {
+func passiveFailures(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	specs := workers(2, 8)
 	register(t, s, specs)
@@ -81,7 +81,7 @@ func passiveFailures(t *testing.T, s Store) {
 
 // recovery: an unhealthy worker passing a check becomes recovering and
 // takes one request at a time; serving it makes it healthy.
-func recovery(t *testing.T, s Store) {
+func recovery(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	specs := workers(1, 8)
 	register(t, s, specs)
@@ -124,7 +124,7 @@ func recovery(t *testing.T, s Store) {
 	}
 }
 
-func holdDown(t *testing.T, s Store) {
+func holdDown(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	register(t, s, workers(1, 8))
 	_, _ = s.ReportHealth(ctx, "w0", false)
@@ -135,7 +135,7 @@ func holdDown(t *testing.T, s Store) {
 }
 
 // monitorLeases: one replica monitors a worker at a time.
-func monitorLeases(t *testing.T, a, b Store) {
+func monitorLeases(t *testing.T, a, b state.Store) {
 	ctx := context.Background()
 	register(t, a, workers(3, 1))
 	ids := []string{"w0", "w1", "w2"}
@@ -156,7 +156,7 @@ func monitorLeases(t *testing.T, a, b Store) {
 	}
 }
 
-func telemetry(t *testing.T, s Store) {
+func telemetry(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	register(t, s, workers(1, 1))
 	t0 := time.UnixMilli(time.Now().Add(-time.Second).UnixMilli())
@@ -189,7 +189,7 @@ func telemetry(t *testing.T, s Store) {
 // registeredWorkers: a worker registered with a lease stays while it
 // heartbeats and leaves the fleet when it stops; deregistration is
 // immediate; claims on a worker that left still end cleanly.
-func registeredWorkers(t *testing.T, s Store) {
+func registeredWorkers(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	register(t, s, workers(1, 4))
 	dyn := state.WorkerSpec{ID: "dyn", Address: "10.9.9.9:8000", Models: []string{"m"}, MaxConcurrency: 2}

@@ -9,16 +9,8 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// limitStore is what a worker's monitor writes back: learned concurrency
-// limits (adaptive caps) and the emptying of a restarted engine's prefix
-// index.
-type limitStore interface {
-	PutLimits(ctx context.Context, ls map[string]state.Limit) error
-	ForgetPrefixes(ctx context.Context, worker string) error
-}
-
 // runLimits checks learned limits and prefix forgetting.
-func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) Store) {
+func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, state.Store) state.Store) {
 	def := state.Limits{Lease: 30 * time.Second}
 	t.Run("LearnedLimitCapsClaimsOnEveryReplica", func(t *testing.T) {
 		s := newStore(t, def)
@@ -40,7 +32,7 @@ func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) S
 // predictedHits: the winner of a claim with a prefix match counts the
 // tokens the match predicts cached (never the prompt's last one), for the
 // check against the engine's own hits.
-func predictedHits(t *testing.T, s Store) {
+func predictedHits(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
 	blocks := seqBlocks(1, 8)
 	cands := []state.Candidate{{Worker: "w0", Cap: 8, Prefix: 1}}
@@ -63,7 +55,7 @@ func predictedHits(t *testing.T, s Store) {
 // prefixTrust: a warm worker whose engine confirmed a tenth of the
 // predicted hits counts a tenth of its match, and loses to a cold one it
 // would beat with full trust.
-func prefixTrust(t *testing.T, s Store) {
+func prefixTrust(t *testing.T, s state.Store) {
 	register(t, s, workers(2, 8))
 	blocks := seqBlocks(100, 8)
 	matchOn(t, s, "w0", 1024, blocks)
@@ -85,23 +77,14 @@ func prefixTrust(t *testing.T, s Store) {
 	}
 }
 
-func limits(t *testing.T, s Store) limitStore {
+func putLimit(t *testing.T, s state.Store, worker string, l state.Limit) {
 	t.Helper()
-	ls, ok := s.(limitStore)
-	if !ok {
-		t.Fatalf("%T does not keep learned limits", s)
-	}
-	return ls
-}
-
-func putLimit(t *testing.T, s Store, worker string, l state.Limit) {
-	t.Helper()
-	if err := limits(t, s).PutLimits(context.Background(), map[string]state.Limit{worker: l}); err != nil {
+	if err := s.PutLimits(context.Background(), map[string]state.Limit{worker: l}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func limitOf(t *testing.T, s Store, worker string) state.Limit {
+func limitOf(t *testing.T, s state.Store, worker string) state.Limit {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {
@@ -117,19 +100,18 @@ func limitOf(t *testing.T, s Store, worker string) state.Limit {
 }
 
 // learnedLimit: a limit written by one replica shows in every replica's
-// snapshot, with the limiter's memory, and caps claims from every replica
+// snapshot, with the limiter's memory as written, and caps claims from every replica
 // below the configured cap; removing it restores the cap.
-func learnedLimit(t *testing.T, s, peer Store) {
+func learnedLimit(t *testing.T, s, peer state.Store) {
 	specs := workers(1, 4)
 	register(t, s, specs)
-	at := time.UnixMilli(time.Now().UnixMilli())
-	want := state.Limit{Value: 2, Estimate: 2.5, Gradient: 0.75, BaseTTFT: 0.1, BaseITL: 0.02, SeenTTFT: 9, SeenTPS: 8, Updated: at}
+	want := state.Limit{Value: 2, Limiter: []byte(`{"estimate":2.5,"seen":[9,8]}`)}
 	putLimit(t, s, "w0", want)
-	if got := limitOf(t, peer, "w0"); !got.Updated.Equal(want.Updated) || got.Value != 2 || got.Estimate != 2.5 || got.SeenTTFT != 9 || got.BaseITL != 0.02 {
+	if got := limitOf(t, peer, "w0"); got.Value != 2 || string(got.Limiter) != string(want.Limiter) {
 		t.Fatalf("peer sees limit %+v, want %+v", got, want)
 	}
 	cands := candidates(specs)
-	for i, st := range []Store{s, peer} {
+	for i, st := range []state.Store{s, peer} {
 		if _, w := mustClaim(t, st, cands); w != "w0" {
 			t.Fatalf("claim %d under the limit: got %q", i, w)
 		}
@@ -145,10 +127,10 @@ func learnedLimit(t *testing.T, s, peer Store) {
 
 // raisedLimit: a waiter queued because of a learned limit gets the slot
 // the moment the limit is raised.
-func raisedLimit(t *testing.T, s Store) {
+func raisedLimit(t *testing.T, s state.Store) {
 	specs := workers(1, 4)
 	register(t, s, specs)
-	putLimit(t, s, "w0", state.Limit{Value: 1, Estimate: 1})
+	putLimit(t, s, "w0", state.Limit{Value: 1})
 	cands := candidates(specs)
 	if _, w := mustClaim(t, s, cands); w != "w0" {
 		t.Fatalf("first claim: %q", w)
@@ -157,7 +139,7 @@ func raisedLimit(t *testing.T, s Store) {
 	if res := enqueue(t, s, "waiter-1", cands, state.PriorityStandard, 8, "r1"); !res.Queued {
 		t.Fatalf("second request not queued under the limit: %+v", res)
 	}
-	putLimit(t, s, "w0", state.Limit{Value: 2, Estimate: 2})
+	putLimit(t, s, "w0", state.Limit{Value: 2})
 	if got := n.next(t); got.Waiter != "waiter-1" || got.Worker != "w0" {
 		t.Fatalf("notice %+v, want waiter-1 granted w0", got)
 	}
@@ -169,11 +151,11 @@ func raisedLimit(t *testing.T, s Store) {
 // limitGoes: a deregistered worker's limit goes with it; one registering
 // again starts from its configured cap. A limit for an unknown worker is
 // ignored.
-func limitGoes(t *testing.T, s Store) {
+func limitGoes(t *testing.T, s state.Store) {
 	specs := workers(1, 4)
 	register(t, s, specs)
-	putLimit(t, s, "w0", state.Limit{Value: 1, Estimate: 1})
-	putLimit(t, s, "ghost", state.Limit{Value: 1, Estimate: 1})
+	putLimit(t, s, "w0", state.Limit{Value: 1})
+	putLimit(t, s, "ghost", state.Limit{Value: 1})
 	if err := s.Deregister(context.Background(), "w0"); err != nil {
 		t.Fatal(err)
 	}
@@ -192,12 +174,12 @@ func limitGoes(t *testing.T, s Store) {
 
 // forgetPrefixes: a restarted engine's index is emptied; the other
 // worker's stays.
-func forgetPrefixes(t *testing.T, s Store) {
+func forgetPrefixes(t *testing.T, s state.Store) {
 	register(t, s, workers(2, 8))
 	blocks := seqBlocks(1, 16)
 	matchOn(t, s, "w0", 1024, blocks)
 	matchOn(t, s, "w1", 1024, blocks)
-	if err := limits(t, s).ForgetPrefixes(context.Background(), "w0"); err != nil {
+	if err := s.ForgetPrefixes(context.Background(), "w0"); err != nil {
 		t.Fatal(err)
 	}
 	if m := matchOn(t, s, "w0", 1024, blocks); m != 0 {
@@ -206,7 +188,7 @@ func forgetPrefixes(t *testing.T, s Store) {
 	if m := matchOn(t, s, "w1", 1024, blocks); m != 16 {
 		t.Fatalf("w1 matched %d blocks, want 16", m)
 	}
-	if err := limits(t, s).ForgetPrefixes(context.Background(), "ghost"); !errors.Is(err, state.ErrUnknownWorker) {
+	if err := s.ForgetPrefixes(context.Background(), "ghost"); !errors.Is(err, state.ErrUnknownWorker) {
 		t.Fatalf("forget on an unknown worker: %v, want ErrUnknownWorker", err)
 	}
 }

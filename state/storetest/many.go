@@ -13,7 +13,7 @@ import (
 // candidate lists differently from small ones) takes them in score order,
 // skips the unhealthy and draining, reports each one's count and
 // availability, and claims nothing once all are full.
-func manyCandidates(t *testing.T, s Store) {
+func manyCandidates(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	const n = 40
 	specs := workers(n, 1)

@@ -8,7 +8,7 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-func runQueue(t *testing.T, newStore Factory, newPeer func(*testing.T, Store) Store) {
+func runQueue(t *testing.T, newStore Factory, newPeer func(*testing.T, state.Store) state.Store) {
 	def := state.Limits{Lease: 30 * time.Second}
 	t.Run("QueueServesPriorityThenArrival", func(t *testing.T) {
 		s := newStore(t, def)
@@ -28,7 +28,7 @@ type notices struct {
 	ch chan state.Notice
 }
 
-func subscribe(t *testing.T, s Store, replica string) *notices {
+func subscribe(t *testing.T, s state.Store, replica string) *notices {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -59,7 +59,7 @@ func (n *notices) none(t *testing.T) {
 	}
 }
 
-func enqueue(t *testing.T, s Store, id string, cands []state.Candidate, priority state.Priority, allow int, replica string) state.ClaimResult {
+func enqueue(t *testing.T, s state.Store, id string, cands []state.Candidate, priority state.Priority, allow int, replica string) state.ClaimResult {
 	t.Helper()
 	res, err := s.Claim(context.Background(), state.ClaimRequest{
 		ID: id, Candidates: cands,
@@ -71,7 +71,7 @@ func enqueue(t *testing.T, s Store, id string, cands []state.Candidate, priority
 	return res
 }
 
-func release(t *testing.T, s Store, id string) {
+func release(t *testing.T, s state.Store, id string) {
 	t.Helper()
 	if ok, err := s.Release(context.Background(), state.Release{ID: id}); err != nil || !ok {
 		t.Fatalf("release %s: %v %v", id, ok, err)
@@ -81,7 +81,7 @@ func release(t *testing.T, s Store, id string) {
 // queueOrder: one worker of cap 1 is busy; waiters from two replicas are
 // served critical first, then by arrival, each freed slot to one waiter,
 // and the replica that queued each one hears of its grant.
-func queueOrder(t *testing.T, s, peer Store) {
+func queueOrder(t *testing.T, s, peer state.Store) {
 	register(t, s, workers(1, 1))
 	cands := candidates(workers(1, 1))
 	ra, rb := subscribe(t, s, "ra"), subscribe(t, peer, "rb")
@@ -130,7 +130,7 @@ func queueOrder(t *testing.T, s, peer Store) {
 // queueAllowance: a full queue refuses a standard request, still admits a
 // critical one within its wider allowance, and sheds the newest batch
 // waiter for a standard one.
-func queueAllowance(t *testing.T, s Store) {
+func queueAllowance(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 1))
 	cands := candidates(workers(1, 1))
 	n := subscribe(t, s, "r")
@@ -166,7 +166,7 @@ func queueAllowance(t *testing.T, s Store) {
 	}
 }
 
-func cancel(t *testing.T, s Store) {
+func cancel(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	register(t, s, workers(1, 1))
 	cands := candidates(workers(1, 1))
@@ -196,7 +196,7 @@ func cancel(t *testing.T, s Store) {
 
 // ghosts: waiters whose replica stopped renewing them leave the queue
 // within the lease; renewed ones stay.
-func ghosts(t *testing.T, s Store) {
+func ghosts(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	register(t, s, workers(1, 1))
 	cands := candidates(workers(1, 1))
@@ -224,7 +224,7 @@ func ghosts(t *testing.T, s Store) {
 	}
 }
 
-func globalCap(t *testing.T, s Store) {
+func globalCap(t *testing.T, s state.Store) {
 	register(t, s, workers(3, 4))
 	cands := candidates(workers(3, 4))
 	n := subscribe(t, s, "r")
@@ -248,7 +248,7 @@ func globalCap(t *testing.T, s Store) {
 
 // undrain: a drained worker frees nothing, but undraining it (or a pump)
 // serves the waiters at once.
-func undrain(t *testing.T, s Store) {
+func undrain(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	specs := workers(2, 1)
 	register(t, s, specs)

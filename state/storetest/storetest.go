@@ -1,5 +1,6 @@
-// Package storetest is the conformance suite every state store must pass:
-// the in-memory store and the Redis store run the same tests.
+// Package storetest is the conformance suite every state.Store backend
+// must pass: memory, Redis (single, Sentinel, Cluster, pooled) and failover
+// run the same tests.
 package storetest
 
 import (
@@ -14,35 +15,13 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-// Store is the contract under test.
-type Store interface {
-	Register(ctx context.Context, specs []state.WorkerSpec) error
-	Snapshot(ctx context.Context) (state.Snapshot, error)
-	Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error)
-	Release(ctx context.Context, r state.Release) (bool, error)
-	Move(ctx context.Context, id, to string) error
-	Renew(ctx context.Context, claims, waiters []string) error
-	SetHealth(ctx context.Context, worker string, health scoring.Health) error
-	SetDraining(ctx context.Context, worker string, draining bool) error
-	Cancel(ctx context.Context, id string) (state.WaiterStatus, error)
-	Poll(ctx context.Context, id string) (state.WaiterStatus, error)
-	Pump(ctx context.Context) error
-	Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error
-	ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error)
-	AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error)
-	PutTelemetry(ctx context.Context, ts map[string]state.Telemetry) error
-	RegisterLeased(ctx context.Context, spec state.WorkerSpec, lease time.Duration) (time.Time, error)
-	Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error)
-	Deregister(ctx context.Context, id string) error
-}
-
 // Factory returns a fresh, empty store with the given limits.
-type Factory func(t *testing.T, l state.Limits) Store
+type Factory func(t *testing.T, l state.Limits) state.Store
 
 // Run runs the whole suite. newStore must return a fresh, empty store each
 // call; newPeer (may be nil) returns another handle on the same state, as a
 // second replica would have.
-func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s Store) Store) {
+func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s state.Store) state.Store) {
 	def := state.Limits{Lease: 30 * time.Second}
 	t.Run("RegisterMergesWithoutClobbering", func(t *testing.T) { registerMerges(t, newStore(t, def)) })
 	t.Run("ClaimPicksLowestLiveScore", func(t *testing.T) { claimPicksLowest(t, newStore(t, def)) })
@@ -68,8 +47,8 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s Store) Sto
 	t.Run("RegisteredWorkersLeaveWhenHeartbeatsStop", func(t *testing.T) { registeredWorkers(t, newStore(t, def)) })
 }
 
-func peers(t *testing.T, s Store, newPeer func(*testing.T, Store) Store, n int) []Store {
-	out := []Store{s}
+func peers(t *testing.T, s state.Store, newPeer func(*testing.T, state.Store) state.Store, n int) []state.Store {
+	out := []state.Store{s}
 	for len(out) < n {
 		if newPeer == nil {
 			out = append(out, s)
@@ -101,7 +80,7 @@ var seq atomic.Int64
 
 func claimID() string { return fmt.Sprintf("claim-%d-%d", time.Now().UnixNano(), seq.Add(1)) }
 
-func mustClaim(t *testing.T, s Store, cands []state.Candidate) (string, string) {
+func mustClaim(t *testing.T, s state.Store, cands []state.Candidate) (string, string) {
 	t.Helper()
 	id := claimID()
 	res, err := s.Claim(context.Background(), state.ClaimRequest{ID: id, Candidates: cands})
@@ -114,7 +93,7 @@ func mustClaim(t *testing.T, s Store, cands []state.Candidate) (string, string) 
 	return id, cands[res.Index].Worker
 }
 
-func inFlight(t *testing.T, s Store) map[string]int {
+func inFlight(t *testing.T, s state.Store) map[string]int {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {
@@ -127,14 +106,14 @@ func inFlight(t *testing.T, s Store) map[string]int {
 	return out
 }
 
-func register(t *testing.T, s Store, specs []state.WorkerSpec) {
+func register(t *testing.T, s state.Store, specs []state.WorkerSpec) {
 	t.Helper()
 	if err := s.Register(context.Background(), specs); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func registerMerges(t *testing.T, s Store) {
+func registerMerges(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	specs := workers(2, 4)
 	register(t, s, specs)
@@ -168,7 +147,7 @@ func registerMerges(t *testing.T, s Store) {
 	}
 }
 
-func claimPicksLowest(t *testing.T, s Store) {
+func claimPicksLowest(t *testing.T, s state.Store) {
 	specs := workers(3, 4)
 	register(t, s, specs)
 	// w2 has the lowest base; after two claims on it, its live count makes
@@ -199,7 +178,7 @@ func claimPicksLowest(t *testing.T, s Store) {
 	}
 }
 
-func claimSkips(t *testing.T, s Store) {
+func claimSkips(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	specs := workers(3, 1)
 	register(t, s, specs)
@@ -232,7 +211,7 @@ func claimSkips(t *testing.T, s Store) {
 	}
 }
 
-func releaseOnce(t *testing.T, s Store) {
+func releaseOnce(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	specs := workers(1, 2)
 	register(t, s, specs)
@@ -272,7 +251,7 @@ func releaseOnce(t *testing.T, s Store) {
 	}
 }
 
-func move(t *testing.T, s Store) {
+func move(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	specs := workers(2, 1)
 	register(t, s, specs)
@@ -297,7 +276,7 @@ func move(t *testing.T, s Store) {
 	}
 }
 
-func leaseLapse(t *testing.T, s Store) {
+func leaseLapse(t *testing.T, s state.Store) {
 	ctx := context.Background()
 	specs := workers(1, 2)
 	register(t, s, specs)
@@ -332,7 +311,7 @@ func leaseLapse(t *testing.T, s Store) {
 // herd releases len(workers) claims at once, across stores, onto idle
 // workers with identical scores, trials times: each trial must land one per
 // worker.
-func herd(t *testing.T, s Store, replicas []Store, trials int) {
+func herd(t *testing.T, s state.Store, replicas []state.Store, trials int) {
 	const n = 4
 	specs := workers(n, 4)
 	register(t, s, specs)
@@ -380,7 +359,7 @@ func herd(t *testing.T, s Store, replicas []Store, trials int) {
 // capsHold runs 64 concurrent request loops against 8 workers of cap 2 and
 // samples the counts throughout: no worker ever exceeds its cap, and all
 // return to 0.
-func capsHold(t *testing.T, s Store, replicas []Store) {
+func capsHold(t *testing.T, s state.Store, replicas []state.Store) {
 	specs := workers(8, 2)
 	register(t, s, specs)
 	cands := candidates(specs)

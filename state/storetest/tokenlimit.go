@@ -14,16 +14,16 @@ import (
 // tokenLimit: claims from two replicas fill w0 to its token limit, the
 // next goes to w1; a worker holding nothing takes a request past its limit
 // (alone).
-func tokenLimit(t *testing.T, s, peer Store) {
+func tokenLimit(t *testing.T, s, peer state.Store) {
 	register(t, s, workers(2, 8))
-	putLimit(t, s, "w0", state.Limit{Tokens: 300, TokenEstimate: 300.5})
-	if got := limitOf(t, peer, "w0"); got.Tokens != 300 || got.TokenEstimate != 300.5 {
+	putLimit(t, s, "w0", state.Limit{Tokens: 300})
+	if got := limitOf(t, peer, "w0"); got.Tokens != 300 {
 		t.Fatalf("peer sees limit %+v, want 300 tokens", got)
 	}
 	cands := []state.Candidate{{Worker: "w0", Cap: 8}, {Worker: "w1", Cap: 8, Base: 1}}
 	a := state.Affinity{PromptTokens: 100, DecodeTokens: 50}
 	var ids []string
-	for i, st := range []Store{s, peer, s} {
+	for i, st := range []state.Store{s, peer, s} {
 		id, res := claimAff(t, st, cands, a)
 		ids = append(ids, id)
 		want := 0
@@ -50,12 +50,12 @@ func tokenLimit(t *testing.T, s, peer Store) {
 
 // tokenLimitMatch: a cached prefix lowers what a claim holds, so a warm
 // worker takes a prompt its limit would refuse cold.
-func tokenLimitMatch(t *testing.T, s Store) {
+func tokenLimitMatch(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
 	one := []state.Candidate{{Worker: "w0", Cap: 8, KVBlocks: 1024}}
 	warm := state.Affinity{Blocks: seqBlocks(1, 8), PromptTokens: 200}
 	claimAff(t, s, one, warm) // holds 200
-	putLimit(t, s, "w0", state.Limit{Tokens: 300, TokenEstimate: 300})
+	putLimit(t, s, "w0", state.Limit{Tokens: 300})
 	// 8 blocks (128 tokens) cached: 72 more, 272 in all.
 	if _, res := claimAff(t, s, one, warm); res.Index != 0 || res.Live[0].Match != 8 {
 		t.Fatalf("a warm claim of 72 uncached tokens under the limit: %+v", res)
@@ -68,9 +68,9 @@ func tokenLimitMatch(t *testing.T, s Store) {
 
 // tokenLimitWaiter: a waiter whose tokens do not fit waits, and is
 // granted when the limit is raised.
-func tokenLimitWaiter(t *testing.T, s Store) {
+func tokenLimitWaiter(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
-	putLimit(t, s, "w0", state.Limit{Tokens: 300, TokenEstimate: 300})
+	putLimit(t, s, "w0", state.Limit{Tokens: 300})
 	one := []state.Candidate{{Worker: "w0", Cap: 8}}
 	claimAff(t, s, one, state.Affinity{PromptTokens: 200})
 	n := subscribe(t, s, "r1")
@@ -87,7 +87,7 @@ func tokenLimitWaiter(t *testing.T, s Store) {
 	if got := inFlight(t, s)["w0"]; got != 1 {
 		t.Fatalf("a pump granted the waiter past the token limit: %d in flight", got)
 	}
-	putLimit(t, s, "w0", state.Limit{Tokens: 400, TokenEstimate: 400})
+	putLimit(t, s, "w0", state.Limit{Tokens: 400})
 	if got := n.next(t); got.Waiter != "waiter-1" || got.Worker != "w0" {
 		t.Fatalf("notice %+v, want waiter-1 granted w0", got)
 	}

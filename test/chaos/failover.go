@@ -10,7 +10,7 @@ import (
 // The Redis failover scenarios: the master holding the router's keys is
 // killed and a replica takes over, promoted by Sentinel or by the Cluster
 // itself. Replication is asynchronous, so the promoted replica may lack
-// the last writes; the routers repair them (state.Failover), and the
+// the last writes; the routers repair them (state/failover), and the
 // judge checks every count is exact as soon as the load stops, before any
 // claim lease could have hidden a leak.
 

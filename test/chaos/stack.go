@@ -20,6 +20,7 @@ import (
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -242,7 +243,7 @@ func (s *Stack) WaitExtProcHealthy(ctx context.Context, timeout time.Duration) e
 func (s *Stack) Snapshot(ctx context.Context) (state.Snapshot, error) {
 	c := s.redisClient()
 	defer c.Close()
-	st, err := state.NewPooledRedis(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()}, s.cfgs[0].Redis.Pools)
+	st, err := redisstore.NewPooled(c, s.prefix, state.Limits{Lease: s.cfgs[0].ClaimLease.D()}, s.cfgs[0].Redis.Pools)
 	if err != nil {
 		return state.Snapshot{}, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -47,7 +48,7 @@ func TestKilledReplicaLeaksNothing(t *testing.T) {
 
 	client := redis.NewClient(&redis.Options{Addr: rd.Addr})
 	defer client.Close()
-	store := state.NewRedis(client, cfg.Redis.KeyPrefix, state.Limits{})
+	store := redisstore.New(client, cfg.Redis.KeyPrefix, state.Limits{})
 	total := func() int {
 		snap, err := store.Snapshot(ctx)
 		if err != nil {

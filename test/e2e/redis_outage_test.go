@@ -15,6 +15,7 @@ import (
 
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -136,7 +137,7 @@ func TestRedisOutageUnderLoad(t *testing.T) {
 	// averages, and every count at 0 once the load is over.
 	client := redis.NewClient(&redis.Options{Addr: rd2.Addr})
 	defer client.Close()
-	store := state.NewRedis(client, prefix, state.Limits{})
+	store := redisstore.New(client, prefix, state.Limits{})
 	err = stack.WaitFor(context.Background(), 5*time.Second, func() error {
 		snap, err := store.Snapshot(context.Background())
 		if err != nil {

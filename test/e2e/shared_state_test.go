@@ -18,6 +18,8 @@ import (
 	"github.com/llm-router/llm-router/internal/app"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -62,14 +64,14 @@ func newRouterFleet(t *testing.T, n int, workers []config.Worker, redisAddr stri
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &routerFleet{t: t}
 	prefix := fmt.Sprintf("e2e%d", prefixSeq.Add(1))
-	var shared *state.Memory
+	var shared *memory.Store
 	if redisAddr == "" {
-		shared = state.NewMemory(nil, state.Limits{})
+		shared = memory.New(nil, state.Limits{})
 		f.sampler = shared
 	} else {
 		c := redis.NewClient(&redis.Options{Addr: redisAddr})
 		t.Cleanup(func() { _ = c.Close() })
-		f.sampler = state.NewRedis(c, prefix, state.Limits{})
+		f.sampler = redisstore.New(c, prefix, state.Limits{})
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {

@@ -52,7 +52,7 @@ type Fleet struct {
 }
 
 var (
-	_ admin.Store     = (*Fleet)(nil)
+	_ state.Fleet     = (*Fleet)(nil)
 	_ admin.Fleet     = (*Fleet)(nil)
 	_ admin.Source    = (*Fleet)(nil)
 	_ admin.Status    = (*Fleet)(nil)
@@ -124,6 +124,36 @@ func (f *Fleet) find(id string) (*state.Worker, error) {
 		}
 	}
 	return nil, state.ErrUnknownWorker
+}
+
+// Register adds specs (or refreshes them) as workers from the config.
+func (f *Fleet) Register(_ context.Context, specs []state.WorkerSpec) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.StoreErr != nil {
+		return f.StoreErr
+	}
+	for _, spec := range specs {
+		w, err := f.find(spec.ID)
+		if errors.Is(err, state.ErrUnknownWorker) {
+			f.Workers = append(f.Workers, state.Worker{Health: scoring.Healthy})
+			w = &f.Workers[len(f.Workers)-1]
+		}
+		w.Spec = spec
+	}
+	return nil
+}
+
+// SetHealth records a worker's health.
+func (f *Fleet) SetHealth(_ context.Context, id string, health scoring.Health) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w, err := f.find(id)
+	if err != nil {
+		return err
+	}
+	w.Health = health
+	return nil
 }
 
 // RegisterLeased adds spec (or refreshes it) as a registered worker.

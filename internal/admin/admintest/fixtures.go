@@ -3,6 +3,7 @@ package admintest
 import (
 	"time"
 
+	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
@@ -30,7 +31,7 @@ func TypicalFleet() *Fleet {
 			{
 				Spec:   state.WorkerSpec{ID: "a-0", Address: "10.0.0.1:8000", Models: []string{"model-a"}, Zone: "z1", MaxConcurrency: 8, MetricsFormat: "vllm"},
 				Health: scoring.Healthy, InFlight: 3, PrefillTokens: 120, DecodeTokens: 300,
-				Limit: state.Limit{Value: 6, Gradient: 0.9, BaseTTFT: 0.05, BaseITL: 0.01, Updated: At},
+				Limit: caps.Limit{Value: 6, Gradient: 0.9, BaseTTFT: 0.05, BaseITL: 0.01, Updated: At}.State(),
 				Stats: state.Stats{
 					Latency: ema(1.234, 40), TTFT: ema(0.0875, 40), TokensPerSec: ema(52.25, 40),
 					Requests: 40, Errors: 1,

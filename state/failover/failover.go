@@ -1,4 +1,4 @@
-package state
+package failover
 
 import (
 	"context"
@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 )
 
-// Failover is the Redis store with a local fallback for Redis outages.
+// Store is the Redis store with a local fallback for Redis outages.
 //
 // While Redis answers, every operation goes to it. When it stops answering,
 // Failover turns degraded: it seeds an in-memory store from the last
@@ -30,22 +33,22 @@ import (
 // the slot) may lose the last writes the old master acknowledged, since
 // replication is asynchronous. Failover repairs them the same way, whether
 // or not this replica noticed an outage (it watches which server answers,
-// see failover_sync.go): claims it holds are re-added if missing, and
+// see sync.go): claims it holds are re-added if missing, and
 // claims it released recently (or whose claim call failed) are dropped if
 // Redis still holds them.
-type Failover struct {
-	primary *Redis
+type Store struct {
+	primary *redisstore.Store
 	onState func(degraded bool, err error)
 	now     func() time.Time
-	subs    map[string]func(Notice) // replica → subscriber, for the local store
+	subs    map[string]func(state.Notice) // replica → subscriber, for the local store
 	subCtx  context.Context
 
 	mu       sync.Mutex // guards the mode and what follows; taken before liveMu
 	degraded bool
-	local    *Memory
-	last     Snapshot
+	local    *memory.Store
+	last     state.Snapshot
 	lastOurs map[string]int // per worker, this replica's claims included in last
-	pending  []Release
+	pending  []state.Release
 	flags    []flagChange
 
 	serverID string // the Redis server last seen holding the keys
@@ -60,13 +63,13 @@ type Failover struct {
 	onRepair     func(Repair)
 }
 
-func (f *Failover) setLive(id, worker string) {
+func (f *Store) setLive(id, worker string) {
 	f.liveMu.Lock()
 	f.live[id] = worker
 	f.liveMu.Unlock()
 }
 
-func (f *Failover) takeLive(id string) (string, bool) {
+func (f *Store) takeLive(id string) (string, bool) {
 	f.liveMu.Lock()
 	defer f.liveMu.Unlock()
 	w, ok := f.live[id]
@@ -74,7 +77,7 @@ func (f *Failover) takeLive(id string) (string, bool) {
 	return w, ok
 }
 
-func (f *Failover) liveCopy() map[string]string {
+func (f *Store) liveCopy() map[string]string {
 	f.liveMu.Lock()
 	defer f.liveMu.Unlock()
 	return maps.Clone(f.live)
@@ -86,39 +89,41 @@ type flagChange struct {
 	draining     bool
 }
 
-// NewFailover wraps primary; onState (may be nil) is told of every change
+var _ state.Store = (*Store)(nil)
+
+// New wraps primary; onState (may be nil) is told of every change
 // of mode.
-func NewFailover(primary *Redis, onState func(degraded bool, err error)) *Failover {
+func New(primary *redisstore.Store, onState func(degraded bool, err error)) *Store {
 	if onState == nil {
 		onState = func(bool, error) {}
 	}
-	return &Failover{primary: primary, onState: onState, now: time.Now, live: map[string]string{}, subs: map[string]func(Notice){}}
+	return &Store{primary: primary, onState: onState, now: time.Now, live: map[string]string{}, subs: map[string]func(state.Notice){}}
 }
 
 // Degraded reports whether the store routes on local state.
-func (f *Failover) Degraded() bool {
+func (f *Store) Degraded() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.degraded
 }
 
 // Primary returns the Redis store.
-func (f *Failover) Primary() *Redis { return f.primary }
+func (f *Store) Primary() *redisstore.Store { return f.primary }
 
 // unavailable reports whether err is Redis being unreachable, not the
 // caller giving up.
 func unavailable(ctx context.Context, err error) bool {
-	return err != nil && ctx.Err() == nil && IsUnavailable(err)
+	return err != nil && ctx.Err() == nil && redisstore.IsUnavailable(err)
 }
 
 // degradeLocked switches to local accounting.
-func (f *Failover) degradeLocked(err error) {
+func (f *Store) degradeLocked(err error) {
 	if f.degraded {
 		return
 	}
 	f.degraded = true
-	f.local = NewMemory(f.now, f.primary.limits)
-	f.local.seed(f.last, f.liveCopy(), f.lastOurs)
+	f.local = memory.New(f.now, f.primary.Limits())
+	f.local.Seed(f.last, f.liveCopy(), f.lastOurs)
 	for replica, fn := range f.subs {
 		_ = f.local.Subscribe(f.subCtx, replica, fn)
 	}
@@ -126,7 +131,7 @@ func (f *Failover) degradeLocked(err error) {
 }
 
 // Run probes Redis while degraded and reconciles when it answers.
-func (f *Failover) Run(ctx context.Context, every time.Duration) {
+func (f *Store) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -145,7 +150,7 @@ func (f *Failover) Run(ctx context.Context, every time.Duration) {
 
 // Recover reconciles with Redis if it answers; it is a no-op when not
 // degraded.
-func (f *Failover) Recover(ctx context.Context) error {
+func (f *Store) Recover(ctx context.Context) error {
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := f.primary.Ping(pctx); err != nil {
@@ -172,9 +177,9 @@ func (f *Failover) Recover(ctx context.Context) error {
 
 // Register registers in Redis, or locally while it is unreachable (the
 // workers are restored into Redis on recovery).
-func (f *Failover) Register(ctx context.Context, specs []WorkerSpec) error {
+func (f *Store) Register(ctx context.Context, specs []state.WorkerSpec) error {
 	for _, sp := range specs { // in either mode: see RegisterLeased
-		if _, err := f.primary.shardOfModels(sp.Models); err != nil {
+		if err := f.primary.CheckModels(sp.Models); err != nil {
 			return fmt.Errorf("worker %s: %w", sp.ID, err)
 		}
 	}
@@ -191,7 +196,7 @@ func (f *Failover) Register(ctx context.Context, specs []WorkerSpec) error {
 }
 
 // Snapshot reads Redis, or the local state while degraded.
-func (f *Failover) Snapshot(ctx context.Context) (Snapshot, error) {
+func (f *Store) Snapshot(ctx context.Context) (state.Snapshot, error) {
 	f.mu.Lock()
 	degraded := f.degraded
 	f.mu.Unlock()
@@ -229,7 +234,7 @@ func (f *Failover) Snapshot(ctx context.Context) (Snapshot, error) {
 }
 
 // Claim claims in Redis, or locally while it is unreachable.
-func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
+func (f *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error) {
 	for attempt := 0; ; attempt++ {
 		if !f.Degraded() {
 			res, err := f.primary.Claim(ctx, req)
@@ -264,7 +269,7 @@ func (f *Failover) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, er
 }
 
 // Release releases in Redis, or locally (queued for replay) while degraded.
-func (f *Failover) Release(ctx context.Context, r Release) (bool, error) {
+func (f *Store) Release(ctx context.Context, r state.Release) (bool, error) {
 	worker, mine := f.takeLive(r.ID)
 	// Noted before Redis is told, so a reconcile running meanwhile that
 	// re-adds the claim also drops it again.
@@ -291,12 +296,12 @@ func (f *Failover) Release(ctx context.Context, r Release) (bool, error) {
 	// The measurements wait in pending and reach Redis once, on recovery;
 	// locally only the slot is given back (the averages stay as last read).
 	f.pending = append(f.pending, r)
-	ok, err := f.local.Release(ctx, Release{ID: r.ID})
+	ok, err := f.local.Release(ctx, state.Release{ID: r.ID})
 	return ok || mine, err
 }
 
 // Move re-attributes a claim in Redis, or locally while degraded.
-func (f *Failover) Move(ctx context.Context, id, to string) error {
+func (f *Store) Move(ctx context.Context, id, to string) error {
 	f.liveMu.Lock()
 	if _, ok := f.live[id]; ok {
 		f.live[id] = to
@@ -322,7 +327,7 @@ func (f *Failover) Move(ctx context.Context, id, to string) error {
 
 // Renew extends leases in Redis, or locally while degraded (recovery
 // re-adds every live claim with a fresh lease).
-func (f *Failover) Renew(ctx context.Context, claims, waiters []string) error {
+func (f *Store) Renew(ctx context.Context, claims, waiters []string) error {
 	f.mu.Lock()
 	if f.degraded {
 		defer f.mu.Unlock()
@@ -340,16 +345,16 @@ func (f *Failover) Renew(ctx context.Context, claims, waiters []string) error {
 }
 
 // SetHealth records health in Redis, or locally (replayed on recovery).
-func (f *Failover) SetHealth(ctx context.Context, worker string, health scoring.Health) error {
+func (f *Store) SetHealth(ctx context.Context, worker string, health scoring.Health) error {
 	return f.setFlag(ctx, flagChange{worker: worker, what: "health", health: health})
 }
 
 // SetDraining records the drain flag in Redis, or locally (replayed).
-func (f *Failover) SetDraining(ctx context.Context, worker string, draining bool) error {
+func (f *Store) SetDraining(ctx context.Context, worker string, draining bool) error {
 	return f.setFlag(ctx, flagChange{worker: worker, what: "drain", draining: draining})
 }
 
-func (f *Failover) setFlag(ctx context.Context, c flagChange) error {
+func (f *Store) setFlag(ctx context.Context, c flagChange) error {
 	apply := func(s interface {
 		SetHealth(context.Context, string, scoring.Health) error
 		SetDraining(context.Context, string, bool) error
@@ -375,9 +380,9 @@ func (f *Failover) setFlag(ctx context.Context, c flagChange) error {
 
 // Subscribe subscribes to Redis, and to the local store whenever the
 // failover turns degraded. Grants are recorded as this replica's claims.
-func (f *Failover) Subscribe(ctx context.Context, replica string, fn func(Notice)) error {
+func (f *Store) Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error {
 	user := fn
-	fn = func(n Notice) {
+	fn = func(n state.Notice) {
 		if !n.Shed {
 			f.setLive(n.Waiter, n.Worker)
 		}
@@ -398,45 +403,45 @@ func (f *Failover) Subscribe(ctx context.Context, replica string, fn func(Notice
 }
 
 // Cancel takes a waiter out of its queue, in Redis or locally.
-func (f *Failover) Cancel(ctx context.Context, id string) (WaiterStatus, error) {
-	return f.waiter(ctx, id, (*Redis).Cancel, (*Memory).Cancel)
+func (f *Store) Cancel(ctx context.Context, id string) (state.WaiterStatus, error) {
+	return f.waiter(ctx, id, (*redisstore.Store).Cancel, (*memory.Store).Cancel)
 }
 
 // Poll says where a waiter stands, in Redis or locally.
-func (f *Failover) Poll(ctx context.Context, id string) (WaiterStatus, error) {
-	return f.waiter(ctx, id, (*Redis).Poll, (*Memory).Poll)
+func (f *Store) Poll(ctx context.Context, id string) (state.WaiterStatus, error) {
+	return f.waiter(ctx, id, (*redisstore.Store).Poll, (*memory.Store).Poll)
 }
 
-func (f *Failover) waiter(ctx context.Context, id string,
-	remote func(*Redis, context.Context, string) (WaiterStatus, error),
-	local func(*Memory, context.Context, string) (WaiterStatus, error),
-) (WaiterStatus, error) {
+func (f *Store) waiter(ctx context.Context, id string,
+	remote func(*redisstore.Store, context.Context, string) (state.WaiterStatus, error),
+	local func(*memory.Store, context.Context, string) (state.WaiterStatus, error),
+) (state.WaiterStatus, error) {
 	f.mu.Lock()
 	if f.degraded {
 		defer f.mu.Unlock()
 		st, err := local(f.local, ctx, id)
-		if err == nil && st.State == WaiterGone {
+		if err == nil && st.State == state.WaiterGone {
 			// A waiter queued in Redis before the outage: Redis knows.
-			return WaiterStatus{State: WaiterQueued}, nil
+			return state.WaiterStatus{State: state.WaiterQueued}, nil
 		}
 		return st, err
 	}
 	f.mu.Unlock()
 	st, err := remote(f.primary, ctx, id)
-	if st.State == WaiterGranted {
+	if st.State == state.WaiterGranted {
 		f.setLive(id, st.Worker)
 	}
 	if unavailable(ctx, err) {
 		f.mu.Lock()
 		f.degradeLocked(err)
 		f.mu.Unlock()
-		return WaiterStatus{State: WaiterQueued}, nil
+		return state.WaiterStatus{State: state.WaiterQueued}, nil
 	}
 	return st, err
 }
 
 // Pump hands free slots to waiters, in Redis or locally.
-func (f *Failover) Pump(ctx context.Context) error {
+func (f *Store) Pump(ctx context.Context) error {
 	f.mu.Lock()
 	if f.degraded {
 		defer f.mu.Unlock()

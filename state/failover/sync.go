@@ -1,9 +1,11 @@
-package state
+package failover
 
 import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 // This file holds the failover store's reconcile, how it notices a
@@ -24,13 +26,13 @@ type Repair struct {
 }
 
 // OnRepair sets fn (may be nil) to be told of every reconcile.
-func (f *Failover) OnRepair(fn func(Repair)) {
+func (f *Store) OnRepair(fn func(Repair)) {
 	f.liveMu.Lock()
 	f.onRepair = fn
 	f.liveMu.Unlock()
 }
 
-func (f *Failover) repaired(r Repair) {
+func (f *Store) repaired(r Repair) {
 	f.liveMu.Lock()
 	fn := f.onRepair
 	f.liveMu.Unlock()
@@ -51,9 +53,9 @@ const maxReleased = 1 << 17
 // releaseMemory is how long a release is remembered: a release Redis lost
 // leaves a claim nobody renews, which lapses on its own within a lease,
 // so two leases cover it with room for the failover itself.
-func (f *Failover) releaseMemory() time.Duration { return 2 * f.primary.limits.Lease }
+func (f *Store) releaseMemory() time.Duration { return 2 * f.primary.Limits().Lease }
 
-func (f *Failover) noteReleased(id string) {
+func (f *Store) noteReleased(id string) {
 	now := f.now()
 	f.liveMu.Lock()
 	defer f.liveMu.Unlock()
@@ -75,7 +77,7 @@ func (f *Failover) noteReleased(id string) {
 
 // recentReleases lists the claims this replica released, or whose claim
 // failed, in the last releaseMemory: none of them may be held in Redis.
-func (f *Failover) recentReleases() []string {
+func (f *Store) recentReleases() []string {
 	now := f.now()
 	f.liveMu.Lock()
 	defer f.liveMu.Unlock()
@@ -93,7 +95,7 @@ func (f *Failover) recentReleases() []string {
 // this replica seeing an outage (a quick failover, or one while it was
 // idle), it reconciles as after an outage. An unreachable Redis turns the
 // store degraded, as any failed operation would. Run calls it on every tick.
-func (f *Failover) CheckServer(ctx context.Context) {
+func (f *Store) CheckServer(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	id, err := f.primary.ServerID(cctx)
@@ -122,7 +124,7 @@ func (f *Failover) CheckServer(ctx context.Context) {
 // reconcileLocked puts back what Redis may lack: the workers (registry and
 // live state), this replica's claims, its recent releases and, after an
 // outage, what it did meanwhile.
-func (f *Failover) reconcileLocked(ctx context.Context, reason string, workers []Worker) error {
+func (f *Store) reconcileLocked(ctx context.Context, reason string, workers []state.Worker) error {
 	if err := f.primary.Restore(ctx, workers); err != nil {
 		return err
 	}
@@ -149,7 +151,7 @@ func (f *Failover) reconcileLocked(ctx context.Context, reason string, workers [
 		} else {
 			err = f.primary.SetDraining(ctx, c.worker, c.draining)
 		}
-		if err != nil && !errors.Is(err, ErrUnknownWorker) {
+		if err != nil && !errors.Is(err, state.ErrUnknownWorker) {
 			return err
 		}
 	}

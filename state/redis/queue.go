@@ -1,4 +1,4 @@
-package state
+package redis
 
 import (
 	"context"
@@ -6,49 +6,51 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 // This file holds the Redis store's queue operations besides the claim:
 // cancel, poll, pump, and the notices that wake a replica's waiters.
 
 // Cancel takes a waiter out of its queue (see cancel.lua).
-func (r *Redis) Cancel(ctx context.Context, id string) (WaiterStatus, error) {
+func (r *Store) Cancel(ctx context.Context, id string) (state.WaiterStatus, error) {
 	return r.waiterStatus(ctx, scriptCancel, id)
 }
 
 // Poll says where a waiter stands (see poll.lua).
-func (r *Redis) Poll(ctx context.Context, id string) (WaiterStatus, error) {
+func (r *Store) Poll(ctx context.Context, id string) (state.WaiterStatus, error) {
 	return r.waiterStatus(ctx, scriptPoll, id)
 }
 
-func (r *Redis) waiterStatus(ctx context.Context, s *redis.Script, id string) (WaiterStatus, error) {
+func (r *Store) waiterStatus(ctx context.Context, s *redis.Script, id string) (state.WaiterStatus, error) {
 	var res []any
 	for _, sh := range r.shardsOfID(ctx, id, "") {
 		var err error
 		res, err = r.run(ctx, sh, s, id).Slice()
 		if err != nil || len(res) == 0 {
-			return WaiterStatus{}, fmt.Errorf("redis waiter status: %w", err)
+			return state.WaiterStatus{}, fmt.Errorf("redis waiter status: %w", err)
 		}
 		if st, _ := res[0].(string); st != "gone" {
 			break
 		}
 	}
-	state, _ := res[0].(string)
-	switch state {
+	st, _ := res[0].(string)
+	switch st {
 	case "removed":
-		return WaiterStatus{State: WaiterRemoved}, nil
+		return state.WaiterStatus{State: state.WaiterRemoved}, nil
 	case "queued":
 		pos, _ := res[1].(int64)
-		return WaiterStatus{State: WaiterQueued, Position: int(pos)}, nil
+		return state.WaiterStatus{State: state.WaiterQueued, Position: int(pos)}, nil
 	case "granted":
 		w, _ := res[1].(string)
-		return WaiterStatus{State: WaiterGranted, Worker: w}, nil
+		return state.WaiterStatus{State: state.WaiterGranted, Worker: w}, nil
 	}
-	return WaiterStatus{State: WaiterGone}, nil
+	return state.WaiterStatus{State: state.WaiterGone}, nil
 }
 
 // Pump hands free slots to waiters of every model.
-func (r *Redis) Pump(ctx context.Context) error {
+func (r *Store) Pump(ctx context.Context) error {
 	for _, sh := range r.shards {
 		if err := r.run(ctx, sh, scriptPump).Err(); err != nil {
 			return fmt.Errorf("redis pump: %w", err)
@@ -60,7 +62,7 @@ func (r *Redis) Pump(ctx context.Context) error {
 // Subscribe delivers notices about replica's waiters to fn, until ctx ends.
 // Pub/Sub is at most once; waiters also Poll, so a lost message only
 // delays a grant.
-func (r *Redis) Subscribe(ctx context.Context, replica string, fn func(Notice)) error {
+func (r *Store) Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error {
 	channels := make([]string, len(r.shards))
 	for i, sh := range r.shards {
 		channels[i] = sh.prefix + "notify:" + replica
@@ -82,7 +84,7 @@ func (r *Redis) Subscribe(ctx context.Context, replica string, fn func(Notice)) 
 					return
 				}
 				id, worker, _ := strings.Cut(msg.Payload, " ")
-				fn(Notice{Waiter: id, Worker: worker, Shed: worker == "-"})
+				fn(state.Notice{Waiter: id, Worker: worker, Shed: worker == "-"})
 			}
 		}
 	}()

@@ -1,4 +1,4 @@
-package state_test
+package failover_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/failover"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -26,7 +28,7 @@ func TestFailoverReconciles(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer client.Close()
 	var modes []bool
-	f := state.NewFailover(state.NewRedis(client, "fo", state.Limits{Lease: 10 * time.Second}), func(d bool, _ error) { modes = append(modes, d) })
+	f := failover.New(redisstore.New(client, "fo", state.Limits{Lease: 10 * time.Second}), func(d bool, _ error) { modes = append(modes, d) })
 	specs := []state.WorkerSpec{{ID: "a", Address: "10.0.0.1:1", Models: []string{"m"}, MaxConcurrency: 4}, {ID: "b", Address: "10.0.0.2:1", Models: []string{"m"}, MaxConcurrency: 4}}
 	if err := f.Register(ctx, specs); err != nil {
 		t.Fatal(err)
@@ -74,7 +76,7 @@ func TestFailoverReconciles(t *testing.T) {
 	if f.Degraded() || len(modes) != 2 || !modes[0] || modes[1] {
 		t.Fatalf("mode changes %v, degraded %v", modes, f.Degraded())
 	}
-	snap, err := state.NewRedis(client, "fo", state.Limits{}).Snapshot(ctx)
+	snap, err := redisstore.New(client, "fo", state.Limits{}).Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +96,7 @@ func TestFailoverReconciles(t *testing.T) {
 	if ok, err := f.Release(ctx, state.Release{ID: "during"}); err != nil || !ok {
 		t.Fatalf("release of the claim made during the outage: %v %v", ok, err)
 	}
-	snap, _ = state.NewRedis(client, "fo", state.Limits{}).Snapshot(ctx)
+	snap, _ = redisstore.New(client, "fo", state.Limits{}).Snapshot(ctx)
 	for _, w := range snap.Workers {
 		if w.InFlight != 0 {
 			t.Fatalf("%s left at %d", w.Spec.ID, w.InFlight)

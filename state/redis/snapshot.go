@@ -1,4 +1,4 @@
-package state
+package redis
 
 import (
 	"context"
@@ -10,21 +10,22 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
 )
 
 // This file reads the Redis store's snapshot: each shard's workers, queues
 // and leases in one round trip per shard, merged.
 
 // Snapshot reads every worker's state, in one round trip per shard.
-func (r *Redis) Snapshot(ctx context.Context) (Snapshot, error) {
+func (r *Store) Snapshot(ctx context.Context) (state.Snapshot, error) {
 	if len(r.shards) == 1 {
 		return r.snapshotShard(ctx, r.shards[0])
 	}
-	var all Snapshot
+	var all state.Snapshot
 	for _, sh := range r.shards {
 		snap, err := r.snapshotShard(ctx, sh)
 		if err != nil {
-			return Snapshot{}, err
+			return state.Snapshot{}, err
 		}
 		for _, w := range snap.Workers {
 			r.where.learnWorker(w.Spec.ID, sh)
@@ -35,18 +36,18 @@ func (r *Redis) Snapshot(ctx context.Context) (Snapshot, error) {
 			all.At = snap.At
 		}
 	}
-	slices.SortFunc(all.Workers, func(a, b Worker) int { return strings.Compare(a.Spec.ID, b.Spec.ID) })
-	slices.SortFunc(all.Queues, func(a, b QueueDepth) int { return strings.Compare(a.Model, b.Model) })
+	slices.SortFunc(all.Workers, func(a, b state.Worker) int { return strings.Compare(a.Spec.ID, b.Spec.ID) })
+	slices.SortFunc(all.Queues, func(a, b state.QueueDepth) int { return strings.Compare(a.Model, b.Model) })
 	return all, nil
 }
 
-func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) {
+func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, error) {
 	res, err := r.run(ctx, sh, scriptSnapshot).Slice()
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
+		return state.Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
 	if len(res) != 14 {
-		return Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
+		return state.Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
 	leases := pairs(res[8])
 	teleLists, _ := res[7].([]any)
@@ -58,13 +59,13 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 	statsLists, _ := res[5].([]any)
 	limits := parseLimits(pairs(res[12]))
 	predicted := pairs(res[13])
-	snap := Snapshot{At: time.UnixMilli(now)}
+	snap := state.Snapshot{At: time.UnixMilli(now)}
 	for i, kv := range workers {
-		var spec WorkerSpec
+		var spec state.WorkerSpec
 		if err := json.Unmarshal([]byte(kv[1]), &spec); err != nil {
-			return Snapshot{}, fmt.Errorf("redis snapshot: worker %s: %w", kv[0], err)
+			return state.Snapshot{}, fmt.Errorf("redis snapshot: worker %s: %w", kv[0], err)
 		}
-		w := Worker{Spec: spec, Health: scoring.Health(lookup(health, kv[0])), Draining: lookup(drain, kv[0]) == "1"}
+		w := state.Worker{Spec: spec, Health: scoring.Health(lookup(health, kv[0])), Draining: lookup(drain, kv[0]) == "1"}
 		w.InFlight, _ = strconv.Atoi(lookup(inflight, kv[0]))
 		w.PrefillTokens, _ = strconv.Atoi(lookup(tokp, kv[0]))
 		w.DecodeTokens, _ = strconv.Atoi(lookup(tokd, kv[0]))
@@ -86,16 +87,16 @@ func (r *Redis) snapshotShard(ctx context.Context, sh *shard) (Snapshot, error) 
 		}
 		snap.Workers = append(snap.Workers, w)
 	}
-	slices.SortFunc(snap.Workers, func(a, b Worker) int { return strings.Compare(a.Spec.ID, b.Spec.ID) })
+	slices.SortFunc(snap.Workers, func(a, b state.Worker) int { return strings.Compare(a.Spec.ID, b.Spec.ID) })
 	qs, _ := res[6].([]any)
 	for i := 0; i+3 < len(qs); i += 4 {
 		model, _ := qs[i].(string)
 		c, _ := qs[i+1].(int64)
 		st, _ := qs[i+2].(int64)
 		b, _ := qs[i+3].(int64)
-		snap.Queues = append(snap.Queues, QueueDepth{Model: model, Critical: int(c), Standard: int(st), Batch: int(b)})
+		snap.Queues = append(snap.Queues, state.QueueDepth{Model: model, Critical: int(c), Standard: int(st), Batch: int(b)})
 	}
-	slices.SortFunc(snap.Queues, func(a, b QueueDepth) int { return strings.Compare(a.Model, b.Model) })
+	slices.SortFunc(snap.Queues, func(a, b state.QueueDepth) int { return strings.Compare(a.Model, b.Model) })
 	return snap, nil
 }
 
@@ -119,16 +120,16 @@ func lookup(kvs [][2]string, k string) string {
 	return ""
 }
 
-func parseStats(kvs [][2]string) Stats {
+func parseStats(kvs [][2]string) state.Stats {
 	m := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
 		m[kv[0]] = kv[1]
 	}
-	ema := func(f string) EMA {
+	ema := func(f string) state.EMA {
 		v, _ := strconv.ParseFloat(m[f+"_v"], 64)
 		n, _ := strconv.ParseInt(m[f+"_n"], 10, 64)
 		t, _ := strconv.ParseInt(m[f+"_t"], 10, 64)
-		e := EMA{Value: v, Samples: n}
+		e := state.EMA{Value: v, Samples: n}
 		if t > 0 {
 			e.Updated = time.UnixMilli(t)
 		}
@@ -136,5 +137,5 @@ func parseStats(kvs [][2]string) Stats {
 	}
 	req, _ := strconv.ParseInt(m["req"], 10, 64)
 	errs, _ := strconv.ParseInt(m["err"], 10, 64)
-	return Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs}
+	return state.Stats{Latency: ema("lat"), TTFT: ema("ttft"), TokensPerSec: ema("tps"), Requests: req, Errors: errs}
 }

@@ -1,4 +1,4 @@
-package state
+package memory
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
 )
 
 // This file holds the in-memory store's fleet bookkeeping: registered
 // workers' leases, the health state machine, monitor leases and scraped
 // telemetry.
 
-func (m *Memory) deregisterLocked(id string) bool {
+func (m *Store) deregisterLocked(id string) bool {
 	if _, ok := m.workers[id]; !ok {
 		return false
 	}
@@ -24,8 +25,8 @@ func (m *Memory) deregisterLocked(id string) bool {
 }
 
 // RegisterLeased registers a worker that must heartbeat within lease.
-func (m *Memory) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
-	if err := m.Register(ctx, []WorkerSpec{spec}); err != nil {
+func (m *Store) RegisterLeased(ctx context.Context, spec state.WorkerSpec, lease time.Duration) (time.Time, error) {
+	if err := m.Register(ctx, []state.WorkerSpec{spec}); err != nil {
 		return time.Time{}, err
 	}
 	return m.Heartbeat(ctx, spec.ID, -lease)
@@ -33,15 +34,15 @@ func (m *Memory) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time
 
 // Heartbeat extends a registered worker's lease (a negative lease starts
 // one: RegisterLeased).
-func (m *Memory) Heartbeat(_ context.Context, id string, lease time.Duration) (time.Time, error) {
+func (m *Store) Heartbeat(_ context.Context, id string, lease time.Duration) (time.Time, error) {
 	m.lock()
 	defer m.unlock()
 	w, ok := m.workers[id]
 	switch {
 	case !ok:
-		return time.Time{}, fmt.Errorf("%q: %w", id, ErrUnknownWorker)
+		return time.Time{}, fmt.Errorf("%q: %w", id, state.ErrUnknownWorker)
 	case lease >= 0 && !w.Registered:
-		return time.Time{}, fmt.Errorf("%w: not registered through the API (it has no lease)", ErrUnknownWorker)
+		return time.Time{}, fmt.Errorf("%w: not registered through the API (it has no lease)", state.ErrUnknownWorker)
 	}
 	if lease < 0 {
 		lease = -lease
@@ -53,11 +54,11 @@ func (m *Memory) Heartbeat(_ context.Context, id string, lease time.Duration) (t
 
 // Deregister removes a worker from the fleet; its in-flight requests end
 // normally.
-func (m *Memory) Deregister(_ context.Context, id string) error {
+func (m *Store) Deregister(_ context.Context, id string) error {
 	m.lock()
 	defer m.unlock()
 	if !m.deregisterLocked(id) {
-		return fmt.Errorf("%q: %w", id, ErrUnknownWorker)
+		return fmt.Errorf("%q: %w", id, state.ErrUnknownWorker)
 	}
 	return nil
 }
@@ -69,7 +70,7 @@ type monitorLease struct {
 
 // healthEvent is the health state machine (see health_event in
 // lua/prelude.lua and HealthPolicy).
-func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) scoring.Health {
+func (m *Store) healthEvent(w *memWorker, ok, passive bool, now time.Time) scoring.Health {
 	p := m.limits.Health
 	cur := w.Health
 	next := cur
@@ -111,18 +112,18 @@ func (m *Memory) healthEvent(w *memWorker, ok, passive bool, now time.Time) scor
 }
 
 // ReportHealth feeds an active health check's result to the state machine.
-func (m *Memory) ReportHealth(_ context.Context, worker string, ok bool) (scoring.Health, error) {
+func (m *Store) ReportHealth(_ context.Context, worker string, ok bool) (scoring.Health, error) {
 	m.lock()
 	defer m.unlock()
 	w, found := m.workers[worker]
 	if !found {
-		return "", fmt.Errorf("%q: %w", worker, ErrUnknownWorker)
+		return "", fmt.Errorf("%q: %w", worker, state.ErrUnknownWorker)
 	}
 	return m.healthEvent(w, ok, false, m.now()), nil
 }
 
 // AcquireMonitors takes or keeps the monitor lease of each worker.
-func (m *Memory) AcquireMonitors(_ context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
+func (m *Store) AcquireMonitors(_ context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
 	m.lock()
 	defer m.unlock()
 	now := m.now()
@@ -139,7 +140,7 @@ func (m *Memory) AcquireMonitors(_ context.Context, replica string, workers []st
 
 // PutTelemetry stores scrape results; samples not measured keep their
 // previous value and time.
-func (m *Memory) PutTelemetry(_ context.Context, ts map[string]Telemetry) error {
+func (m *Store) PutTelemetry(_ context.Context, ts map[string]state.Telemetry) error {
 	m.lock()
 	defer m.unlock()
 	for id, t := range ts {
@@ -148,13 +149,13 @@ func (m *Memory) PutTelemetry(_ context.Context, ts map[string]Telemetry) error 
 			continue
 		}
 		old := w.Telemetry
-		keep := func(n, o Sample) Sample {
+		keep := func(n, o state.Sample) state.Sample {
 			if n.At.IsZero() {
 				return o
 			}
 			return n
 		}
-		w.Telemetry = Telemetry{
+		w.Telemetry = state.Telemetry{
 			KVUsage: keep(t.KVUsage, old.KVUsage), Waiting: keep(t.Waiting, old.Waiting),
 			Running: keep(t.Running, old.Running), GPUUtil: keep(t.GPUUtil, old.GPUUtil),
 			PrefixHits: keep(t.PrefixHits, old.PrefixHits), KVBlocks: keep(t.KVBlocks, old.KVBlocks),

@@ -1,13 +1,14 @@
-package state
+package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 // Pools group models into worker pools: a pool is a set of models, and
@@ -32,10 +33,10 @@ import (
 // the fleet.
 type Pools map[string][]string // pool name → models
 
-// NewPooledRedis is NewRedis with the models of each pool in keys of
+// NewPooled is New with the models of each pool in keys of
 // their own ({prefix:pool}). Every replica must use the same pools.
-func NewPooledRedis(client redis.UniversalClient, prefix string, l Limits, pools Pools) (*Redis, error) {
-	r := NewRedis(client, prefix, l)
+func NewPooled(client redis.UniversalClient, prefix string, l state.Limits, pools Pools) (*Store, error) {
+	r := New(client, prefix, l)
 	if len(pools) == 0 {
 		return r, nil
 	}
@@ -81,7 +82,7 @@ func newShard(name, p string) *shard {
 }
 
 // shardOfModels is the shard of a worker serving models.
-func (r *Redis) shardOfModels(models []string) (*shard, error) {
+func (r *Store) shardOfModels(models []string) (*shard, error) {
 	if r.pools == nil {
 		return r.shards[0], nil
 	}
@@ -92,7 +93,7 @@ func (r *Redis) shardOfModels(models []string) (*shard, error) {
 			p = r.shards[0]
 		}
 		if sh != nil && p != sh {
-			return nil, fmt.Errorf("%w: it serves models of pools %q and %q (put them in one pool)", ErrPoolMix, sh.name, p.name)
+			return nil, fmt.Errorf("%w: it serves models of pools %q and %q (put them in one pool)", state.ErrPoolMix, sh.name, p.name)
 		}
 		sh = p
 	}
@@ -102,13 +103,17 @@ func (r *Redis) shardOfModels(models []string) (*shard, error) {
 	return sh, nil
 }
 
-// ErrPoolMix: a worker serves models of different pools.
-var ErrPoolMix = errors.New("worker spans pools")
+// CheckModels reports ErrPoolMix when models span pools: no shard could
+// hold a worker serving them.
+func (r *Store) CheckModels(models []string) error {
+	_, err := r.shardOfModels(models)
+	return err
+}
 
 // shardOfWorker is where worker id lives: learned from registrations and
 // snapshots, else looked up (once) in each shard's registry; the default
 // shard when no shard has it.
-func (r *Redis) shardOfWorker(ctx context.Context, id string) *shard {
+func (r *Store) shardOfWorker(ctx context.Context, id string) *shard {
 	if r.pools == nil {
 		return r.shards[0]
 	}
@@ -126,7 +131,7 @@ func (r *Redis) shardOfWorker(ctx context.Context, id string) *shard {
 
 // shardOfClaim is the shard of the requested model: its queue's, or its
 // first candidate's (they all serve the model, so share its pool).
-func (r *Redis) shardOfClaim(ctx context.Context, req ClaimRequest) *shard {
+func (r *Store) shardOfClaim(ctx context.Context, req state.ClaimRequest) *shard {
 	if r.pools == nil {
 		return r.shards[0]
 	}
@@ -143,7 +148,7 @@ func (r *Redis) shardOfClaim(ctx context.Context, req ClaimRequest) *shard {
 
 // shardsOfID lists where claim or waiter id may be: where this store put
 // it, else its worker's shard (when given), else every shard.
-func (r *Redis) shardsOfID(ctx context.Context, id, worker string) []*shard {
+func (r *Store) shardsOfID(ctx context.Context, id, worker string) []*shard {
 	if r.pools == nil {
 		return r.shards
 	}

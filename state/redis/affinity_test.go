@@ -1,4 +1,4 @@
-package state_test
+package redis_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 )
 
 // TestAffinityClaimCost measures what the prefix index costs Redis per
@@ -17,7 +18,7 @@ import (
 // commandstats): 16 candidates, each index full (4,096 blocks) of prompts
 // of the measured length, a prompt matching half its blocks on one worker,
 // against the same claims without affinity. It reports the figures
-// (go test -run AffinityClaimCost -v ./state) and bounds them loosely, so
+// (go test -run AffinityClaimCost -v ./state/redis) and bounds them loosely, so
 // a regression to a linear scan per candidate shows.
 func TestAffinityClaimCost(t *testing.T) {
 	if testing.Short() {
@@ -36,7 +37,7 @@ func affinityClaimCost(t *testing.T, blocks int) (off, on float64) {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: redisAddr})
 	defer client.Close()
-	s := state.NewRedis(client, fmt.Sprintf("cost%d", prefixSeq.Add(1)), state.Limits{})
+	s := redisstore.New(client, fmt.Sprintf("cost%d", prefixSeq.Add(1)), state.Limits{})
 	const workers = 16
 	var specs []state.WorkerSpec
 	var cands []state.Candidate

@@ -1,16 +1,19 @@
-package state
+package failover
 
 import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 )
 
 // The memory of recent releases keeps exactly the last two leases, held
 // ids excluded, however long it runs.
 func TestRecentReleasesWindow(t *testing.T) {
 	clock := time.Unix(1000, 0)
-	f := NewFailover(NewRedis(nil, "w", Limits{Lease: time.Second}), nil)
+	f := New(redisstore.New(nil, "w", state.Limits{Lease: time.Second}), nil)
 	f.now = func() time.Time { return clock }
 	for i := 0; i < 10000; i++ { // 10 s of releases, one a millisecond
 		f.noteReleased(fmt.Sprintf("r%d", i))
@@ -31,7 +34,7 @@ func TestRecentReleasesWindow(t *testing.T) {
 }
 
 func BenchmarkNoteReleased(b *testing.B) {
-	f := NewFailover(NewRedis(nil, "w", Limits{Lease: 10 * time.Second}), nil)
+	f := New(redisstore.New(nil, "w", state.Limits{Lease: 10 * time.Second}), nil)
 	clock := time.Unix(1000, 0)
 	f.now = func() time.Time { return clock }
 	for i := 0; i < b.N; i++ {

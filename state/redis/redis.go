@@ -1,4 +1,4 @@
-package state
+package redis
 
 import (
 	"context"
@@ -12,9 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
 )
 
-// Redis is the shared store: every replica reads and claims through the
+// Store is the shared store: every replica reads and claims through the
 // same Redis (single node, Sentinel or Cluster, through UniversalClient).
 // Each multi-key operation is one Lua script, so it is atomic with respect
 // to every other replica's, and costs one round trip.
@@ -43,9 +44,9 @@ import (
 //	                         scored by recency ({P}:pseq), at most kv_blocks
 //	{P}:tokp, :tokd    hash  worker id → in-flight prefill / decode tokens
 //	{P}:ctok, :wtok    hash  claim / waiter id → "prefill decode" it holds
-type Redis struct {
+type Store struct {
 	client redis.UniversalClient
-	limits Limits
+	limits state.Limits
 	shards []*shard // [0]: the default shard, for models in no pool
 	pools  map[string]*shard
 	// Where workers and ids live, learned as they are seen; used only
@@ -53,7 +54,7 @@ type Redis struct {
 	where placement
 }
 
-var _ = (*Redis)(nil)
+var _ state.Store = (*Store)(nil)
 
 //go:embed lua/prelude.lua
 var luaPrelude string
@@ -123,29 +124,32 @@ var (
 	scriptWorkers  = script(luaWorkers)
 )
 
-// NewRedis returns a store on client under key prefix (default "llmr").
+// New returns a store on client under key prefix (default "llmr").
 // Every replica sharing the prefix must use the same limits.
-func NewRedis(client redis.UniversalClient, prefix string, l Limits) *Redis {
+func New(client redis.UniversalClient, prefix string, l state.Limits) *Store {
 	if prefix == "" {
 		prefix = "llmr"
 	}
-	return &Redis{
+	return &Store{
 		client: client,
-		limits: l.withDefaults(),
+		limits: l.WithDefaults(),
 		shards: []*shard{newShard("", "{"+prefix+"}:")},
 	}
 }
 
 // Client returns the underlying client (the queue and decision stream use it).
-func (r *Redis) Client() redis.UniversalClient { return r.client }
+func (r *Store) Client() redis.UniversalClient { return r.client }
+
+// Limits returns the store's settings, defaults filled in.
+func (r *Store) Limits() state.Limits { return r.limits }
 
 // Prefix returns the default shard's key prefix including its hash tag,
 // e.g. "{llmr}:" (the decision stream lives there).
-func (r *Redis) Prefix() string { return r.shards[0].prefix }
+func (r *Store) Prefix() string { return r.shards[0].prefix }
 
 // run calls a script on shard sh with the common header: prefix, lease ms,
 // global cap, health policy.
-func (r *Redis) run(ctx context.Context, sh *shard, s *redis.Script, args ...any) *redis.Cmd {
+func (r *Store) run(ctx context.Context, sh *shard, s *redis.Script, args ...any) *redis.Cmd {
 	all := make([]any, 0, 4+len(args))
 	h := r.limits.Health
 	all = append(all, sh.prefix, r.limits.Lease.Milliseconds(), r.limits.GlobalCap,
@@ -155,7 +159,7 @@ func (r *Redis) run(ctx context.Context, sh *shard, s *redis.Script, args ...any
 
 // Ping checks that the servers holding the store's keys answer (in a
 // Cluster, the master of each shard's slot, not any node).
-func (r *Redis) Ping(ctx context.Context) error {
+func (r *Store) Ping(ctx context.Context) error {
 	cc, ok := r.client.(*redis.ClusterClient)
 	if !ok {
 		return r.client.Ping(ctx).Err()
@@ -176,11 +180,11 @@ func (r *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Register merges workers into the registry (see Memory.Register).
-func (r *Redis) Register(ctx context.Context, specs []WorkerSpec) error {
-	ws := make([]Worker, len(specs))
+// Register merges workers into the registry (see state.Fleet).
+func (r *Store) Register(ctx context.Context, specs []state.WorkerSpec) error {
+	ws := make([]state.Worker, len(specs))
 	for i, s := range specs {
-		ws[i] = Worker{Spec: s, Health: scoring.Healthy}
+		ws[i] = state.Worker{Spec: s, Health: scoring.Healthy}
 	}
 	return r.restore(ctx, ws, false)
 }
@@ -188,10 +192,12 @@ func (r *Redis) Register(ctx context.Context, specs []WorkerSpec) error {
 // Restore registers workers with their last known live state (health,
 // drain, averages) wherever Redis has none: after Redis lost its data, any
 // replica can put back what it last saw.
-func (r *Redis) Restore(ctx context.Context, ws []Worker) error { return r.restore(ctx, ws, true) }
+func (r *Store) Restore(ctx context.Context, ws []state.Worker) error {
+	return r.restore(ctx, ws, true)
+}
 
-func (r *Redis) restore(ctx context.Context, ws []Worker, withState bool) error {
-	groups := map[*shard][]Worker{}
+func (r *Store) restore(ctx context.Context, ws []state.Worker, withState bool) error {
+	groups := map[*shard][]state.Worker{}
 	for _, w := range ws {
 		sh, err := r.shardOfModels(w.Spec.Models)
 		if err != nil {
@@ -210,7 +216,7 @@ func (r *Redis) restore(ctx context.Context, ws []Worker, withState bool) error 
 	return nil
 }
 
-func (r *Redis) restoreShard(ctx context.Context, sh *shard, ws []Worker, withState bool) error {
+func (r *Store) restoreShard(ctx context.Context, sh *shard, ws []state.Worker, withState bool) error {
 	args := []any{len(ws)}
 	for _, w := range ws {
 		spec, err := json.Marshal(w.Spec)
@@ -239,9 +245,9 @@ func (r *Redis) restoreShard(ctx context.Context, sh *shard, ws []Worker, withSt
 	return r.run(ctx, sh, scriptRegister, args...).Err()
 }
 
-func statsFields(s Stats) []any {
+func statsFields(s state.Stats) []any {
 	var out []any
-	add := func(f string, e EMA) {
+	add := func(f string, e state.EMA) {
 		if e.Samples == 0 {
 			return
 		}
@@ -257,13 +263,13 @@ func statsFields(s Stats) []any {
 }
 
 // Claim picks and claims atomically, or queues (see claim.lua).
-func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error) {
-	q, queue, rank := QueueSpec{}, "0", 0
+func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error) {
+	q, queue, rank := state.QueueSpec{}, "0", 0
 	if req.Queue != nil {
 		q, queue, rank = *req.Queue, "1", req.Queue.Priority.Rank()
 	}
 	sh := r.shardOfClaim(ctx, req)
-	aff := req.wantsAffinity()
+	aff := req.WantsAffinity()
 	args := []any{
 		req.ID, packCandidates(req.Candidates, aff),
 		q.Model, queue, rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
@@ -274,17 +280,17 @@ func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 	}
 	res, err := r.run(ctx, sh, scriptClaim, args...).Slice()
 	if err != nil {
-		return ClaimResult{}, fmt.Errorf("redis claim: %w", err)
+		return state.ClaimResult{}, fmt.Errorf("redis claim: %w", err)
 	}
 	if len(res) != 8 {
-		return ClaimResult{}, fmt.Errorf("redis claim: unexpected reply of %d parts", len(res))
+		return state.ClaimResult{}, fmt.Errorf("redis claim: unexpected reply of %d parts", len(res))
 	}
 	outcome, _ := res[0].(int64)
 	idx, _ := res[1].(int64)
 	active, _ := res[2].([]any)
 	avail, _ := res[3].([]any)
 	pos, _ := res[4].(int64)
-	out := ClaimResult{Index: -1, Active: make([]int, len(req.Candidates)), Available: make([]bool, len(req.Candidates))}
+	out := state.ClaimResult{Index: -1, Active: make([]int, len(req.Candidates)), Available: make([]bool, len(req.Candidates))}
 	switch outcome {
 	case 1:
 		out.Index = int(idx) - 1
@@ -306,12 +312,12 @@ func (r *Redis) Claim(ctx context.Context, req ClaimRequest) (ClaimResult, error
 		}
 	}
 	if aff {
-		out.Live = make([]Live, len(req.Candidates))
+		out.Live = make([]state.Live, len(req.Candidates))
 		m, _ := res[5].([]any)
 		p, _ := res[6].([]any)
 		d, _ := res[7].([]any)
 		for i := range out.Live {
-			out.Live[i] = Live{Match: intAt(m, i), Prefill: intAt(p, i), Decode: intAt(d, i)}
+			out.Live[i] = state.Live{Match: intAt(m, i), Prefill: intAt(p, i), Decode: intAt(d, i)}
 			if out.Live[i].Match < 0 {
 				out.Live[i].Match, out.Live[i].Unread = 0, true
 			}
@@ -331,7 +337,7 @@ func intAt(xs []any, i int) int {
 func fnum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
 // Release ends a claim once and updates the averages (one round trip).
-func (r *Redis) Release(ctx context.Context, rel Release) (bool, error) {
+func (r *Store) Release(ctx context.Context, rel state.Release) (bool, error) {
 	failed := "0"
 	if rel.Failed {
 		failed = "1"
@@ -352,12 +358,12 @@ func (r *Redis) Release(ctx context.Context, rel Release) (bool, error) {
 }
 
 // Move re-attributes a held claim to another worker.
-func (r *Redis) Move(ctx context.Context, id, to string) error {
+func (r *Store) Move(ctx context.Context, id, to string) error {
 	return scriptError(r.run(ctx, r.shardsOfID(ctx, id, to)[0], scriptMove, id, to).Err())
 }
 
 // Renew extends the leases of the given claims and waiters.
-func (r *Redis) Renew(ctx context.Context, claims, waiters []string) error {
+func (r *Store) Renew(ctx context.Context, claims, waiters []string) error {
 	if len(r.shards) == 1 {
 		return r.renewShard(ctx, r.shards[0], claims, waiters)
 	}
@@ -370,7 +376,7 @@ func (r *Redis) Renew(ctx context.Context, claims, waiters []string) error {
 	return nil
 }
 
-func (r *Redis) renewShard(ctx context.Context, sh *shard, claims, waiters []string) error {
+func (r *Store) renewShard(ctx context.Context, sh *shard, claims, waiters []string) error {
 	for len(claims)+len(waiters) > 0 {
 		cb := claims[:min(len(claims), 1000)]
 		claims = claims[len(cb):]
@@ -393,7 +399,7 @@ func (r *Redis) renewShard(ctx context.Context, sh *shard, claims, waiters []str
 
 // Adopt makes sure each given claim is counted exactly once, re-adding
 // those Redis lost (see adopt.lua). It returns how many were re-added.
-func (r *Redis) Adopt(ctx context.Context, claims map[string]string) (int, error) {
+func (r *Store) Adopt(ctx context.Context, claims map[string]string) (int, error) {
 	groups := map[*shard][]any{}
 	for id, w := range claims {
 		sh := r.shardOfWorker(ctx, w)
@@ -412,12 +418,12 @@ func (r *Redis) Adopt(ctx context.Context, claims map[string]string) (int, error
 }
 
 // SetHealth records a worker's health.
-func (r *Redis) SetHealth(ctx context.Context, worker string, health scoring.Health) error {
+func (r *Store) SetHealth(ctx context.Context, worker string, health scoring.Health) error {
 	return scriptError(r.run(ctx, r.shardOfWorker(ctx, worker), scriptSetFlag, worker, "health", string(health)).Err())
 }
 
 // SetDraining sets or clears a worker's drain flag.
-func (r *Redis) SetDraining(ctx context.Context, worker string, draining bool) error {
+func (r *Store) SetDraining(ctx context.Context, worker string, draining bool) error {
 	v := "0"
 	if draining {
 		v = "1"
@@ -432,12 +438,12 @@ func scriptError(err error) error {
 	}
 	switch msg := err.Error(); {
 	case strings.Contains(msg, "unknown claim"):
-		return ErrUnknownClaim
+		return state.ErrUnknownClaim
 	case strings.Contains(msg, "unknown worker:"):
 		_, detail, _ := strings.Cut(msg, "unknown worker:")
-		return fmt.Errorf("%w:%s", ErrUnknownWorker, detail)
+		return fmt.Errorf("%w:%s", state.ErrUnknownWorker, detail)
 	case strings.Contains(msg, "unknown worker"):
-		return ErrUnknownWorker
+		return state.ErrUnknownWorker
 	}
 	return err
 }
@@ -456,5 +462,5 @@ func IsUnavailable(err error) bool {
 		return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "READONLY") ||
 			strings.HasPrefix(msg, "CLUSTERDOWN") || strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN")
 	}
-	return !errors.Is(err, ErrUnknownClaim) && !errors.Is(err, ErrUnknownWorker)
+	return !errors.Is(err, state.ErrUnknownClaim) && !errors.Is(err, state.ErrUnknownWorker)
 }

@@ -1,8 +1,10 @@
-package state
+package redis
 
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 // packCandidates encodes candidates for claim.lua as one MessagePack array
@@ -13,21 +15,21 @@ import (
 // in C, far cheaper than five script arguments per candidate. Numbers are
 // float64 (Lua numbers are doubles), so the script computes with exactly
 // the values Go has.
-func packCandidates(cs []Candidate, affinity bool) string {
+func packCandidates(cs []state.Candidate, affinity bool) string {
 	n := len(cs)
-	fields := []func(Candidate) float64{
-		func(c Candidate) float64 { return float64(c.Cap) },
-		func(c Candidate) float64 { return c.Base },
-		func(c Candidate) float64 { return c.Slope },
-		func(c Candidate) float64 { return c.Mult },
+	fields := []func(state.Candidate) float64{
+		func(c state.Candidate) float64 { return float64(c.Cap) },
+		func(c state.Candidate) float64 { return c.Base },
+		func(c state.Candidate) float64 { return c.Slope },
+		func(c state.Candidate) float64 { return c.Mult },
 	}
 	if affinity {
 		fields = append(fields,
-			func(c Candidate) float64 { return c.Prefix },
-			func(c Candidate) float64 { return c.TokenLoad },
-			func(c Candidate) float64 { return c.PrefillLimit },
-			func(c Candidate) float64 { return float64(c.kvBlocks()) },
-			func(c Candidate) float64 { return c.trust() },
+			func(c state.Candidate) float64 { return c.Prefix },
+			func(c state.Candidate) float64 { return c.TokenLoad },
+			func(c state.Candidate) float64 { return c.PrefillLimit },
+			func(c state.Candidate) float64 { return float64(c.IndexBound()) },
+			func(c state.Candidate) float64 { return c.Trust() },
 		)
 	}
 	b := make([]byte, 0, 16+n*(24+len(fields)*9))

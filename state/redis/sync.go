@@ -1,4 +1,4 @@
-package state
+package redis
 
 import (
 	"context"
@@ -21,7 +21,7 @@ var scriptForget = script(luaForget)
 
 // Forget drops each given claim if Redis still holds it: the caller
 // released it, and the release was lost. It returns how many it dropped.
-func (r *Redis) Forget(ctx context.Context, ids []string) (int, error) {
+func (r *Store) Forget(ctx context.Context, ids []string) (int, error) {
 	dropped := 0
 	// Released ids are no longer placed: every shard is asked.
 	for _, sh := range r.shards {
@@ -47,7 +47,7 @@ func (r *Redis) Forget(ctx context.Context, ids []string) (int, error) {
 // when Redis restarts, when Sentinel promotes a replica and when a Cluster
 // replica takes over the slot: each time writes the old server
 // acknowledged may be missing.
-func (r *Redis) ServerID(ctx context.Context) (string, error) {
+func (r *Store) ServerID(ctx context.Context) (string, error) {
 	cc, ok := r.client.(*redis.ClusterClient)
 	if !ok {
 		return runID(r.client.Info(ctx, "server").Result())

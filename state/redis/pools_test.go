@@ -1,4 +1,4 @@
-package state_test
+package redis_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/failover"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 )
 
 // TestPoolsShardKeys: each pool's workers and claims live under its own
@@ -21,8 +23,8 @@ func TestPoolsShardKeys(t *testing.T) {
 	ctx := context.Background()
 	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: cluster.Addrs, IsClusterMode: true})
 	defer client.Close()
-	pools := state.Pools{"chat": {"llama", "llama-long"}, "code": {"coder"}}
-	s, err := state.NewPooledRedis(client, "pooltest", state.Limits{}, pools)
+	pools := redisstore.Pools{"chat": {"llama", "llama-long"}, "code": {"coder"}}
+	s, err := redisstore.NewPooled(client, "pooltest", state.Limits{}, pools)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestPoolsShardKeys(t *testing.T) {
 		}
 	}
 	// A peer that registered nothing finds each worker's pool.
-	peer, err := state.NewPooledRedis(client, "pooltest", state.Limits{}, pools)
+	peer, err := redisstore.NewPooled(client, "pooltest", state.Limits{}, pools)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,11 +78,11 @@ func TestPoolsShardKeys(t *testing.T) {
 	}
 	// The failover store refuses it before choosing Redis or local state,
 	// so a worker registered while degraded can always be restored.
-	f := state.NewFailover(s, nil)
+	f := failover.New(s, nil)
 	if _, err := f.RegisterLeased(ctx, mixed[0], time.Minute); !errors.Is(err, state.ErrPoolMix) {
 		t.Errorf("a leased worker of two pools registered: %v", err)
 	}
-	if _, err := state.NewPooledRedis(client, "p", state.Limits{}, state.Pools{"a": {"m"}, "b": {"m"}}); err == nil {
+	if _, err := redisstore.NewPooled(client, "p", state.Limits{}, redisstore.Pools{"a": {"m"}, "b": {"m"}}); err == nil {
 		t.Error("a model in two pools was accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package state_test
+package redis_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/state/storetest"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -25,11 +26,8 @@ import (
 var (
 	redisAddr string
 	sentinels *stack.SentinelGroup
-	// Killed by the failover tests.
-	doomedSentinel *stack.SentinelGroup
-	doomedCluster  *stack.Cluster
-	cluster        *stack.Cluster
-	prefixSeq      atomic.Int64
+	cluster   *stack.Cluster
+	prefixSeq atomic.Int64
 )
 
 func TestMain(m *testing.M) {
@@ -55,26 +53,17 @@ func TestMain(m *testing.M) {
 		defer srv.Stop(2 * time.Second)
 		redisAddr = srv.Addr
 		// Sentinels take seconds to discover each other: everything starts
-		// at once. The failover tests have a group and a cluster of their
-		// own to kill.
-		var errs [4]error
+		// at once.
+		var errs [2]error
 		var wg sync.WaitGroup
 		wg.Go(func() { sentinels, errs[0] = stack.StartSentinelGroup(ctx, filepath.Join(dir, "sentinel"), "llmr") })
 		wg.Go(func() { cluster, errs[1] = stack.StartCluster(ctx, filepath.Join(dir, "cluster"), 3, 0) })
-		wg.Go(func() {
-			doomedSentinel, errs[2] = stack.StartSentinelGroup(ctx, filepath.Join(dir, "doomed-sentinel"), "doomed")
-		})
-		wg.Go(func() { doomedCluster, errs[3] = stack.StartCluster(ctx, filepath.Join(dir, "doomed-cluster"), 3, 1) })
 		wg.Wait()
-		for _, g := range []*stack.SentinelGroup{sentinels, doomedSentinel} {
-			if g != nil {
-				defer g.Stop()
-			}
+		if sentinels != nil {
+			defer sentinels.Stop()
 		}
-		for _, c := range []*stack.Cluster{cluster, doomedCluster} {
-			if c != nil {
-				defer c.Stop()
-			}
+		if cluster != nil {
+			defer cluster.Stop()
 		}
 		if err := errors.Join(errs[:]...); err != nil {
 			fmt.Fprintln(os.Stderr, "state tests:", err)
@@ -90,7 +79,7 @@ func TestMain(m *testing.M) {
 type topology struct {
 	name  string
 	opts  func() *redis.UniversalOptions
-	pools state.Pools
+	pools redisstore.Pools
 }
 
 func topologies() []topology {
@@ -106,7 +95,7 @@ func topologies() []topology {
 		// {prefix:chat}, found by peers that never registered a worker.
 		{"ClusterPooled", func() *redis.UniversalOptions {
 			return &redis.UniversalOptions{Addrs: cluster.Addrs, IsClusterMode: true}
-		}, state.Pools{"chat": {"m"}, "code": {"coder"}}},
+		}, redisstore.Pools{"chat": {"m"}, "code": {"coder"}}},
 	}
 }
 
@@ -127,21 +116,21 @@ func TestRedisConformance(t *testing.T) {
 				return c
 			}
 			limits := map[string]state.Limits{}
-			open := func(t *testing.T, prefix string) storetest.Store {
-				s, err := state.NewPooledRedis(connect(t), prefix, limits[prefix], topo.pools)
+			open := func(t *testing.T, prefix string) state.Store {
+				s, err := redisstore.NewPooled(connect(t), prefix, limits[prefix], topo.pools)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return s
 			}
 			storetest.Run(t,
-				func(t *testing.T, l state.Limits) storetest.Store {
+				func(t *testing.T, l state.Limits) state.Store {
 					prefix := fmt.Sprintf("test%d", prefixSeq.Add(1))
 					limits[prefix] = l
 					return open(t, prefix)
 				},
-				func(t *testing.T, s storetest.Store) storetest.Store {
-					p := s.(*state.Redis).Prefix()
+				func(t *testing.T, s state.Store) state.Store {
+					p := s.(*redisstore.Store).Prefix()
 					return open(t, p[1:len(p)-2])
 				})
 		})

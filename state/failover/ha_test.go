@@ -1,4 +1,4 @@
-package state_test
+package failover_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/failover"
+	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -95,9 +97,9 @@ func lostWrites(t *testing.T, hc haCase) {
 	client := redis.NewUniversalClient(hc.opts())
 	defer client.Close()
 	var mu sync.Mutex
-	var repairs []state.Repair
-	f := state.NewFailover(state.NewRedis(client, "lost", state.Limits{Lease: 30 * time.Second}), nil)
-	f.OnRepair(func(r state.Repair) {
+	var repairs []failover.Repair
+	f := failover.New(redisstore.New(client, "lost", state.Limits{Lease: 30 * time.Second}), nil)
+	f.OnRepair(func(r failover.Repair) {
 		mu.Lock()
 		repairs = append(repairs, r)
 		mu.Unlock()
@@ -203,7 +205,7 @@ func lostWrites(t *testing.T, hc haCase) {
 
 // inflight reads each worker's in-flight count and the global count.
 func inflight(ctx context.Context, c redis.UniversalClient, prefix string) (map[string]int, error) {
-	snap, err := state.NewRedis(c, prefix, state.Limits{}).Snapshot(ctx)
+	snap, err := redisstore.New(c, prefix, state.Limits{}).Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -237,9 +239,9 @@ func TestFailoverNoticesANewServerWhileIdle(t *testing.T) {
 	// retried on a new one, so the replica never sees an error.
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer client.Close()
-	var repairs []state.Repair
-	f := state.NewFailover(state.NewRedis(client, "idle", state.Limits{Lease: 30 * time.Second}), nil)
-	f.OnRepair(func(r state.Repair) { repairs = append(repairs, r) })
+	var repairs []failover.Repair
+	f := failover.New(redisstore.New(client, "idle", state.Limits{Lease: 30 * time.Second}), nil)
+	f.OnRepair(func(r failover.Repair) { repairs = append(repairs, r) })
 	specs := []state.WorkerSpec{{ID: "a", Address: "10.0.0.1:1", Models: []string{"m"}, MaxConcurrency: 4}}
 	if err := f.Register(ctx, specs); err != nil {
 		t.Fatal(err)

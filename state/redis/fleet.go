@@ -1,4 +1,4 @@
-package state
+package redis
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
 )
 
 // This file holds the Redis store's fleet bookkeeping: registered
 // workers' leases, health reports, monitor leases and scraped telemetry.
 
-func parseTelemetry(kvs [][2]string) Telemetry {
+func parseTelemetry(kvs [][2]string) state.Telemetry {
 	m := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
 		m[kv[0]] = kv[1]
@@ -24,14 +25,14 @@ func parseTelemetry(kvs [][2]string) Telemetry {
 		}
 		return time.UnixMilli(v)
 	}
-	sample := func(f string) Sample {
+	sample := func(f string) state.Sample {
 		v, err := strconv.ParseFloat(m[f], 64)
 		if err != nil {
-			return Sample{}
+			return state.Sample{}
 		}
-		return Sample{Value: v, At: ms(f + "_t")}
+		return state.Sample{Value: v, At: ms(f + "_t")}
 	}
-	return Telemetry{
+	return state.Telemetry{
 		KVUsage: sample("kv"), Waiting: sample("wait"), Running: sample("run"), GPUUtil: sample("gpu"),
 		PrefixHits: sample("phit"), KVBlocks: sample("kvb"), StartTime: sample("start"),
 		HitMark: sample("hmark"), PredictedMark: sample("pmark"), HitRatio: sample("hratio"),
@@ -42,7 +43,7 @@ func parseTelemetry(kvs [][2]string) Telemetry {
 
 // ReportHealth feeds an active health check's result to the state machine
 // and returns the worker's health afterwards.
-func (r *Redis) ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error) {
+func (r *Store) ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error) {
 	v := "0"
 	if ok {
 		v = "1"
@@ -53,7 +54,7 @@ func (r *Redis) ReportHealth(ctx context.Context, worker string, ok bool) (scori
 
 // AcquireMonitors takes or keeps the monitor lease of each worker and
 // returns those this replica monitors now.
-func (r *Redis) AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
+func (r *Store) AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
 	groups := map[*shard][]any{}
 	for _, w := range workers {
 		sh := r.shardOfWorker(ctx, w)
@@ -74,7 +75,7 @@ func (r *Redis) AcquireMonitors(ctx context.Context, replica string, workers []s
 }
 
 // PutTelemetry stores scrape results, one round trip for all.
-func (r *Redis) PutTelemetry(ctx context.Context, ts map[string]Telemetry) error {
+func (r *Store) PutTelemetry(ctx context.Context, ts map[string]state.Telemetry) error {
 	groups := map[*shard][]any{}
 	counts := map[*shard]int{}
 	for id, t := range ts {
@@ -92,9 +93,9 @@ func (r *Redis) PutTelemetry(ctx context.Context, ts map[string]Telemetry) error
 	return nil
 }
 
-func telemetryFields(t Telemetry) []any {
+func telemetryFields(t state.Telemetry) []any {
 	var out []any
-	add := func(f string, s Sample) {
+	add := func(f string, s state.Sample) {
 		if !s.At.IsZero() {
 			out = append(out, f, fnum(s.Value), f+"_t", s.At.UnixMilli())
 		}
@@ -121,26 +122,26 @@ func telemetryFields(t Telemetry) []any {
 
 // RegisterLeased registers a worker that must heartbeat within lease, or
 // leaves the fleet; it returns the lease expiry.
-func (r *Redis) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
-	if err := r.Register(ctx, []WorkerSpec{spec}); err != nil {
+func (r *Store) RegisterLeased(ctx context.Context, spec state.WorkerSpec, lease time.Duration) (time.Time, error) {
+	if err := r.Register(ctx, []state.WorkerSpec{spec}); err != nil {
 		return time.Time{}, err
 	}
 	return r.workerOp(ctx, "lease", spec.ID, lease)
 }
 
 // Heartbeat extends a registered worker's lease.
-func (r *Redis) Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error) {
+func (r *Store) Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error) {
 	return r.workerOp(ctx, "beat", id, lease)
 }
 
 // Deregister removes a worker from the fleet; its in-flight requests end
 // normally.
-func (r *Redis) Deregister(ctx context.Context, id string) error {
+func (r *Store) Deregister(ctx context.Context, id string) error {
 	_, err := r.workerOp(ctx, "drop", id, 0)
 	return err
 }
 
-func (r *Redis) workerOp(ctx context.Context, op, id string, lease time.Duration) (time.Time, error) {
+func (r *Store) workerOp(ctx context.Context, op, id string, lease time.Duration) (time.Time, error) {
 	ms, err := r.run(ctx, r.shardOfWorker(ctx, id), scriptWorkers, op, id, lease.Milliseconds()).Int64()
 	if err != nil {
 		return time.Time{}, scriptError(err)

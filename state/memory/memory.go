@@ -1,4 +1,4 @@
-package state
+package memory
 
 import (
 	"context"
@@ -10,16 +10,17 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
 )
 
-// Memory is the embedded store: all state in this process, guarded by one
+// Store is the embedded store: all state in this process, guarded by one
 // mutex, so every operation is atomic with respect to every other. It is
 // the default when no Redis is configured (a single replica), and the
 // local fallback of Failover. Its semantics are the Redis scripts'; one
 // conformance suite checks both.
-type Memory struct {
+type Store struct {
 	now    func() time.Time
-	limits Limits
+	limits state.Limits
 
 	mu        sync.Mutex
 	workers   map[string]*memWorker
@@ -31,13 +32,15 @@ type Memory struct {
 	grants    map[string]string
 	seq       int64
 	nextPurge time.Time
-	notify    map[string]func(Notice)
+	notify    map[string]func(state.Notice)
 	outbox    []outgoing // notices to deliver once the lock is released
 	monitors  map[string]monitorLease
 }
 
+var _ state.Store = (*Store)(nil)
+
 type memWorker struct {
-	Worker
+	state.Worker
 	afail, pfail, asucc int
 	since               time.Time
 	index               *lruIndex // prefix index; nil until a claim records one
@@ -51,30 +54,30 @@ type memClaim struct {
 
 type outgoing struct {
 	replica string
-	n       Notice
+	n       state.Notice
 }
 
-// NewMemory returns an empty in-memory store. now may be nil (time.Now).
-func NewMemory(now func() time.Time, l Limits) *Memory {
+// New returns an empty in-memory store. now may be nil (time.Now).
+func New(now func() time.Time, l state.Limits) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Memory{
-		now: now, limits: l.withDefaults(),
+	return &Store{
+		now: now, limits: l.WithDefaults(),
 		workers: map[string]*memWorker{}, claims: map[string]*memClaim{},
 		queues: map[string][]*memWaiter{}, waiters: map[string]*memWaiter{}, grants: map[string]string{},
-		notify: map[string]func(Notice){}, monitors: map[string]monitorLease{},
+		notify: map[string]func(state.Notice){}, monitors: map[string]monitorLease{},
 	}
 }
 
 // lock takes the mutex; unlock releases it and then delivers the notices
 // the operation produced, so a subscriber may call back into the store.
-func (m *Memory) lock() { m.mu.Lock() }
+func (m *Store) lock() { m.mu.Lock() }
 
-func (m *Memory) unlock() {
+func (m *Store) unlock() {
 	out := m.outbox
 	m.outbox = nil
-	fns := make([]func(Notice), len(out))
+	fns := make([]func(state.Notice), len(out))
 	for i, o := range out {
 		fns[i] = m.notify[o.replica]
 	}
@@ -87,7 +90,7 @@ func (m *Memory) unlock() {
 }
 
 // Subscribe delivers notices about replica's waiters to fn, until ctx ends.
-func (m *Memory) Subscribe(ctx context.Context, replica string, fn func(Notice)) error {
+func (m *Store) Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error {
 	m.mu.Lock()
 	m.notify[replica] = fn
 	m.mu.Unlock()
@@ -102,7 +105,7 @@ func (m *Memory) Subscribe(ctx context.Context, replica string, fn func(Notice))
 
 // Register adds workers and updates the static fields of known ones without
 // touching their live state (health, drain, claims, averages).
-func (m *Memory) Register(_ context.Context, specs []WorkerSpec) error {
+func (m *Store) Register(_ context.Context, specs []state.WorkerSpec) error {
 	m.lock()
 	defer m.unlock()
 	now := m.now()
@@ -111,7 +114,7 @@ func (m *Memory) Register(_ context.Context, specs []WorkerSpec) error {
 		if w, ok := m.workers[s.ID]; ok {
 			w.Spec = s
 		} else {
-			m.workers[s.ID] = &memWorker{Worker: Worker{Spec: s, Health: scoring.Healthy}}
+			m.workers[s.ID] = &memWorker{Worker: state.Worker{Spec: s, Health: scoring.Healthy}}
 			m.order = append(m.order, s.ID)
 		}
 		m.pumpWorker(s.ID, now)
@@ -120,18 +123,18 @@ func (m *Memory) Register(_ context.Context, specs []WorkerSpec) error {
 }
 
 // Snapshot copies every worker's state and the queue depths.
-func (m *Memory) Snapshot(_ context.Context) (Snapshot, error) {
+func (m *Store) Snapshot(_ context.Context) (state.Snapshot, error) {
 	m.lock()
 	defer m.unlock()
 	now := m.now()
 	m.purge(now, false)
-	out := Snapshot{At: now, Workers: make([]Worker, 0, len(m.order))}
+	out := state.Snapshot{At: now, Workers: make([]state.Worker, 0, len(m.order))}
 	for _, id := range m.order {
 		mw := m.workers[id]
 		w := mw.Worker
 		w.Spec.Models = slices.Clone(w.Spec.Models)
 		if mw.index != nil {
-			w.PrefixBlocks = IndexStride * mw.index.len()
+			w.PrefixBlocks = state.IndexStride * mw.index.len()
 		}
 		out.Workers = append(out.Workers, w)
 	}
@@ -139,12 +142,12 @@ func (m *Memory) Snapshot(_ context.Context) (Snapshot, error) {
 		if len(q) == 0 {
 			continue
 		}
-		d := QueueDepth{Model: model}
+		d := state.QueueDepth{Model: model}
 		for _, w := range q {
 			switch w.priority {
-			case PriorityCritical:
+			case state.PriorityCritical:
 				d.Critical++
-			case PriorityStandard:
+			case state.PriorityStandard:
 				d.Standard++
 			default:
 				d.Batch++
@@ -152,21 +155,21 @@ func (m *Memory) Snapshot(_ context.Context) (Snapshot, error) {
 		}
 		out.Queues = append(out.Queues, d)
 	}
-	slices.SortFunc(out.Queues, func(a, b QueueDepth) int { return strings.Compare(a.Model, b.Model) })
+	slices.SortFunc(out.Queues, func(a, b state.QueueDepth) int { return strings.Compare(a.Model, b.Model) })
 	return out, nil
 }
 
 // Claim picks and claims atomically, or queues (see claim.lua).
-func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error) {
+func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimResult, error) {
 	m.lock()
 	defer m.unlock()
 	now := m.now()
 	m.purge(now, false)
 	if _, dup := m.claims[req.ID]; dup {
-		return ClaimResult{}, fmt.Errorf("claim %q already held", req.ID)
+		return state.ClaimResult{}, fmt.Errorf("claim %q already held", req.ID)
 	}
 	if _, dup := m.waiters[req.ID]; dup {
-		return ClaimResult{}, fmt.Errorf("claim %q already held", req.ID)
+		return state.ClaimResult{}, fmt.Errorf("claim %q already held", req.ID)
 	}
 	ahead := false
 	if q := req.Queue; q != nil {
@@ -175,10 +178,10 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 			ahead = true
 		}
 	}
-	res := ClaimResult{Index: -1, Active: make([]int, len(req.Candidates)), Available: make([]bool, len(req.Candidates))}
-	aff := req.wantsAffinity()
+	res := state.ClaimResult{Index: -1, Active: make([]int, len(req.Candidates)), Available: make([]bool, len(req.Candidates))}
+	aff := req.WantsAffinity()
 	if aff {
-		res.Live = make([]Live, len(req.Candidates))
+		res.Live = make([]state.Live, len(req.Candidates))
 	}
 	// Two passes: the curves and, with an affinity, each candidate's
 	// bounds (AffinityBounds); then the matches of those that can win.
@@ -206,7 +209,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 			// with some match does not bound the others (its hi is not
 			// sure to be reachable).
 			if !w.tokenRoom(req.Affinity.Need(req.Affinity.FullMatch())) {
-				res.Live[i] = Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens} // its load says why
+				res.Live[i] = state.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens} // its load says why
 				continue
 			}
 			lo, hi := c.AffinityBounds(req.Affinity, w.PrefillTokens, w.DecodeTokens)
@@ -226,7 +229,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		s := e.score
 		if aff {
 			if e.lo > minHi {
-				res.Live[i] = Live{Prefill: e.w.PrefillTokens, Decode: e.w.DecodeTokens, Unread: true}
+				res.Live[i] = state.Live{Prefill: e.w.PrefillTokens, Decode: e.w.DecodeTokens, Unread: true}
 				continue
 			}
 			res.Live[i] = e.w.live(req.Affinity.Blocks)
@@ -245,7 +248,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 		var tok claimTokens
 		if aff {
 			tok = claimTokens{prefill: req.Affinity.Uncached(res.Live[best].Match), decode: req.Affinity.DecodeTokens}
-			m.workers[c.Worker].recordBlocks(req.Affinity.Blocks, c.kvBlocks())
+			m.workers[c.Worker].recordBlocks(req.Affinity.Blocks, c.IndexBound())
 			m.workers[c.Worker].PredictedHitTokens += req.Affinity.PredictedHits(res.Live[best].Match)
 		}
 		m.hold(req.ID, c.Worker, now, tok)
@@ -255,7 +258,7 @@ func (m *Memory) Claim(_ context.Context, req ClaimRequest) (ClaimResult, error)
 	if q == nil {
 		return res, nil
 	}
-	if len(m.queues[q.Model]) >= q.Allow && q.Priority != PriorityBatch {
+	if len(m.queues[q.Model]) >= q.Allow && q.Priority != state.PriorityBatch {
 		m.shedNewestBatch(q.Model)
 	}
 	if len(m.queues[q.Model]) >= q.Allow {
@@ -283,7 +286,7 @@ func (w *memWorker) available() bool {
 // capFor is the worker's cap given its health and learned limit: a
 // recovering worker takes one request at a time (a probe).
 func (w *memWorker) capFor(c int) int {
-	c = CapWith(c, w.Limit.Value)
+	c = state.CapWith(c, w.Limit.Value)
 	if w.Health == scoring.Recovering {
 		return min(c, 1)
 	}
@@ -297,7 +300,7 @@ func (w *memWorker) free() bool {
 // Release gives the claim back once, folds the measurements into the
 // worker's averages and hands the slot to the best waiter. It reports
 // whether the claim was still held.
-func (m *Memory) Release(_ context.Context, r Release) (bool, error) {
+func (m *Store) Release(_ context.Context, r state.Release) (bool, error) {
 	m.lock()
 	defer m.unlock()
 	now := m.now()
@@ -318,7 +321,7 @@ func (m *Memory) Release(_ context.Context, r Release) (bool, error) {
 }
 
 // observe applies a release's measurements to a worker's stats.
-func observe(s Stats, r Release, now time.Time) Stats {
+func observe(s state.Stats, r state.Release, now time.Time) state.Stats {
 	s.Requests++
 	if r.Failed {
 		s.Errors++
@@ -338,16 +341,16 @@ func observe(s Stats, r Release, now time.Time) Stats {
 
 // Move re-attributes a held claim to another worker (Envoy retried the
 // request elsewhere). The cap is not checked: the request already runs there.
-func (m *Memory) Move(_ context.Context, id, to string) error {
+func (m *Store) Move(_ context.Context, id, to string) error {
 	m.lock()
 	defer m.unlock()
 	c, ok := m.claims[id]
 	if !ok {
-		return ErrUnknownClaim
+		return state.ErrUnknownClaim
 	}
 	dst, ok := m.workers[to]
 	if !ok {
-		return fmt.Errorf("move claim to %q: %w", to, ErrUnknownWorker)
+		return fmt.Errorf("move claim to %q: %w", to, state.ErrUnknownWorker)
 	}
 	if c.worker == to {
 		return nil
@@ -372,7 +375,7 @@ func (m *Memory) Move(_ context.Context, id, to string) error {
 
 // Renew extends the leases of the given claims and waiters; unknown ones
 // are ignored.
-func (m *Memory) Renew(_ context.Context, claims, waiters []string) error {
+func (m *Store) Renew(_ context.Context, claims, waiters []string) error {
 	m.lock()
 	defer m.unlock()
 	exp := m.now().Add(m.limits.Lease)
@@ -390,21 +393,21 @@ func (m *Memory) Renew(_ context.Context, claims, waiters []string) error {
 }
 
 // SetHealth records a worker's health.
-func (m *Memory) SetHealth(_ context.Context, worker string, health scoring.Health) error {
+func (m *Store) SetHealth(_ context.Context, worker string, health scoring.Health) error {
 	return m.update(worker, func(w *memWorker) { w.Health = health })
 }
 
 // SetDraining sets or clears a worker's drain flag.
-func (m *Memory) SetDraining(_ context.Context, worker string, draining bool) error {
+func (m *Store) SetDraining(_ context.Context, worker string, draining bool) error {
 	return m.update(worker, func(w *memWorker) { w.Draining = draining })
 }
 
-func (m *Memory) update(worker string, f func(*memWorker)) error {
+func (m *Store) update(worker string, f func(*memWorker)) error {
 	m.lock()
 	defer m.unlock()
 	w, ok := m.workers[worker]
 	if !ok {
-		return fmt.Errorf("%q: %w", worker, ErrUnknownWorker)
+		return fmt.Errorf("%q: %w", worker, state.ErrUnknownWorker)
 	}
 	before := w.Health
 	f(w)
@@ -419,7 +422,7 @@ func (m *Memory) update(worker string, f func(*memWorker)) error {
 }
 
 // purge drops lapsed claims and waiters, at most every 50 ms unless forced.
-func (m *Memory) purge(now time.Time, force bool) {
+func (m *Store) purge(now time.Time, force bool) {
 	if !force && now.Before(m.nextPurge) {
 		return
 	}
@@ -447,11 +450,11 @@ func (m *Memory) purge(now time.Time, force bool) {
 	}
 }
 
-// seed replaces the store's content with a snapshot taken from another
+// Seed replaces the store's content with a snapshot taken from another
 // store and registers claims (id → worker) as held here. Each worker's count
 // becomes the others' claims as of the snapshot (its count minus
 // oursAtSnap, the claims of ours the snapshot included) plus ours now.
-func (m *Memory) seed(snap Snapshot, claims map[string]string, oursAtSnap map[string]int) {
+func (m *Store) Seed(snap state.Snapshot, claims map[string]string, oursAtSnap map[string]int) {
 	m.lock()
 	defer m.unlock()
 	m.workers, m.order, m.claims, m.total = map[string]*memWorker{}, nil, map[string]*memClaim{}, 0

@@ -1,9 +1,11 @@
-package state
+package memory
 
 import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 // This file holds the in-memory store's queues: waiters by model and
@@ -14,7 +16,7 @@ import (
 // memWaiter is a request waiting in its model's queue.
 type memWaiter struct {
 	id, model, replica string
-	priority           Priority
+	priority           state.Priority
 	seq                int64
 	expiry             time.Time
 	tok                claimTokens // held on the worker it is granted
@@ -33,9 +35,9 @@ func waiterOrder(a, b *memWaiter) int {
 	return 0
 }
 
-func (m *Memory) globalRoom() bool { return m.limits.GlobalCap <= 0 || m.total < m.limits.GlobalCap }
+func (m *Store) globalRoom() bool { return m.limits.GlobalCap <= 0 || m.total < m.limits.GlobalCap }
 
-func (m *Memory) hold(id, worker string, now time.Time, tok claimTokens) {
+func (m *Store) hold(id, worker string, now time.Time, tok claimTokens) {
 	w := m.workers[worker]
 	w.InFlight++
 	w.PrefillTokens += tok.prefill
@@ -44,7 +46,7 @@ func (m *Memory) hold(id, worker string, now time.Time, tok claimTokens) {
 	m.claims[id] = &memClaim{worker: worker, expiry: now.Add(m.limits.Lease), tok: tok}
 }
 
-func (m *Memory) unhold(id string) (string, bool) {
+func (m *Store) unhold(id string) (string, bool) {
 	c, ok := m.claims[id]
 	if !ok {
 		return "", false
@@ -60,7 +62,7 @@ func (m *Memory) unhold(id string) (string, bool) {
 	return c.worker, true
 }
 
-func (m *Memory) dropWaiter(id string) *memWaiter {
+func (m *Store) dropWaiter(id string) *memWaiter {
 	w, ok := m.waiters[id]
 	if !ok {
 		return nil
@@ -73,7 +75,7 @@ func (m *Memory) dropWaiter(id string) *memWaiter {
 	return w
 }
 
-func (m *Memory) grant(id, worker string, now time.Time) {
+func (m *Store) grant(id, worker string, now time.Time) {
 	w := m.dropWaiter(id)
 	var tok claimTokens
 	if w != nil {
@@ -82,22 +84,22 @@ func (m *Memory) grant(id, worker string, now time.Time) {
 	m.hold(id, worker, now, tok)
 	m.grants[id] = worker
 	if w != nil {
-		m.outbox = append(m.outbox, outgoing{w.replica, Notice{Waiter: id, Worker: worker}})
+		m.outbox = append(m.outbox, outgoing{w.replica, state.Notice{Waiter: id, Worker: worker}})
 	}
 }
 
-func (m *Memory) shedNewestBatch(model string) {
+func (m *Store) shedNewestBatch(model string) {
 	q := m.queues[model]
-	if len(q) == 0 || q[len(q)-1].priority != PriorityBatch {
+	if len(q) == 0 || q[len(q)-1].priority != state.PriorityBatch {
 		return
 	}
 	victim := m.dropWaiter(q[len(q)-1].id)
-	m.outbox = append(m.outbox, outgoing{victim.replica, Notice{Waiter: victim.id, Shed: true}})
+	m.outbox = append(m.outbox, outgoing{victim.replica, state.Notice{Waiter: victim.id, Shed: true}})
 }
 
 // pumpWorker gives free slots of worker id to the best-placed waiters of
 // the models it serves (late binding).
-func (m *Memory) pumpWorker(id string, now time.Time) {
+func (m *Store) pumpWorker(id string, now time.Time) {
 	w, ok := m.workers[id]
 	if !ok {
 		return
@@ -121,7 +123,7 @@ func (m *Memory) pumpWorker(id string, now time.Time) {
 // pumpModel grants free slots among the model's workers to its waiters,
 // least loaded (in-flight over the cap in force) first, ties to the
 // lowest worker id.
-func (m *Memory) pumpModel(model string, now time.Time) {
+func (m *Store) pumpModel(model string, now time.Time) {
 	for len(m.queues[model]) > 0 && m.globalRoom() {
 		head := m.queues[model][0]
 		var best *memWorker
@@ -146,36 +148,36 @@ func (m *Memory) pumpModel(model string, now time.Time) {
 }
 
 // Cancel takes a waiter out of its queue (see cancel.lua).
-func (m *Memory) Cancel(_ context.Context, id string) (WaiterStatus, error) {
+func (m *Store) Cancel(_ context.Context, id string) (state.WaiterStatus, error) {
 	m.lock()
 	defer m.unlock()
 	if m.dropWaiter(id) != nil {
-		return WaiterStatus{State: WaiterRemoved}, nil
+		return state.WaiterStatus{State: state.WaiterRemoved}, nil
 	}
 	return m.status(id), nil
 }
 
 // Poll says where a waiter stands (see poll.lua).
-func (m *Memory) Poll(_ context.Context, id string) (WaiterStatus, error) {
+func (m *Store) Poll(_ context.Context, id string) (state.WaiterStatus, error) {
 	m.lock()
 	defer m.unlock()
 	return m.status(id), nil
 }
 
-func (m *Memory) status(id string) WaiterStatus {
+func (m *Store) status(id string) state.WaiterStatus {
 	if w, ok := m.waiters[id]; ok {
-		return WaiterStatus{State: WaiterQueued, Position: slices.Index(m.queues[w.model], w) + 1}
+		return state.WaiterStatus{State: state.WaiterQueued, Position: slices.Index(m.queues[w.model], w) + 1}
 	}
 	if worker, ok := m.grants[id]; ok {
 		if _, held := m.claims[id]; held {
-			return WaiterStatus{State: WaiterGranted, Worker: worker}
+			return state.WaiterStatus{State: state.WaiterGranted, Worker: worker}
 		}
 	}
-	return WaiterStatus{State: WaiterGone}
+	return state.WaiterStatus{State: state.WaiterGone}
 }
 
 // Pump hands free slots to waiters of every model.
-func (m *Memory) Pump(_ context.Context) error {
+func (m *Store) Pump(_ context.Context) error {
 	m.lock()
 	defer m.unlock()
 	now := m.now()

@@ -1,4 +1,4 @@
-package state_test
+package storetest_test
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
+	redisstore "github.com/llm-router/llm-router/state/redis"
+	"github.com/llm-router/llm-router/test/stack"
 )
 
 // TestStoresAgreeOnRandomClaims drives the in-memory store and the Redis
@@ -26,7 +29,12 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 		t.Skip("needs redis-server")
 	}
 	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: redisAddr})
+	srv, err := stack.StartRedis(ctx, t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(time.Second)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer client.Close()
 	limits := state.Limits{Lease: time.Minute}
 	const workers = 6
@@ -35,9 +43,9 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 		specs = append(specs, state.WorkerSpec{ID: fmt.Sprintf("w%d", i), Address: fmt.Sprintf("10.2.0.%d:1", i), Models: []string{"m"}, MaxConcurrency: 4})
 	}
 	for seed := range uint64(agreeSeeds) {
-		mem := state.NewMemory(nil, limits)
-		red := state.NewRedis(client, fmt.Sprintf("agree%d", prefixSeq.Add(1)), limits)
-		stores := []agreeStore{mem, red}
+		mem := memory.New(nil, limits)
+		red := redisstore.New(client, fmt.Sprintf("agree%d", seed), limits)
+		stores := []state.Store{mem, red}
 		for _, s := range stores {
 			if err := s.Register(ctx, specs); err != nil {
 				t.Fatal(err)
@@ -83,7 +91,7 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 			default:
 				w := fmt.Sprintf("w%d", rng.IntN(workers))
 				tok := int64(pick(0, 200, 500, 1000))
-				l := state.Limit{Value: rng.IntN(5), Tokens: tok, TokenEstimate: float64(tok)}
+				l := state.Limit{Value: rng.IntN(5), Tokens: tok}
 				for _, s := range stores {
 					if err := s.PutLimits(ctx, map[string]state.Limit{w: l}); err != nil {
 						t.Fatal(err)
@@ -98,7 +106,7 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 }
 
 // fleetOf is each worker's in-flight count, tokens and limits.
-func fleetOf(t *testing.T, s agreeStore) map[string][5]int64 {
+func fleetOf(t *testing.T, s state.Store) map[string][5]int64 {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {
@@ -109,15 +117,6 @@ func fleetOf(t *testing.T, s agreeStore) map[string][5]int64 {
 		out[w.Spec.ID] = [5]int64{int64(w.InFlight), int64(w.PrefillTokens), int64(w.DecodeTokens), int64(w.Limit.Value), w.Limit.Tokens}
 	}
 	return out
-}
-
-// agreeStore is what the test asks of both stores.
-type agreeStore interface {
-	Register(ctx context.Context, specs []state.WorkerSpec) error
-	Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error)
-	Release(ctx context.Context, r state.Release) (bool, error)
-	PutLimits(ctx context.Context, ls map[string]state.Limit) error
-	Snapshot(ctx context.Context) (state.Snapshot, error)
 }
 
 // agreeSeeds is how many random sequences the test runs (each 400

@@ -1,4 +1,4 @@
-package state
+package failover
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/state"
 )
 
 // This file holds the failover store's fleet bookkeeping: health reports,
@@ -13,7 +14,7 @@ import (
 // or, while it is unreachable, locally.
 
 // ReportHealth feeds a health check to Redis, or locally while degraded.
-func (f *Failover) ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error) {
+func (f *Store) ReportHealth(ctx context.Context, worker string, ok bool) (scoring.Health, error) {
 	f.mu.Lock()
 	if f.degraded {
 		defer f.mu.Unlock()
@@ -33,7 +34,7 @@ func (f *Failover) ReportHealth(ctx context.Context, worker string, ok bool) (sc
 // AcquireMonitors takes monitor leases in Redis; while degraded every
 // replica monitors every worker (it cannot coordinate, and must not go
 // blind).
-func (f *Failover) AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
+func (f *Store) AcquireMonitors(ctx context.Context, replica string, workers []string, ttl time.Duration) ([]string, error) {
 	if f.Degraded() {
 		return workers, nil
 	}
@@ -48,7 +49,7 @@ func (f *Failover) AcquireMonitors(ctx context.Context, replica string, workers 
 }
 
 // PutTelemetry stores scrape results in Redis, or locally while degraded.
-func (f *Failover) PutTelemetry(ctx context.Context, ts map[string]Telemetry) error {
+func (f *Store) PutTelemetry(ctx context.Context, ts map[string]state.Telemetry) error {
 	f.mu.Lock()
 	if f.degraded {
 		defer f.mu.Unlock()
@@ -67,33 +68,27 @@ func (f *Failover) PutTelemetry(ctx context.Context, ts map[string]Telemetry) er
 
 // RegisterLeased registers a leased worker in Redis, or locally while
 // degraded (restored into Redis on recovery, with the lease it had).
-func (f *Failover) RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error) {
+func (f *Store) RegisterLeased(ctx context.Context, spec state.WorkerSpec, lease time.Duration) (time.Time, error) {
 	// Refused in either mode: a worker registered locally while degraded
 	// must fit the pools, or the recovery could not restore it.
-	if _, err := f.primary.shardOfModels(spec.Models); err != nil {
+	if err := f.primary.CheckModels(spec.Models); err != nil {
 		return time.Time{}, fmt.Errorf("worker %s: %w", spec.ID, err)
 	}
-	return f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return s.RegisterLeased(ctx, spec, lease) })
+	return f.leaseOp(ctx, func(s state.Fleet) (time.Time, error) { return s.RegisterLeased(ctx, spec, lease) })
 }
 
 // Heartbeat extends a registered worker's lease.
-func (f *Failover) Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error) {
-	return f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return s.Heartbeat(ctx, id, lease) })
+func (f *Store) Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error) {
+	return f.leaseOp(ctx, func(s state.Fleet) (time.Time, error) { return s.Heartbeat(ctx, id, lease) })
 }
 
 // Deregister removes a worker from the fleet.
-func (f *Failover) Deregister(ctx context.Context, id string) error {
-	_, err := f.leaseOp(ctx, func(s leaseStore) (time.Time, error) { return time.Time{}, s.Deregister(ctx, id) })
+func (f *Store) Deregister(ctx context.Context, id string) error {
+	_, err := f.leaseOp(ctx, func(s state.Fleet) (time.Time, error) { return time.Time{}, s.Deregister(ctx, id) })
 	return err
 }
 
-type leaseStore interface {
-	RegisterLeased(ctx context.Context, spec WorkerSpec, lease time.Duration) (time.Time, error)
-	Heartbeat(ctx context.Context, id string, lease time.Duration) (time.Time, error)
-	Deregister(ctx context.Context, id string) error
-}
-
-func (f *Failover) leaseOp(ctx context.Context, op func(leaseStore) (time.Time, error)) (time.Time, error) {
+func (f *Store) leaseOp(ctx context.Context, op func(state.Fleet) (time.Time, error)) (time.Time, error) {
 	f.mu.Lock()
 	if f.degraded {
 		defer f.mu.Unlock()

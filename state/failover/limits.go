@@ -1,0 +1,44 @@
+package failover
+
+import (
+	"context"
+
+	"github.com/llm-router/llm-router/state"
+)
+
+// PutLimits stores learned limits in Redis, or locally while degraded.
+func (f *Store) PutLimits(ctx context.Context, ls map[string]state.Limit) error {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.PutLimits(ctx, ls)
+	}
+	f.mu.Unlock()
+	err := f.primary.PutLimits(ctx, ls)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return f.local.PutLimits(ctx, ls)
+	}
+	return err
+}
+
+// ForgetPrefixes empties a worker's prefix index in Redis, or locally
+// while degraded.
+func (f *Store) ForgetPrefixes(ctx context.Context, worker string) error {
+	f.mu.Lock()
+	if f.degraded {
+		defer f.mu.Unlock()
+		return f.local.ForgetPrefixes(ctx, worker)
+	}
+	f.mu.Unlock()
+	err := f.primary.ForgetPrefixes(ctx, worker)
+	if unavailable(ctx, err) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.degradeLocked(err)
+		return f.local.ForgetPrefixes(ctx, worker)
+	}
+	return err
+}
