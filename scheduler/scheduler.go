@@ -134,12 +134,8 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	// A fallback for callers that set no lease (tests, tools). The product's
-	// default is the config's claim_lease, which internal/app passes in: the
-	// scheduler does not import internal/config (dependencies point down
-	// from the app), so the two must be kept equal by hand.
 	if opts.Lease <= 0 {
-		opts.Lease = 10 * time.Second
+		opts.Lease = state.DefaultLease
 	}
 	if opts.RefreshInterval <= 0 {
 		opts.RefreshInterval = 100 * time.Millisecond

@@ -187,14 +187,16 @@ type HealthPolicy struct {
 	HoldDown        time.Duration
 }
 
-// WithDefaults fills unset settings: a 10 s lease, 3 failures either way.
+// DefaultLease is a claim's lease when none is set: the default of the
+// config's claim_lease, and the fallback of the stores and the scheduler
+// for callers that set none. Declared here, the lowest package that needs
+// it, so that every layer takes the one value.
+const DefaultLease = 10 * time.Second
+
+// WithDefaults fills unset settings: DefaultLease, 3 failures either way.
 func (l Limits) WithDefaults() Limits {
-	// A fallback for callers that set no lease (tests, tools). The product's
-	// default is the config's claim_lease, which internal/app passes in;
-	// internal/config imports this package, so it cannot be read from there
-	// and the two must be kept equal by hand.
 	if l.Lease <= 0 {
-		l.Lease = 10 * time.Second
+		l.Lease = DefaultLease
 	}
 	if l.Health.ActiveFailures <= 0 {
 		l.Health.ActiveFailures = 3

@@ -363,7 +363,7 @@ func Default() Config {
 		DecisionLogSize:       10000,
 		DecisionLogCandidates: 8,
 		RefreshInterval:       Duration(100 * time.Millisecond),
-		ClaimLease:            Duration(10 * time.Second),
+		ClaimLease:            Duration(state.DefaultLease),
 		AtomicClaim:           true,
 		Redis:                 Redis{KeyPrefix: "llmr", Timeout: Duration(300 * time.Millisecond), PoolSize: 64},
 		Telemetry: Telemetry{

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 // Key documents one configuration key: its YAML path, its environment
@@ -35,7 +37,7 @@ var Keys = slices.Concat([]Key{
 	{Path: "decision_log_size", Env: "DECISION_LOG_SIZE", Default: "10000", Doc: "decisions kept for explain", apply: setInt(func(c *Config) *int { return &c.DecisionLogSize })},
 	{Path: "decision_log_candidates", Env: "DECISION_LOG_CANDIDATES", Default: "8", Doc: "candidates written in each decision's log line, the best by total (explain has them all); 0 writes all", apply: setInt(func(c *Config) *int { return &c.DecisionLogCandidates })},
 	{Path: "refresh_interval", Env: "REFRESH_INTERVAL_SECONDS", Default: "100ms", Doc: "how often the worker snapshot used for scoring is reread (never the in-flight counts, which the claim reads atomically)", apply: setDuration(func(c *Config) *Duration { return &c.RefreshInterval })},
-	{Path: "claim_lease", Env: "CLAIM_LEASE_SECONDS", Default: "10s", Doc: "lease of each claim, renewed every third of it while the request lives; a dead replica's claims stop counting after it (500ms to 30s)", apply: setDuration(func(c *Config) *Duration { return &c.ClaimLease })},
+	{Path: "claim_lease", Env: "CLAIM_LEASE_SECONDS", Default: state.DefaultLease.String(), Doc: "lease of each claim, renewed every third of it while the request lives; a dead replica's claims stop counting after it (500ms to 30s)", apply: setDuration(func(c *Config) *Duration { return &c.ClaimLease })},
 	{Path: "atomic_claim", Env: "ATOMIC_CLAIM", Default: "true", Doc: "false claims the worker picked on the cached snapshot without re-reading live counts: the herd race, for the herd benchmark only", apply: setBool(func(c *Config) *bool { return &c.AtomicClaim })},
 	{Path: "telemetry.scrape_interval", Env: "SCRAPE_INTERVAL_SECONDS", Default: "500ms", Doc: "how often each worker's own metrics are read (by one replica at a time)", apply: setDuration(func(c *Config) *Duration { return &c.Telemetry.ScrapeInterval })},
 	{Path: "telemetry.scrape_timeout", Env: "SCRAPE_TIMEOUT_SECONDS", Default: "400ms", Doc: "bound on one scrape", apply: setDuration(func(c *Config) *Duration { return &c.Telemetry.ScrapeTimeout })},
