@@ -33,7 +33,9 @@ func TestHarnessIntegration(t *testing.T) {
 	if _, err := stack.Build(binDir, "llm-router", "gpusim", "llm-bench"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// One bound for all five subtests: each takes 10-40 s on a quiet
+	// 2-core host, and a loaded one stretches them.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
 	t.Run("herd", func(t *testing.T) {
