@@ -291,7 +291,7 @@ func (r *OpenOverheadReport) Markdown(w io.Writer) {
 		r.Command, r.Machine, r.Started.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "- Identical non-streamed chat requests at fixed rates (open loop) to one gpusim that answers instantly; Envoy straight to it, Envoy asking a no-op ext_proc server (the router's rendered config, every phase answered at once: the floor) and Envoy asking llm-router; the configurations take turns at each rate.\n\n")
 	r.markdownFloor(w)
-	fmt.Fprintf(w, "\n## Highest sustained rate on this machine\n\nDefinition: %s. Rates double from the first; the client, Envoy, the router and gpusim share the machine's cores, so this is the machine's figure, not the router's alone.\n\n", r.Definition)
+	fmt.Fprintf(w, "\n## Highest sustained rate on the host\n\nDefinition: %s. Rates double from the first; the client, Envoy, the router and gpusim share the machine's cores, so this is the host's figure, not the router's alone.\n\n", r.Definition)
 	fmt.Fprintln(w, "| configuration | body | sustained req/s |\n|---|---|---|")
 	for _, s := range r.Sustained {
 		v := fmt.Sprintf("%.0f", s.Rate)

@@ -113,7 +113,7 @@ func (rep *CompareReport) voidError(report string) error {
 				parts = append(parts, fmt.Sprintf("%s in %d", k, counts[k]))
 			}
 		}
-		msg = fmt.Sprintf("%s void (%s): this machine could not keep up at --time-scale %g%s; raise --time-scale%s, leave out the heaviest --setups (several replicas) or lower --loads",
+		msg = fmt.Sprintf("%s void (%s): the host could not keep up at --time-scale %g%s; raise --time-scale%s, leave out the heaviest --setups (several replicas) or lower --loads",
 			allRuns(n), strings.Join(parts, ", "), rep.TimeScale, busyBefore(rep), fitScaleHint(rep))
 	default:
 		msg = fmt.Sprintf("%s void (overload in %d): no configuration kept up with the offered rate at any load and seed; lower --loads or give a --capacity below %.2f req/s",
@@ -189,7 +189,7 @@ type Budget struct {
 	FitScale float64 `json:"fit_time_scale"`
 }
 
-// machineBudget is the budget of o's busiest run on this machine, idleBusy
+// machineBudget is the budget of o's busiest run on the host, idleBusy
 // cores being busy before the first run.
 func machineBudget(o CompareOptions, seedCapacity map[uint64]float64, idleBusy float64) *Budget {
 	peak := 0.0
@@ -217,7 +217,7 @@ func (b *Budget) Warning(timeScale float64) string {
 	if b.FitScale > 0 {
 		fix = fmt.Sprintf("--time-scale %.2g or more fits it; so may lower --loads or leaving out the heaviest --setups (several replicas)", b.FitScale)
 	}
-	return fmt.Sprintf("the busiest run offers %.0f requests a second of wall time at time scale %g; the stack needs about %.2f cores for it, and this machine gives %.2f before a run is void (%.2f busy before the first run): expect void runs; %s",
+	return fmt.Sprintf("the busiest run offers %.0f requests a second of wall time at time scale %g; the stack needs about %.2f cores for it, and the host gives %.2f before a run is void (%.2f busy before the first run): expect void runs; %s",
 		b.WallRate, timeScale, b.Need, max(b.Have, 0), b.IdleBusy, fix)
 }
 
