@@ -65,14 +65,22 @@ const MaxPromptBlocks = 8192
 // ErrBadRequest marks a malformed request body.
 var ErrBadRequest = errors.New("invalid request")
 
-// paramError is a 400 that names the offending field, as OpenAI does.
+// paramError is a 400 that names the offending field (or header), as
+// OpenAI does.
 type paramError struct {
 	Param string
 	Msg   string
+	Kind  error // the error kind; nil: ErrBadRequest
 }
 
 func (e *paramError) Error() string { return e.Msg }
-func (e *paramError) Unwrap() error { return ErrBadRequest }
+
+func (e *paramError) Unwrap() error {
+	if e.Kind != nil {
+		return e.Kind
+	}
+	return ErrBadRequest
+}
 
 func badParam(param, format string, a ...any) error {
 	return &paramError{Param: param, Msg: fmt.Sprintf(format, a...)}

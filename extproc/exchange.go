@@ -32,6 +32,7 @@ type exchange struct {
 
 	identity Identity
 	priority state.Priority
+	slo      SLOTargets // what the headers asked; resolved with the model
 
 	requestID string
 	method    string
@@ -47,6 +48,7 @@ type exchange struct {
 	strip     *usageStripper // set when the router added include_usage
 
 	llmd      llmdRequest // what llm-d's request headers asked
+	sloAsked  sloHeaders  // the latency objective headers sent
 	rewritten []byte      // the body with its model rewritten, when asked
 
 	epp    *eppExchange // set in endpoint-picker mode
@@ -98,7 +100,9 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 		case headerPriority:
 			priority = headerValue(hv)
 		default:
-			x.llmd.read(hv.Key, headerValue(hv))
+			if !x.sloAsked.read(hv.Key, headerValue(hv)) {
+				x.llmd.read(hv.Key, headerValue(hv))
+			}
 		}
 	}
 	if x.requestID == "" {
@@ -120,6 +124,9 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 		return x.fail(err)
 	}
 	x.priority = p
+	if x.slo, err = x.sloAsked.parse(); err != nil {
+		return x.fail(err)
+	}
 	x.endpoint = endpointFor(x.path)
 	switch {
 	case x.endpoint == EndpointNone && pathIs(x.path, "/v1/models"):
@@ -204,6 +211,7 @@ func (x *exchange) admit(raw []byte) (reply *extprocv3.ProcessingResponse, ok bo
 		Stream:       body.Stream,
 		Priority:     x.priority,
 		Tenant:       x.identity.Tenant,
+		SLO:          x.srv.opts.SLO.resolve(x.slo, x.identity, body.Model, x.priority, x.llmd.objective),
 		Subset:       x.subset,
 		OnQueued:     x.extendTimeout,
 	})

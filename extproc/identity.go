@@ -2,20 +2,24 @@ package extproc
 
 import (
 	"strings"
+	"time"
 
 	"github.com/llm-router/llm-router/state"
 )
 
-// Identity is who sent a request, as its API key says, and the highest
-// priority that key may use.
+// Identity is who sent a request, as its API key says, the highest
+// priority that key may use and the tightest latency objectives it may ask
+// for (0: the router's bound, SLOPolicy.MinTTFT and MinTPOT).
 type Identity struct {
-	Tenant      string
-	MaxPriority state.Priority
+	Tenant           string
+	MaxPriority      state.Priority
+	MinTTFT, MinTPOT time.Duration
 }
 
 // Anonymous is the identity of requests when API keys are off: they may
-// lower their priority but never raise it above standard, so a header
-// alone never buys priority.
+// lower their priority but never raise it above standard, and their
+// latency objectives are bounded by the router's, so a header alone never
+// buys priority or the tightest objectives.
 var Anonymous = Identity{Tenant: "anonymous", MaxPriority: state.PriorityStandard}
 
 // Authenticator checks a request's Authorization header and returns the

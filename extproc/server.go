@@ -5,10 +5,11 @@
 // retries and failover; this package only decides and observes.
 //
 // One ext_proc stream is one HTTP request. Its phases are: request headers
-// (path, auth, request id), request body (buffered: model, max_tokens,
-// stream; the decision), response headers (status, which worker really
-// served after any Envoy retry) and, for streamed responses only, response
-// body chunks (time to first token, token counts, the end of the stream).
+// (path, auth, request id, latency objectives), request body (buffered:
+// model, max_tokens, stream; the decision), response headers (status, which
+// worker really served after any Envoy retry) and, for streamed responses
+// only, response body chunks (time to first token, token counts, the end of
+// the stream).
 package extproc
 
 import (
@@ -87,6 +88,8 @@ type Options struct {
 	// Objectives maps llm-d inference objective names to priorities
 	// (x-llm-d-inference-objective); unnamed objectives are ignored.
 	Objectives map[string]state.Priority
+	// SLO fills and bounds each request's latency objectives.
+	SLO SLOPolicy
 	// AddressOf maps a worker to its ip:port, for endpoint-picker mode.
 	AddressOf func(worker string) (string, bool)
 	Logger    *zap.Logger

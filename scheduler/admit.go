@@ -26,6 +26,8 @@ type Request struct {
 	Stream   bool
 	Priority state.Priority // "" is standard
 	Tenant   string
+	// SLO is the request's latency objectives, recorded in its decision.
+	SLO SLO
 	// Subset, when non-nil, restricts the pick to the workers at these
 	// addresses (host:port); an empty non-nil list leaves nothing eligible.
 	// The endpoint-picker protocol's subset hint arrives here.
@@ -69,7 +71,7 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		RequestID: r.ID, Time: start, Replica: s.opts.ReplicaID, Model: r.Model,
 		Priority: r.Priority, Tenant: r.Tenant, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens,
 		Stream: r.Stream, Strategy: plan.Strategy, Fallback: plan.Fallback, Excluded: plan.Excluded,
-		SnapshotAge: start.Sub(v.snap.At).Seconds(),
+		SnapshotAge: start.Sub(v.snap.At).Seconds(), SLO: r.SLO,
 	}
 	d.LearnedCaps, d.LearnedTokenCaps = v.learnedCaps(r.Model)
 	if len(plan.Candidates) == 0 {

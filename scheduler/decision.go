@@ -25,6 +25,7 @@ type Decision struct {
 	PromptTokens  int                `json:"prompt_tokens_est"`
 	MaxTokens     int                `json:"max_tokens"`
 	Stream        bool               `json:"stream"`
+	SLO           SLO                `json:"slo"`
 	Strategy      string             `json:"strategy"`
 	Fallback      string             `json:"fallback,omitempty"`
 	Outcome       string             `json:"outcome"`
@@ -95,6 +96,7 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.String("model", d.Model),
 		zap.String("priority", string(d.Priority)),
 		zap.String("tenant", d.Tenant),
+		zap.Object("slo", sloLog(d.SLO)),
 		zap.String("strategy", d.Strategy),
 		zap.String("fallback", d.Fallback),
 		zap.String("outcome", d.Outcome),
@@ -111,6 +113,16 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.Object("learned_caps", learned[int](d.LearnedCaps)),
 		zap.Object("learned_token_caps", learned[int64](d.LearnedTokenCaps)),
 	)
+}
+
+type sloLog SLO
+
+func (s sloLog) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddFloat64("ttft_seconds", s.TTFT.Seconds)
+	enc.AddString("ttft_source", string(s.TTFT.Source))
+	enc.AddFloat64("tpot_seconds", s.TPOT.Seconds)
+	enc.AddString("tpot_source", string(s.TPOT.Source))
+	return nil
 }
 
 type lines []scoring.Line

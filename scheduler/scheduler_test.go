@@ -112,7 +112,8 @@ func TestDecisionRecordsTheBreakdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := s.Admit(ctx, Request{ID: "second", Model: "m", MaxTokens: 10})
+	slo := SLO{TTFT: NewObjective(300*time.Millisecond, SLOHeader), TPOT: NewObjective(50*time.Millisecond, SLODefault)}
+	next, err := s.Admit(ctx, Request{ID: "second", Model: "m", MaxTokens: 10, SLO: slo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestDecisionRecordsTheBreakdown(t *testing.T) {
 		t.Fatalf("the second request joined the first on %s while the other worker idled", held.Worker())
 	}
 	d := rec.ds[1]
-	if d.Worker != next.Worker() || len(d.Candidates) != 2 || d.Strategy != "scored" {
+	if d.Worker != next.Worker() || len(d.Candidates) != 2 || d.Strategy != "scored" || d.SLO != slo {
 		t.Fatalf("decision %+v", d)
 	}
 	for _, c := range d.Candidates {

@@ -67,6 +67,12 @@ func decision(d *scheduler.Decision) *pb.Decision {
 		WaitSeconds: d.WaitSeconds, QueuePosition: int32(d.QueuePosition), DecideMicros: d.DecideMicros,
 		UnknownTerms: d.Unknown, MaxTokens: int32(d.MaxTokens), PromptTokensEstimate: int32(d.PromptTokens), Stream: d.Stream,
 	}
+	if d.SLO != (scheduler.SLO{}) {
+		out.Slo = &pb.SLO{
+			Ttft: &pb.Objective{Seconds: d.SLO.TTFT.Seconds, Source: string(d.SLO.TTFT.Source)},
+			Tpot: &pb.Objective{Seconds: d.SLO.TPOT.Seconds, Source: string(d.SLO.TPOT.Source)},
+		}
+	}
 	for w, l := range d.LearnedCaps {
 		if out.LearnedCaps == nil {
 			out.LearnedCaps = map[string]int32{}

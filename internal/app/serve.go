@@ -202,6 +202,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		EndpointPicker:       cfg.Envoy.Mode == config.ModeEndpointPicker,
 		Fallbacks:            cfg.Envoy.Fallbacks,
 		Objectives:           cfg.Auth.Objectives,
+		SLO:                  sloPolicy(cfg.SLO),
 		AddressOf:            sched.AddressOf,
 		Logger:               log.Named("extproc"),
 	})

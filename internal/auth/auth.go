@@ -1,6 +1,7 @@
 // Package auth checks client API keys: it loads them from the config and
-// implements extproc.Authenticator, returning each key's tenant and the
-// highest priority it may use. Keys are kept as SHA-256 digests and
+// implements extproc.Authenticator, returning each key's tenant, the
+// highest priority it may use and the tightest latency objectives it may
+// ask for. Keys are kept as SHA-256 digests and
 // compared in constant time; neither keys nor Authorization headers are
 // ever logged.
 package auth
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -55,17 +57,28 @@ func New(c config.Auth) (*Keys, error) {
 			if !k.MaxPriority.OrStandard().Valid() {
 				return nil, fmt.Errorf("auth.keys_file %s: entry %d: max_priority %q", c.KeysFile, i, k.MaxPriority)
 			}
+			if err := config.KeyBoundError(k); err != nil {
+				return nil, fmt.Errorf("auth.keys_file %s: entry %d: %w", c.KeysFile, i, err)
+			}
 		}
 		keys = append(keys, fromFile...)
 	}
 	if c.Token != "" {
-		keys = append(keys, config.APIKey{Key: c.Token, Tenant: "default", MaxPriority: state.PriorityCritical})
+		// The operator's own key: the highest priority, and any objective
+		// a header may name (1ms, the tightest).
+		keys = append(keys, config.APIKey{
+			Key: c.Token, Tenant: "default", MaxPriority: state.PriorityCritical,
+			MinTTFTSLO: config.Duration(time.Millisecond), MinTPOTSLO: config.Duration(time.Millisecond),
+		})
 	}
 	k := &Keys{enabled: len(keys) > 0 && (c.Enabled == nil || *c.Enabled)}
 	for _, key := range keys {
 		k.entries = append(k.entries, entry{
 			digest: sha256.Sum256([]byte(key.Key)),
-			id:     extproc.Identity{Tenant: key.Tenant, MaxPriority: key.MaxPriority.OrStandard()},
+			id: extproc.Identity{
+				Tenant: key.Tenant, MaxPriority: key.MaxPriority.OrStandard(),
+				MinTTFT: key.MinTTFTSLO.D(), MinTPOT: key.MinTPOTSLO.D(),
+			},
 		})
 	}
 	return k, nil

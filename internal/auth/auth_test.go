@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/llm-router/llm-router/extproc"
 	"github.com/llm-router/llm-router/internal/config"
@@ -56,7 +58,7 @@ func TestDisabledIsExplicitOrLoud(t *testing.T) {
 		t.Fatalf("auth off: %+v %v", id, err)
 	}
 	tok, _ := New(config.Auth{Token: "single-token"})
-	if id, err := tok.Authenticate("Bearer single-token"); err != nil || id.MaxPriority != state.PriorityCritical {
+	if id, err := tok.Authenticate("Bearer single-token"); err != nil || id.MaxPriority != state.PriorityCritical || id.MinTTFT != time.Millisecond || id.MinTPOT != time.Millisecond {
 		t.Fatalf("AUTH_TOKEN: %+v %v", id, err)
 	}
 }
@@ -64,13 +66,18 @@ func TestDisabledIsExplicitOrLoud(t *testing.T) {
 func TestKeysFile(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "keys.yaml")
-	_ = os.WriteFile(good, []byte("- {key: sk-file-1234, tenant: f, max_priority: batch}\n"), 0o600)
+	_ = os.WriteFile(good, []byte("- {key: sk-file-1234, tenant: f, max_priority: batch, min_ttft_slo: 250ms, min_tpot_slo: 0.01}\n"), 0o600)
 	k, err := New(config.Auth{KeysFile: good})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, err := k.Authenticate("Bearer sk-file-1234"); err != nil || id.MaxPriority != state.PriorityBatch {
+	if id, err := k.Authenticate("Bearer sk-file-1234"); err != nil || id.MaxPriority != state.PriorityBatch || id.MinTTFT != 250*time.Millisecond || id.MinTPOT != 10*time.Millisecond {
 		t.Fatalf("%+v %v", id, err)
+	}
+	absurd := filepath.Join(dir, "absurd.yaml")
+	_ = os.WriteFile(absurd, []byte("- {key: sk-file-1234, tenant: f, min_tpot_slo: 2h}\n"), 0o600)
+	if _, err := New(config.Auth{KeysFile: absurd}); err == nil || !strings.Contains(err.Error(), "min_tpot_slo") {
+		t.Fatalf("a key's absurd bound: %v", err)
 	}
 	empty := filepath.Join(dir, "empty.yaml")
 	_ = os.WriteFile(empty, []byte("[]\n"), 0o600)

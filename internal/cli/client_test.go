@@ -195,11 +195,19 @@ func TestPrintDecision(t *testing.T) {
 		{"running", scheduler.Decision{
 			RequestID: "r-run", Time: at, Replica: "r1", Model: "m", Priority: "critical", MaxTokens: 16, PromptTokens: 9,
 			Strategy: "least_loaded", Outcome: scheduler.OutcomeClaimed, Worker: "w1", SnapshotAge: 0.002,
+			SLO: scheduler.SLO{
+				TTFT: scheduler.NewObjective(750*time.Millisecond, scheduler.SLOHeader),
+				TPOT: scheduler.NewObjective(40*time.Millisecond, scheduler.SLOConfig),
+			},
 			Candidates: []scoring.Line{{Worker: "w1", Active: 0, Cap: 2, ActiveWeight: 1, Total: 0}},
 		}},
 		{"fallback, retried, client left", scheduler.Decision{
 			RequestID: "r-retry", Time: at, Replica: "r2", Model: "m", Priority: "batch", MaxTokens: 100, Stream: true,
 			Strategy: "scored", Fallback: "round_robin", Outcome: scheduler.OutcomeClaimed, Worker: "w1", DecideMicros: 12,
+			SLO: scheduler.SLO{
+				TTFT: scheduler.NewObjective(5*time.Second, scheduler.SLOObjective),
+				TPOT: scheduler.NewObjective(100*time.Millisecond, scheduler.SLODefault),
+			},
 			Candidates: []scoring.Line{
 				{Worker: "w1", Active: 1, Cap: 2, Terms: []scoring.Term{{Name: "latency", Unknown: true}}, Total: 1},
 				{Worker: "w2", Active: 0, Cap: 2, Terms: []scoring.Term{{Name: "latency", Unknown: true}}, Total: 0},

@@ -121,6 +121,11 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 		fmt.Fprintf(w, ", tenant %s", d.Tenant)
 	}
 	fmt.Fprintf(w, ", max_tokens %d, ~%d prompt tokens, stream %v\n", d.MaxTokens, d.PromptTokens, d.Stream)
+	if d.SLO != (scheduler.SLO{}) {
+		fmt.Fprintf(w, "slo       ttft %s (%s), tpot %s (%s); recorded, not used to place\n",
+			d.SLO.TTFT.Duration().Round(time.Microsecond), sloSource(d.SLO.TTFT.Source),
+			d.SLO.TPOT.Duration().Round(time.Microsecond), sloSource(d.SLO.TPOT.Source))
+	}
 	fmt.Fprintf(w, "decided   %s with %s", d.Outcome, d.Strategy)
 	if d.Fallback != "" {
 		fmt.Fprintf(w, " (fell back to %s: no worker had data)", d.Fallback)
@@ -243,4 +248,21 @@ func PrintJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// sloSource says where an objective came from, in words.
+func sloSource(s scheduler.SLOSource) string {
+	switch s {
+	case scheduler.SLOHeader:
+		return "from the request's header"
+	case scheduler.SLOClamped:
+		return "the header asked tighter; clamped to the key's bound"
+	case scheduler.SLOObjective:
+		return "configured for its llm-d objective"
+	case scheduler.SLOConfig:
+		return "configured for its model and priority"
+	case scheduler.SLODefault:
+		return "the default"
+	}
+	return string(s)
 }

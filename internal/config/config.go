@@ -60,6 +60,7 @@ type Config struct {
 	Scoring        Scoring        `yaml:"scoring"`
 	InferenceAware InferenceAware `yaml:"inference_aware"`
 	AdaptiveCaps   AdaptiveCaps   `yaml:"adaptive_caps"`
+	SLO            SLO            `yaml:"slo"`
 	Workers        []Worker       `yaml:"workers"`
 }
 
@@ -166,6 +167,10 @@ type APIKey struct {
 	Key         string         `yaml:"key"`
 	Tenant      string         `yaml:"tenant"`
 	MaxPriority state.Priority `yaml:"max_priority"` // critical, standard (default) or batch
+	// MinTTFTSLO and MinTPOTSLO are the tightest latency objectives the
+	// key's requests may ask for; 0: slo.min_ttft and slo.min_tpot.
+	MinTTFTSLO Duration `yaml:"min_ttft_slo"`
+	MinTPOTSLO Duration `yaml:"min_tpot_slo"`
 }
 
 // Redis configures the shared store. Empty (no url, no addrs): the
@@ -411,6 +416,7 @@ func Default() Config {
 			MaxPrefixBlocks:        1024,
 		},
 		AdaptiveCaps: defaultAdaptiveCaps(),
+		SLO:          defaultSLO(),
 		InferenceAware: InferenceAware{
 			MinSamples:  3,
 			Staleness:   Duration(60 * time.Second),

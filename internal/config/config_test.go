@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-router/llm-router/state"
 )
 
 const issueExample = `
@@ -63,6 +65,13 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"bad id", "workers:\n- {id: 'a b', address: 127.0.0.1:1, models: [m], max_concurrency: 1}\n", "workers[0].id"},
 		{"alpha out of range", "ema_alpha: 1.5\n", "ema_alpha"},
 		{"model in two pools", "redis:\n  pools: {a: [m], b: [m]}\n", "redis.pools: model m is in pools a and b"},
+		{"zero default objective", "slo:\n  ttft: 0s\n", "slo.ttft: must be above 0 and at most 1h"},
+		{"absurd bound", "slo:\n  min_tpot: 2h\n", "slo.min_tpot: must be above 0 and at most 1h"},
+		{"objective per unknown priority", "slo:\n  models:\n    m:\n      urgent: {ttft: 1s}\n", "slo.models.m.urgent: want a priority"},
+		{"absurd model objective", "slo:\n  models:\n    m:\n      batch: {tpot: 90m}\n", "slo.models.m.batch.tpot"},
+		{"absurd llm-d objective", "slo:\n  objectives:\n    chat: {ttft: 5h}\n", "slo.objectives.chat.ttft"},
+		{"unknown slo key", "slo:\n  models:\n    m:\n      batch: {itl: 1s}\n", "unknown key itl"},
+		{"absurd key bound", "auth:\n  keys:\n  - {key: sk-12345678, tenant: t, min_ttft_slo: 2h}\n", "auth.keys[0].min_ttft_slo: must be 0"},
 		{"worker across pools", "redis:\n  pools: {a: [m]}\nworkers:\n- {id: w, address: 127.0.0.1:1, models: [m, n], max_concurrency: 1}\n", "worker w serves models of pools \"a\" and \"\""},
 	}
 	for _, tc := range tests {
@@ -72,6 +81,28 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The slo section's per-model and per-objective values load as written,
+// beside the defaults.
+func TestSLOConfig(t *testing.T) {
+	cfg, err := Parse([]byte("slo:\n  tpot: 80ms\n  models:\n    m:\n      critical: {ttft: 800ms, tpot: 0.04}\n  objectives:\n    chat: {ttft: 1.2s}\nauth:\n  keys:\n  - {key: sk-12345678, tenant: t, min_ttft_slo: 100ms}\n"), envOf(map[string]string{"SLO_MIN_TPOT_SECONDS": "10ms"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.SLO
+	if s.TTFT.D() != 2*time.Second || s.TPOT.D() != 80*time.Millisecond || s.MinTTFT.D() != 500*time.Millisecond || s.MinTPOT.D() != 10*time.Millisecond {
+		t.Fatalf("defaults and overrides: %+v", s)
+	}
+	if m := s.Models["m"][state.PriorityCritical]; m.TTFT.D() != 800*time.Millisecond || m.TPOT.D() != 40*time.Millisecond {
+		t.Fatalf("model: %+v", m)
+	}
+	if o := s.Objectives["chat"]; o.TTFT.D() != 1200*time.Millisecond || o.TPOT != 0 {
+		t.Fatalf("objective: %+v", o)
+	}
+	if k := cfg.Auth.Keys[0]; k.MinTTFTSLO.D() != 100*time.Millisecond || k.MinTPOTSLO != 0 {
+		t.Fatalf("key: %+v", k)
 	}
 }
 

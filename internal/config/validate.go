@@ -85,6 +85,7 @@ func (c *Config) Validate() error {
 		bad("queue.max_concurrent_requests", "must not be negative")
 	}
 	c.validateAuth(bad)
+	c.SLO.validate(bad)
 	if c.Telemetry.ScrapeInterval.D() < 10*time.Millisecond {
 		bad("telemetry.scrape_interval", "must be at least 10ms")
 	}
@@ -268,6 +269,7 @@ func (c *Config) validateAuth(bad func(string, string, ...any)) {
 		if !k.MaxPriority.OrStandard().Valid() {
 			bad(key+".max_priority", "want critical, standard or batch, got %q", k.MaxPriority)
 		}
+		validateKeyBounds(key, k, bad)
 	}
 	for name, p := range c.Auth.Objectives {
 		if name == "" || !p.Valid() {

@@ -72,6 +72,10 @@ func typicalDecision() *scheduler.Decision {
 	return &scheduler.Decision{
 		RequestID: RequestID, Time: At, Replica: Replica, Model: "model-a", Priority: state.PriorityStandard,
 		Tenant: "team-x", PromptTokens: 250, MaxTokens: 64, Stream: true,
+		SLO: scheduler.SLO{
+			TTFT: scheduler.NewObjective(500*time.Millisecond, scheduler.SLOClamped),
+			TPOT: scheduler.NewObjective(100*time.Millisecond, scheduler.SLODefault),
+		},
 		Strategy: "scored", Outcome: scheduler.OutcomeClaimed, Worker: "a-0",
 		WaitSeconds: 0.125, QueuePosition: 2, DecideMicros: 87.4, SnapshotAge: 0.0421,
 		Conflict: true, Unknown: []string{"kv_pressure"},

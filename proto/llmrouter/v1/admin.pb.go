@@ -1156,8 +1156,11 @@ type Decision struct {
 	LearnedCaps map[string]int32 `protobuf:"bytes,21,rep,name=learned_caps,json=learnedCaps,proto3" json:"learned_caps,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// Candidates' learned in-flight token limits (absent: none).
 	LearnedTokenCaps map[string]int64 `protobuf:"bytes,22,rep,name=learned_token_caps,json=learnedTokenCaps,proto3" json:"learned_token_caps,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The request's latency objectives, recorded only: placement and
+	// admission do not read them yet.
+	Slo           *SLO `protobuf:"bytes,23,opt,name=slo,proto3" json:"slo,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Decision) Reset() {
@@ -1344,6 +1347,124 @@ func (x *Decision) GetLearnedTokenCaps() map[string]int64 {
 	return nil
 }
 
+func (x *Decision) GetSlo() *SLO {
+	if x != nil {
+		return x.Slo
+	}
+	return nil
+}
+
+// SLO is a request's latency objectives.
+type SLO struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Time to first token.
+	Ttft *Objective `protobuf:"bytes,1,opt,name=ttft,proto3" json:"ttft,omitempty"`
+	// Time per output token.
+	Tpot          *Objective `protobuf:"bytes,2,opt,name=tpot,proto3" json:"tpot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SLO) Reset() {
+	*x = SLO{}
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SLO) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SLO) ProtoMessage() {}
+
+func (x *SLO) ProtoReflect() protoreflect.Message {
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SLO.ProtoReflect.Descriptor instead.
+func (*SLO) Descriptor() ([]byte, []int) {
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SLO) GetTtft() *Objective {
+	if x != nil {
+		return x.Ttft
+	}
+	return nil
+}
+
+func (x *SLO) GetTpot() *Objective {
+	if x != nil {
+		return x.Tpot
+	}
+	return nil
+}
+
+// Objective is one latency objective and where it came from.
+type Objective struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Seconds float64                `protobuf:"fixed64,1,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	// header, clamped (the header asked for tighter than the key allows),
+	// objective (the llm-d inference objective's configuration), config
+	// (the model's at the request's priority) or default.
+	Source        string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Objective) Reset() {
+	*x = Objective{}
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Objective) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Objective) ProtoMessage() {}
+
+func (x *Objective) ProtoReflect() protoreflect.Message {
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Objective.ProtoReflect.Descriptor instead.
+func (*Objective) Descriptor() ([]byte, []int) {
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Objective) GetSeconds() float64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
+func (x *Objective) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
 type Candidate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Worker        string                 `protobuf:"bytes,1,opt,name=worker,proto3" json:"worker,omitempty"`
@@ -1357,7 +1478,7 @@ type Candidate struct {
 
 func (x *Candidate) Reset() {
 	*x = Candidate{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[18]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1490,7 @@ func (x *Candidate) String() string {
 func (*Candidate) ProtoMessage() {}
 
 func (x *Candidate) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[18]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1503,7 @@ func (x *Candidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidate.ProtoReflect.Descriptor instead.
 func (*Candidate) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{18}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Candidate) GetWorker() string {
@@ -1432,7 +1553,7 @@ type Term struct {
 
 func (x *Term) Reset() {
 	*x = Term{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[19]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1444,7 +1565,7 @@ func (x *Term) String() string {
 func (*Term) ProtoMessage() {}
 
 func (x *Term) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[19]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1457,7 +1578,7 @@ func (x *Term) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Term.ProtoReflect.Descriptor instead.
 func (*Term) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{19}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Term) GetName() string {
@@ -1498,7 +1619,7 @@ type Excluded struct {
 
 func (x *Excluded) Reset() {
 	*x = Excluded{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[20]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1510,7 +1631,7 @@ func (x *Excluded) String() string {
 func (*Excluded) ProtoMessage() {}
 
 func (x *Excluded) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[20]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1523,7 +1644,7 @@ func (x *Excluded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Excluded.ProtoReflect.Descriptor instead.
 func (*Excluded) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{20}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Excluded) GetWorker() string {
@@ -1555,7 +1676,7 @@ type DecisionResult struct {
 
 func (x *DecisionResult) Reset() {
 	*x = DecisionResult{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[21]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1688,7 @@ func (x *DecisionResult) String() string {
 func (*DecisionResult) ProtoMessage() {}
 
 func (x *DecisionResult) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[21]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1701,7 @@ func (x *DecisionResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecisionResult.ProtoReflect.Descriptor instead.
 func (*DecisionResult) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{21}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DecisionResult) GetStatus() int32 {
@@ -1640,7 +1761,7 @@ type GetStatsRequest struct {
 
 func (x *GetStatsRequest) Reset() {
 	*x = GetStatsRequest{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[22]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1652,7 +1773,7 @@ func (x *GetStatsRequest) String() string {
 func (*GetStatsRequest) ProtoMessage() {}
 
 func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[22]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1665,7 +1786,7 @@ func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetStatsRequest) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{22}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{24}
 }
 
 // Stats is the fleet at a glance.
@@ -1683,7 +1804,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[23]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1695,7 +1816,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[23]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1708,7 +1829,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{23}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Stats) GetReplica() string {
@@ -1758,7 +1879,7 @@ type QueueDepth struct {
 
 func (x *QueueDepth) Reset() {
 	*x = QueueDepth{}
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[24]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1891,7 @@ func (x *QueueDepth) String() string {
 func (*QueueDepth) ProtoMessage() {}
 
 func (x *QueueDepth) ProtoReflect() protoreflect.Message {
-	mi := &file_llmrouter_v1_admin_proto_msgTypes[24]
+	mi := &file_llmrouter_v1_admin_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1904,7 @@ func (x *QueueDepth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueueDepth.ProtoReflect.Descriptor instead.
 func (*QueueDepth) Descriptor() ([]byte, []int) {
-	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{24}
+	return file_llmrouter_v1_admin_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *QueueDepth) GetModel() string {
@@ -1899,7 +2020,7 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"7\n" +
 	"\x16ExplainDecisionRequest\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x01 \x01(\tR\trequestId\"\xf8\a\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\"\x9d\b\n" +
 	"\bDecision\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12.\n" +
@@ -1927,13 +2048,20 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"\x16prompt_tokens_estimate\x18\x13 \x01(\x05R\x14promptTokensEstimate\x12\x16\n" +
 	"\x06stream\x18\x14 \x01(\bR\x06stream\x12J\n" +
 	"\flearned_caps\x18\x15 \x03(\v2'.llmrouter.v1.Decision.LearnedCapsEntryR\vlearnedCaps\x12Z\n" +
-	"\x12learned_token_caps\x18\x16 \x03(\v2,.llmrouter.v1.Decision.LearnedTokenCapsEntryR\x10learnedTokenCaps\x1a>\n" +
+	"\x12learned_token_caps\x18\x16 \x03(\v2,.llmrouter.v1.Decision.LearnedTokenCapsEntryR\x10learnedTokenCaps\x12#\n" +
+	"\x03slo\x18\x17 \x01(\v2\x11.llmrouter.v1.SLOR\x03slo\x1a>\n" +
 	"\x10LearnedCapsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\x1aC\n" +
 	"\x15LearnedTokenCapsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x8d\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"_\n" +
+	"\x03SLO\x12+\n" +
+	"\x04ttft\x18\x01 \x01(\v2\x17.llmrouter.v1.ObjectiveR\x04ttft\x12+\n" +
+	"\x04tpot\x18\x02 \x01(\v2\x17.llmrouter.v1.ObjectiveR\x04tpot\"=\n" +
+	"\tObjective\x12\x18\n" +
+	"\aseconds\x18\x01 \x01(\x01R\aseconds\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\"\x8d\x01\n" +
 	"\tCandidate\x12\x16\n" +
 	"\x06worker\x18\x01 \x01(\tR\x06worker\x12\x16\n" +
 	"\x06active\x18\x02 \x01(\x05R\x06active\x12\x10\n" +
@@ -1992,7 +2120,7 @@ func file_llmrouter_v1_admin_proto_rawDescGZIP() []byte {
 	return file_llmrouter_v1_admin_proto_rawDescData
 }
 
-var file_llmrouter_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_llmrouter_v1_admin_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_llmrouter_v1_admin_proto_goTypes = []any{
 	(*WorkerSpec)(nil),               // 0: llmrouter.v1.WorkerSpec
 	(*MovingAverage)(nil),            // 1: llmrouter.v1.MovingAverage
@@ -2012,68 +2140,73 @@ var file_llmrouter_v1_admin_proto_goTypes = []any{
 	(*UndrainWorkerRequest)(nil),     // 15: llmrouter.v1.UndrainWorkerRequest
 	(*ExplainDecisionRequest)(nil),   // 16: llmrouter.v1.ExplainDecisionRequest
 	(*Decision)(nil),                 // 17: llmrouter.v1.Decision
-	(*Candidate)(nil),                // 18: llmrouter.v1.Candidate
-	(*Term)(nil),                     // 19: llmrouter.v1.Term
-	(*Excluded)(nil),                 // 20: llmrouter.v1.Excluded
-	(*DecisionResult)(nil),           // 21: llmrouter.v1.DecisionResult
-	(*GetStatsRequest)(nil),          // 22: llmrouter.v1.GetStatsRequest
-	(*Stats)(nil),                    // 23: llmrouter.v1.Stats
-	(*QueueDepth)(nil),               // 24: llmrouter.v1.QueueDepth
-	nil,                              // 25: llmrouter.v1.Decision.LearnedCapsEntry
-	nil,                              // 26: llmrouter.v1.Decision.LearnedTokenCapsEntry
-	(*timestamppb.Timestamp)(nil),    // 27: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),      // 28: google.protobuf.Duration
+	(*SLO)(nil),                      // 18: llmrouter.v1.SLO
+	(*Objective)(nil),                // 19: llmrouter.v1.Objective
+	(*Candidate)(nil),                // 20: llmrouter.v1.Candidate
+	(*Term)(nil),                     // 21: llmrouter.v1.Term
+	(*Excluded)(nil),                 // 22: llmrouter.v1.Excluded
+	(*DecisionResult)(nil),           // 23: llmrouter.v1.DecisionResult
+	(*GetStatsRequest)(nil),          // 24: llmrouter.v1.GetStatsRequest
+	(*Stats)(nil),                    // 25: llmrouter.v1.Stats
+	(*QueueDepth)(nil),               // 26: llmrouter.v1.QueueDepth
+	nil,                              // 27: llmrouter.v1.Decision.LearnedCapsEntry
+	nil,                              // 28: llmrouter.v1.Decision.LearnedTokenCapsEntry
+	(*timestamppb.Timestamp)(nil),    // 29: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),      // 30: google.protobuf.Duration
 }
 var file_llmrouter_v1_admin_proto_depIdxs = []int32{
-	27, // 0: llmrouter.v1.MovingAverage.updated:type_name -> google.protobuf.Timestamp
+	29, // 0: llmrouter.v1.MovingAverage.updated:type_name -> google.protobuf.Timestamp
 	0,  // 1: llmrouter.v1.Worker.spec:type_name -> llmrouter.v1.WorkerSpec
-	27, // 2: llmrouter.v1.Worker.lease_expires:type_name -> google.protobuf.Timestamp
+	29, // 2: llmrouter.v1.Worker.lease_expires:type_name -> google.protobuf.Timestamp
 	1,  // 3: llmrouter.v1.Worker.latency_seconds:type_name -> llmrouter.v1.MovingAverage
 	1,  // 4: llmrouter.v1.Worker.ttft_seconds:type_name -> llmrouter.v1.MovingAverage
 	1,  // 5: llmrouter.v1.Worker.tokens_per_second:type_name -> llmrouter.v1.MovingAverage
-	27, // 6: llmrouter.v1.Worker.scraped_at:type_name -> google.protobuf.Timestamp
+	29, // 6: llmrouter.v1.Worker.scraped_at:type_name -> google.protobuf.Timestamp
 	4,  // 7: llmrouter.v1.Worker.last_score_terms:type_name -> llmrouter.v1.ScoreTerm
 	3,  // 8: llmrouter.v1.Worker.learned_limit:type_name -> llmrouter.v1.LearnedLimit
-	27, // 9: llmrouter.v1.LearnedLimit.updated:type_name -> google.protobuf.Timestamp
+	29, // 9: llmrouter.v1.LearnedLimit.updated:type_name -> google.protobuf.Timestamp
 	2,  // 10: llmrouter.v1.ListWorkersResponse.workers:type_name -> llmrouter.v1.Worker
 	0,  // 11: llmrouter.v1.RegisterWorkerRequest.spec:type_name -> llmrouter.v1.WorkerSpec
-	28, // 12: llmrouter.v1.RegisterWorkerRequest.lease:type_name -> google.protobuf.Duration
+	30, // 12: llmrouter.v1.RegisterWorkerRequest.lease:type_name -> google.protobuf.Duration
 	2,  // 13: llmrouter.v1.RegisterWorkerResponse.worker:type_name -> llmrouter.v1.Worker
-	28, // 14: llmrouter.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
-	28, // 15: llmrouter.v1.HeartbeatRequest.lease:type_name -> google.protobuf.Duration
-	27, // 16: llmrouter.v1.HeartbeatResponse.lease_expires:type_name -> google.protobuf.Timestamp
-	27, // 17: llmrouter.v1.Decision.time:type_name -> google.protobuf.Timestamp
-	18, // 18: llmrouter.v1.Decision.candidates:type_name -> llmrouter.v1.Candidate
-	20, // 19: llmrouter.v1.Decision.excluded:type_name -> llmrouter.v1.Excluded
-	21, // 20: llmrouter.v1.Decision.result:type_name -> llmrouter.v1.DecisionResult
-	25, // 21: llmrouter.v1.Decision.learned_caps:type_name -> llmrouter.v1.Decision.LearnedCapsEntry
-	26, // 22: llmrouter.v1.Decision.learned_token_caps:type_name -> llmrouter.v1.Decision.LearnedTokenCapsEntry
-	19, // 23: llmrouter.v1.Candidate.terms:type_name -> llmrouter.v1.Term
-	2,  // 24: llmrouter.v1.Stats.workers:type_name -> llmrouter.v1.Worker
-	24, // 25: llmrouter.v1.Stats.queues:type_name -> llmrouter.v1.QueueDepth
-	5,  // 26: llmrouter.v1.AdminService.ListWorkers:input_type -> llmrouter.v1.ListWorkersRequest
-	7,  // 27: llmrouter.v1.AdminService.GetWorker:input_type -> llmrouter.v1.GetWorkerRequest
-	8,  // 28: llmrouter.v1.AdminService.RegisterWorker:input_type -> llmrouter.v1.RegisterWorkerRequest
-	10, // 29: llmrouter.v1.AdminService.Heartbeat:input_type -> llmrouter.v1.HeartbeatRequest
-	12, // 30: llmrouter.v1.AdminService.DeregisterWorker:input_type -> llmrouter.v1.DeregisterWorkerRequest
-	14, // 31: llmrouter.v1.AdminService.DrainWorker:input_type -> llmrouter.v1.DrainWorkerRequest
-	15, // 32: llmrouter.v1.AdminService.UndrainWorker:input_type -> llmrouter.v1.UndrainWorkerRequest
-	16, // 33: llmrouter.v1.AdminService.ExplainDecision:input_type -> llmrouter.v1.ExplainDecisionRequest
-	22, // 34: llmrouter.v1.AdminService.GetStats:input_type -> llmrouter.v1.GetStatsRequest
-	6,  // 35: llmrouter.v1.AdminService.ListWorkers:output_type -> llmrouter.v1.ListWorkersResponse
-	2,  // 36: llmrouter.v1.AdminService.GetWorker:output_type -> llmrouter.v1.Worker
-	9,  // 37: llmrouter.v1.AdminService.RegisterWorker:output_type -> llmrouter.v1.RegisterWorkerResponse
-	11, // 38: llmrouter.v1.AdminService.Heartbeat:output_type -> llmrouter.v1.HeartbeatResponse
-	13, // 39: llmrouter.v1.AdminService.DeregisterWorker:output_type -> llmrouter.v1.DeregisterWorkerResponse
-	2,  // 40: llmrouter.v1.AdminService.DrainWorker:output_type -> llmrouter.v1.Worker
-	2,  // 41: llmrouter.v1.AdminService.UndrainWorker:output_type -> llmrouter.v1.Worker
-	17, // 42: llmrouter.v1.AdminService.ExplainDecision:output_type -> llmrouter.v1.Decision
-	23, // 43: llmrouter.v1.AdminService.GetStats:output_type -> llmrouter.v1.Stats
-	35, // [35:44] is the sub-list for method output_type
-	26, // [26:35] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	30, // 14: llmrouter.v1.RegisterWorkerResponse.heartbeat_interval:type_name -> google.protobuf.Duration
+	30, // 15: llmrouter.v1.HeartbeatRequest.lease:type_name -> google.protobuf.Duration
+	29, // 16: llmrouter.v1.HeartbeatResponse.lease_expires:type_name -> google.protobuf.Timestamp
+	29, // 17: llmrouter.v1.Decision.time:type_name -> google.protobuf.Timestamp
+	20, // 18: llmrouter.v1.Decision.candidates:type_name -> llmrouter.v1.Candidate
+	22, // 19: llmrouter.v1.Decision.excluded:type_name -> llmrouter.v1.Excluded
+	23, // 20: llmrouter.v1.Decision.result:type_name -> llmrouter.v1.DecisionResult
+	27, // 21: llmrouter.v1.Decision.learned_caps:type_name -> llmrouter.v1.Decision.LearnedCapsEntry
+	28, // 22: llmrouter.v1.Decision.learned_token_caps:type_name -> llmrouter.v1.Decision.LearnedTokenCapsEntry
+	18, // 23: llmrouter.v1.Decision.slo:type_name -> llmrouter.v1.SLO
+	19, // 24: llmrouter.v1.SLO.ttft:type_name -> llmrouter.v1.Objective
+	19, // 25: llmrouter.v1.SLO.tpot:type_name -> llmrouter.v1.Objective
+	21, // 26: llmrouter.v1.Candidate.terms:type_name -> llmrouter.v1.Term
+	2,  // 27: llmrouter.v1.Stats.workers:type_name -> llmrouter.v1.Worker
+	26, // 28: llmrouter.v1.Stats.queues:type_name -> llmrouter.v1.QueueDepth
+	5,  // 29: llmrouter.v1.AdminService.ListWorkers:input_type -> llmrouter.v1.ListWorkersRequest
+	7,  // 30: llmrouter.v1.AdminService.GetWorker:input_type -> llmrouter.v1.GetWorkerRequest
+	8,  // 31: llmrouter.v1.AdminService.RegisterWorker:input_type -> llmrouter.v1.RegisterWorkerRequest
+	10, // 32: llmrouter.v1.AdminService.Heartbeat:input_type -> llmrouter.v1.HeartbeatRequest
+	12, // 33: llmrouter.v1.AdminService.DeregisterWorker:input_type -> llmrouter.v1.DeregisterWorkerRequest
+	14, // 34: llmrouter.v1.AdminService.DrainWorker:input_type -> llmrouter.v1.DrainWorkerRequest
+	15, // 35: llmrouter.v1.AdminService.UndrainWorker:input_type -> llmrouter.v1.UndrainWorkerRequest
+	16, // 36: llmrouter.v1.AdminService.ExplainDecision:input_type -> llmrouter.v1.ExplainDecisionRequest
+	24, // 37: llmrouter.v1.AdminService.GetStats:input_type -> llmrouter.v1.GetStatsRequest
+	6,  // 38: llmrouter.v1.AdminService.ListWorkers:output_type -> llmrouter.v1.ListWorkersResponse
+	2,  // 39: llmrouter.v1.AdminService.GetWorker:output_type -> llmrouter.v1.Worker
+	9,  // 40: llmrouter.v1.AdminService.RegisterWorker:output_type -> llmrouter.v1.RegisterWorkerResponse
+	11, // 41: llmrouter.v1.AdminService.Heartbeat:output_type -> llmrouter.v1.HeartbeatResponse
+	13, // 42: llmrouter.v1.AdminService.DeregisterWorker:output_type -> llmrouter.v1.DeregisterWorkerResponse
+	2,  // 43: llmrouter.v1.AdminService.DrainWorker:output_type -> llmrouter.v1.Worker
+	2,  // 44: llmrouter.v1.AdminService.UndrainWorker:output_type -> llmrouter.v1.Worker
+	17, // 45: llmrouter.v1.AdminService.ExplainDecision:output_type -> llmrouter.v1.Decision
+	25, // 46: llmrouter.v1.AdminService.GetStats:output_type -> llmrouter.v1.Stats
+	38, // [38:47] is the sub-list for method output_type
+	29, // [29:38] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_llmrouter_v1_admin_proto_init() }
@@ -2087,7 +2220,7 @@ func file_llmrouter_v1_admin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_llmrouter_v1_admin_proto_rawDesc), len(file_llmrouter_v1_admin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
