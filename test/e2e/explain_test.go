@@ -19,7 +19,7 @@ func TestExplainAcrossReplicas(t *testing.T) {
 	rd := startRedis(t)
 	f := newRouterFleet(t, 2, fakeWorkers(3, 4, "m"), rd.Addr, nil)
 	id := fmt.Sprintf("explain-me-%d", time.Now().UnixNano())
-	r, err := f.conns[0].start(context.Background(), "x-request-id", id)
+	r, err := f.conns[0].start(context.Background(), "x-request-id", id, "x-llm-slo-ttft-ms", "900")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,8 @@ func TestExplainAcrossReplicas(t *testing.T) {
 		if d.Result == nil {
 			return fmt.Errorf("the outcome is not recorded yet")
 		}
-		if d.RequestID != id || d.Worker != worker || d.Replica != "replica-0" || d.Result.ServedBy != worker || len(d.Candidates) != 3 {
+		wantSLO := scheduler.SLO{TTFT: scheduler.NewObjective(900*time.Millisecond, scheduler.SLOHeader), TPOT: scheduler.NewObjective(100*time.Millisecond, scheduler.SLODefault)}
+		if d.RequestID != id || d.Worker != worker || d.Replica != "replica-0" || d.Result.ServedBy != worker || len(d.Candidates) != 3 || d.SLO != wantSLO {
 			return fmt.Errorf("decision %+v", d)
 		}
 		return nil
@@ -58,7 +59,7 @@ func TestExplainAcrossReplicas(t *testing.T) {
 		t.Fatalf("%v: %s", err, table)
 	}
 	t.Logf("llm-router explain %s --admin <replica B>:\n%s", id, table)
-	for _, want := range []string{id, "-> " + worker, "* ", "replica-0", "norm_latency"} {
+	for _, want := range []string{id, "-> " + worker, "* ", "replica-0", "norm_latency", "slo       ttft 900ms (from the request's header), tpot 100ms (the default)"} {
 		if !strings.Contains(string(table), want) {
 			t.Fatalf("explain output lacks %q", want)
 		}
