@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
@@ -27,7 +28,7 @@ type CompareOptions struct {
 	// Name is the comparison's short name (e.g. the trace's): its files are
 	// compare-<Name>.json, report-<Name>.md and so on.
 	Name     string
-	Fleet    string // ParseFleet syntax
+	Fleet    string // fleet.Parse syntax
 	Workload loadgen.WorkloadOptions
 	// FleetExtra are gpusim fleet-file keys given to every GPU (e.g.
 	// gpu_mem_util, max_batched_tokens).
@@ -36,7 +37,7 @@ type CompareOptions struct {
 	// multiplied by it and every measured one divided by it, so results are
 	// in GPU time whatever the machine needed.
 	TimeScale float64
-	Setups    []Setup
+	Setups    []fleet.Setup
 	Loads     []float64 // shares of the measured capacity
 	Requests  int       // jobs per run
 	// Warmup and Tail are the shares of each run's jobs before and after
@@ -58,7 +59,7 @@ type CompareOptions struct {
 	// and capped strategies' queueing moves a lot with a 7 % change of load
 	// near capacity).
 	ProbeCapacity bool
-	CapacitySetup Setup
+	CapacitySetup fleet.Setup
 	// CapacityTTFT is the median TTFT a sustainable rate stays under.
 	CapacityTTFT  time.Duration
 	ProbeRequests int
@@ -91,16 +92,16 @@ type CompareOptions struct {
 // sharing one Redis (its prefix index is shared, so its hit rate should
 // not fall), and with its prefix and token-load weights at 0 (the
 // strategy before those terms), to show what they change.
-func DefaultSetups() []Setup {
-	out := []Setup{EnvoySetup("ROUND_ROBIN"), EnvoySetup("LEAST_REQUEST")}
+func DefaultSetups() []fleet.Setup {
+	out := []fleet.Setup{fleet.EnvoySetup("ROUND_ROBIN"), fleet.EnvoySetup("LEAST_REQUEST")}
 	def := config.Default().Strategy
 	for _, s := range config.Strategies() {
-		out = append(out, RouterSetup(s))
+		out = append(out, fleet.RouterSetup(s))
 		switch s {
 		case emulate.PrefixQueueKVMaxScore:
-			out = append(out, RouterReplicasSetup(s, 3))
+			out = append(out, fleet.RouterReplicasSetup(s, 3))
 		case def:
-			out = append(out, RouterReplicasSetup(s, 3), VariantSetup(s, 1, "scoring.weights.prefix=0", "scoring.weights.token_load=0"))
+			out = append(out, fleet.RouterReplicasSetup(s, 3), fleet.VariantSetup(s, 1, "scoring.weights.prefix=0", "scoring.weights.token_load=0"))
 		}
 	}
 	return out
@@ -110,27 +111,27 @@ func DefaultSetups() []Setup {
 // trace.
 func DefaultCompareOptions() CompareOptions {
 	return CompareOptions{
-		BinDir: "bin", Name: "azure-conv", Fleet: DefaultFleet, TimeScale: 1,
+		BinDir: "bin", Name: "azure-conv", Fleet: fleet.Default, TimeScale: 1,
 		Workload: loadgen.WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: loadgen.KindTrace, Arrivals: loadgen.ArrivalsPoisson, LongShare: 0.25},
 		Setups:   DefaultSetups(), Loads: []float64{0.6, 0.8, 0.95},
 		Requests: 1300, Warmup: 0.1, Tail: 0.1, Seeds: []uint64{1, 2, 3}, SLO: stats.DefaultSLO(),
-		CapacitySetup: EnvoySetup("LEAST_REQUEST"), CapacityTTFT: 500 * time.Millisecond, ProbeRequests: 2000, MaxProbes: 6, SizingRequests: 2000,
+		CapacitySetup: fleet.EnvoySetup("LEAST_REQUEST"), CapacityTTFT: 500 * time.Millisecond, ProbeRequests: 2000, MaxProbes: 6, SizingRequests: 2000,
 		Grace: 10 * time.Minute, SamplePeriod: 250 * time.Millisecond, ResultsDir: "benchmark/results",
 	}
 }
 
 // CompareReport is everything one comparison measured.
 type CompareReport struct {
-	Name     string    `json:"name"`
-	Command  string    `json:"command"`
-	Machine  string    `json:"machine"`
-	Started  time.Time `json:"started"`
-	WallTime float64   `json:"wall_seconds"`
-	Workload string    `json:"workload"`
-	Trace    string    `json:"trace"`
-	Fleet    []GPU     `json:"fleet"`
+	Name     string      `json:"name"`
+	Command  string      `json:"command"`
+	Machine  string      `json:"machine"`
+	Started  time.Time   `json:"started"`
+	WallTime float64     `json:"wall_seconds"`
+	Workload string      `json:"workload"`
+	Trace    string      `json:"trace"`
+	Fleet    []fleet.GPU `json:"fleet"`
 	// CapITL is the inter-token bound the caps were sized against (0:
-	// none); each GPU says how (GPU.CapLoad, GPU.CapHeld).
+	// none); each GPU says how (fleet.GPU.CapLoad, fleet.GPU.CapHeld).
 	CapITL time.Duration `json:"cap_itl"`
 	// FleetKeys are the gpusim fleet-file keys every GPU ran with.
 	FleetKeys map[string]any `json:"fleet_keys,omitempty"`
@@ -189,7 +190,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	gpus, err := ParseFleet(o.Fleet)
+	gpus, err := fleet.Parse(o.Fleet)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +207,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	e, err := newEnv(o.BinDir, dir)
+	e, err := fleet.NewEnv(o.BinDir, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -214,26 +215,26 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	for k, v := range o.FleetExtra {
 		extra[k] = v
 	}
-	fleet, err := startFleet(ctx, o.BinDir, dir, gpus, o.TimeScale, extra)
+	sim, err := fleet.Start(ctx, o.BinDir, dir, gpus, o.TimeScale, extra)
 	if err != nil {
 		return nil, err
 	}
-	defer fleet.Stop(5 * time.Second)
+	defer sim.Stop(5 * time.Second)
 	for _, g := range gpus {
 		logf(o.Log, "  %-8s %-16s %s  alone: %.2f req/s  cap %d", g.ID, g.Profile, g.Addr, g.SaturationRate, g.Cap)
 	}
 	r := &runner{
-		env: e, fleet: fleet, gpus: gpus, scale: o.TimeScale, slo: o.SLO, progress: o.Progress,
+		env: e, fleet: sim, gpus: gpus, scale: o.TimeScale, slo: o.SLO, progress: o.Progress,
 		sample: o.SamplePeriod, grace: time.Duration(float64(o.Grace) * o.TimeScale), blockTokens: w.BlockTokens(),
-		workers: func(s Setup) []config.Worker {
+		workers: func(s fleet.Setup) []config.Worker {
 			if s.Uncapped() {
-				return routerWorkers(gpus, uncapped)
+				return fleet.Workers(gpus, uncapped)
 			}
-			return scaleCaps(routerWorkers(gpus, 0), s.CapScale)
+			return fleet.ScaleCaps(fleet.Workers(gpus, 0), s.CapScale)
 		},
-		mutate: func(s Setup, c *config.Config) { benchRouterConfig(s, c, o.TimeScale) },
+		mutate: func(s fleet.Setup, c *config.Config) { benchRouterConfig(s, c, o.TimeScale) },
 	}
-	if slices.ContainsFunc(o.Setups, func(s Setup) bool { return s.Replicas > 1 }) {
+	if slices.ContainsFunc(o.Setups, func(s fleet.Setup) bool { return s.Replicas > 1 }) {
 		redis, err := stack.StartRedis(ctx, dir, "")
 		if err != nil {
 			return nil, err
@@ -242,7 +243,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		r.redisAddr = redis.Addr
 	}
 	rep := &CompareReport{
-		Name: o.Name, Command: o.Command, Machine: Machine(), Started: started, Workload: w.Name(), Trace: w.Source,
+		Name: o.Name, Command: o.Command, Machine: host.Machine(), Started: started, Workload: w.Name(), Trace: w.Source,
 		Fleet: gpus, CapITL: rule.ITL, FleetKeys: extra, TimeScale: o.TimeScale, SLO: o.SLO, Requests: o.Requests, Loads: o.Loads, Seeds: o.Seeds,
 	}
 	from, to := window(o.Requests, o.Warmup, o.Tail)
@@ -304,7 +305,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 				sm := run.Summary
 				logf(o.Log, "%-48s %4.0fs  ttft p50 %7.0f p99 %7.0f ms  good %5.1f%%  err %d  hit %4.1f%%  cpu %.2f cores (machine %.2f/%d)  host %.2fx%s",
 					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, run.HostSlowdown, voidMark(run.voidReasons(nil)))
-				if why := degradedRouting(sm, gpuIDs(r.gpus)); why != "" {
+				if why := degradedRouting(sm, fleet.IDs(r.gpus)); why != "" {
 					rep.Degraded = append(rep.Degraded, label+" ("+why+")")
 					logf(o.Log, "%-48s degraded routing: %s", label, why)
 				}
@@ -334,7 +335,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 const minScrape = config.Duration(10 * time.Millisecond)
 
 // uncapped is the "no cap" of the emulations of other schedulers
-// (Setup.Uncapped): the schedulers they emulate have none.
+// (fleet.Setup.Uncapped): the schedulers they emulate have none.
 const uncapped = 1 << 20
 
 // benchRouterConfig adjusts the router's config for the benchmark:
@@ -347,8 +348,8 @@ const uncapped = 1 << 20
 //     is runs timeScale times slower, as the GPUs do;
 //   - the Gateway API Inference Extension's emulations scrape every 50 ms
 //     of GPU time, as it does (its default metrics refresh;
-//     Setup.FastScrape).
-func benchRouterConfig(s Setup, c *config.Config, timeScale float64) {
+//     fleet.Setup.FastScrape).
+func benchRouterConfig(s fleet.Setup, c *config.Config, timeScale float64) {
 	c.LogLevel = "warn"
 	c.Queue.MaxQueueSize = 100000
 	c.Queue.Timeout = config.Timeouts{
@@ -381,7 +382,7 @@ func window(n int, warm, tail float64) (from, to int) {
 
 // fleetEstimate is the sum of the GPUs' saturation rates alone: what a
 // perfect balancer could sustain, the capacity search's starting point.
-func fleetEstimate(gpus []GPU) float64 {
+func fleetEstimate(gpus []fleet.GPU) float64 {
 	sum := 0.0
 	for _, g := range gpus {
 		sum += g.SaturationRate
@@ -417,7 +418,7 @@ var presets = map[string]func(o *CompareOptions, short bool){
 	// fleet, real lengths.
 	"azure-conv": func(o *CompareOptions, short bool) {
 		o.Workload.TracePath = "benchmark/traces/azure-conv-2023.csv"
-		o.Fleet = DefaultFleet
+		o.Fleet = fleet.Default
 		if short {
 			o.TimeScale = 0.15
 		}

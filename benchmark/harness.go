@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
+	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/benchmark/stats"
@@ -27,7 +29,7 @@ type HarnessOptions struct {
 	APIKey string
 	BinDir string
 	Fleet  string
-	Setup  Setup
+	Setup  fleet.Setup
 	// TimeScale slows the started fleet down; times are reported divided
 	// by it (GPU time). With URL set it is ignored.
 	TimeScale    float64
@@ -96,7 +98,7 @@ func harness(ctx context.Context, o HarnessOptions, kind string, concs []int) (*
 	}
 	jobs := w.Jobs(o.Requests, 1, o.Seed)
 	url, scale := o.URL, 1.0
-	rep := &HarnessReport{Kind: kind, Command: o.Command, Machine: Machine(), Started: time.Now(), Target: o.URL}
+	rep := &HarnessReport{Kind: kind, Command: o.Command, Machine: host.Machine(), Started: time.Now(), Target: o.URL}
 	if url == "" {
 		scale = o.TimeScale
 		var stop func()
@@ -182,7 +184,7 @@ func harnessRow(rs []loadgen.Result, elapsed float64) HarnessRow {
 
 // harnessStack starts the benchmark fleet and o.Setup in front of it.
 func harnessStack(ctx context.Context, o HarnessOptions, w *loadgen.Workload) (url string, stop func(), err error) {
-	gpus, err := ParseFleet(o.Fleet)
+	gpus, err := fleet.Parse(o.Fleet)
 	if err != nil {
 		return "", nil, err
 	}
@@ -193,12 +195,12 @@ func harnessStack(ctx context.Context, o HarnessOptions, w *loadgen.Workload) (u
 	if err != nil {
 		return "", nil, err
 	}
-	e, err := newEnv(o.BinDir, dir)
+	e, err := fleet.NewEnv(o.BinDir, dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err
 	}
-	fleet, err := startFleet(ctx, o.BinDir, dir, gpus, o.TimeScale, nil)
+	sim, err := fleet.Start(ctx, o.BinDir, dir, gpus, o.TimeScale, nil)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err
@@ -207,15 +209,15 @@ func harnessStack(ctx context.Context, o HarnessOptions, w *loadgen.Workload) (u
 	if o.Setup.Uncapped() {
 		capOverride = uncapped
 	}
-	rs, err := e.start(ctx, o.Setup, routerWorkers(gpus, capOverride), routerOptions{mutate: func(c *config.Config) { benchRouterConfig(o.Setup, c, o.TimeScale) }})
+	rs, err := e.Start(ctx, o.Setup, fleet.Workers(gpus, capOverride), fleet.RouterOptions{Mutate: func(c *config.Config) { benchRouterConfig(o.Setup, c, o.TimeScale) }})
 	if err != nil {
-		fleet.Stop(3 * time.Second)
+		sim.Stop(3 * time.Second)
 		os.RemoveAll(dir)
 		return "", nil, err
 	}
-	return rs.url, func() {
-		rs.stop()
-		fleet.Stop(3 * time.Second)
+	return rs.URL, func() {
+		rs.Stop()
+		sim.Stop(3 * time.Second)
 		os.RemoveAll(dir)
 	}, nil
 }

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
+	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/internal/config"
@@ -74,54 +76,54 @@ const herdTopology = "Every router replica sits behind one Envoy that lists all 
 // held; between bursts the fleet and every replica's claims return to idle
 // and the replicas' cached snapshots refresh.
 func Herd(ctx context.Context, o HerdOptions) (*HerdReport, error) {
-	rep := &HerdReport{Command: o.Command, Machine: Machine(), Started: time.Now(), Workers: o.Workers, Hold: o.Hold.String(), Topology: herdTopology}
+	rep := &HerdReport{Command: o.Command, Machine: host.Machine(), Started: time.Now(), Workers: o.Workers, Hold: o.Hold.String(), Topology: herdTopology}
 	dir, err := os.MkdirTemp("", "llmr-herd-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	e, err := newEnv(o.BinDir, dir)
+	e, err := fleet.NewEnv(o.BinDir, dir)
 	if err != nil {
 		return nil, err
 	}
-	gpus := make([]GPU, o.Workers)
+	gpus := make([]fleet.GPU, o.Workers)
 	for i := range gpus {
-		gpus[i] = GPU{ID: fmt.Sprintf("gpu-%d", i), Cap: o.Workers}
+		gpus[i] = fleet.GPU{ID: fmt.Sprintf("gpu-%d", i), Cap: o.Workers}
 	}
-	fleet, err := startFleet(ctx, o.BinDir, dir, gpus, 1, map[string]any{"ttft_ms": float64(o.Hold.Milliseconds()), "tokens_per_second": 0})
+	sim, err := fleet.Start(ctx, o.BinDir, dir, gpus, 1, map[string]any{"ttft_ms": float64(o.Hold.Milliseconds()), "tokens_per_second": 0})
 	if err != nil {
 		return nil, err
 	}
-	defer fleet.Stop(3 * time.Second)
+	defer sim.Stop(3 * time.Second)
 	redis, err := stack.StartRedis(ctx, dir, "")
 	if err != nil {
 		return nil, err
 	}
 	defer redis.Stop(2 * time.Second)
-	workers := routerWorkers(gpus, 0)
+	workers := fleet.Workers(gpus, 0)
 
 	type herdCase struct {
-		setup    Setup
+		setup    fleet.Setup
 		replicas int
 		atomic   *bool
 	}
 	var cases []herdCase
 	for _, p := range o.Baselines {
-		cases = append(cases, herdCase{setup: EnvoySetup(p), replicas: 0})
+		cases = append(cases, herdCase{setup: fleet.EnvoySetup(p), replicas: 0})
 	}
 	for _, s := range o.Strategies {
 		for _, n := range o.Replicas {
 			for _, atomic := range []bool{true, false} {
-				cases = append(cases, herdCase{setup: RouterSetup(s), replicas: n, atomic: &atomic})
+				cases = append(cases, herdCase{setup: fleet.RouterSetup(s), replicas: n, atomic: &atomic})
 			}
 		}
 	}
 	for i, c := range cases {
-		opts := routerOptions{replicas: c.replicas, redisAddr: redis.Addr}
+		opts := fleet.RouterOptions{Replicas: c.replicas, RedisAddr: redis.Addr}
 		if c.atomic != nil {
 			atomic := *c.atomic
 			prefix := fmt.Sprintf("herd%d", i)
-			opts.mutate = func(cfg *config.Config) {
+			opts.Mutate = func(cfg *config.Config) {
 				cfg.AtomicClaim = atomic
 				cfg.Redis.KeyPrefix = prefix
 				cfg.LogLevel = "warn"
@@ -145,14 +147,14 @@ func Herd(ctx context.Context, o HerdOptions) (*HerdReport, error) {
 }
 
 // herdCase1 runs one configuration's bursts.
-func herdCase1(ctx context.Context, e env, s Setup, workers []config.Worker, gpus []GPU, opts routerOptions, o HerdOptions) (HerdResult, error) {
+func herdCase1(ctx context.Context, e fleet.Env, s fleet.Setup, workers []config.Worker, gpus []fleet.GPU, opts fleet.RouterOptions, o HerdOptions) (HerdResult, error) {
 	res := HerdResult{Setup: s.Name, Strategy: s.Strategy, Bursts: o.Bursts}
-	rs, err := e.start(ctx, s, workers, opts)
+	rs, err := e.Start(ctx, s, workers, opts)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	defer rs.stop()
-	c := loadgen.NewClient(rs.url, 4*o.Workers, "")
+	defer rs.Stop()
+	c := loadgen.NewClient(rs.URL, 4*o.Workers, "")
 	defer c.Close()
 	req := loadgen.Request{Model: loadgen.Model, MaxTokens: 1, PromptTokens: 8}
 	// Warm-up: connections to Envoy, Envoy's to the GPUs and the replicas,
@@ -160,7 +162,7 @@ func herdCase1(ctx context.Context, e env, s Setup, workers []config.Worker, gpu
 	// request slowly; not counted.
 	for i := 0; i < 2; i++ {
 		burst(ctx, c, req, o.Workers)
-		if err := herdIdle(ctx, gpus, rs.admins); err != nil {
+		if err := herdIdle(ctx, gpus, rs.Admins); err != nil {
 			return res, err
 		}
 	}
@@ -170,13 +172,13 @@ func herdCase1(ctx context.Context, e env, s Setup, workers []config.Worker, gpu
 	for b := 0; b < o.Bursts; b++ {
 		nodes, errs := burst(ctx, c, req, o.Workers)
 		res.Errors += errs
-		col, free := collision(nodes, workerIDs(gpus))
+		col, free := collision(nodes, fleet.IDs(gpus))
 		if col {
 			res.Collisions++
 		}
 		idle += free
 		prog.Add(1)
-		if err := herdIdle(ctx, gpus, rs.admins); err != nil {
+		if err := herdIdle(ctx, gpus, rs.Admins); err != nil {
 			return res, err
 		}
 	}
@@ -237,19 +239,11 @@ func collision(nodes, workers []string) (bool, int) {
 	return doubled && idle > 0, idle
 }
 
-func workerIDs(gpus []GPU) []string {
-	out := make([]string, len(gpus))
-	for i, g := range gpus {
-		out[i] = g.ID
-	}
-	return out
-}
-
 // herdIdle waits until the GPUs are idle and every replica counts no
 // claim, then for two refresh periods, so each replica's cached snapshot
 // shows the idle fleet: the herd benchmark's "idle fleet".
-func herdIdle(ctx context.Context, gpus []GPU, admins []string) error {
-	if err := waitIdle(ctx, gpus, time.Minute); err != nil {
+func herdIdle(ctx context.Context, gpus []fleet.GPU, admins []string) error {
+	if err := fleet.WaitIdle(ctx, gpus, time.Minute); err != nil {
 		return err
 	}
 	hc := &http.Client{Timeout: time.Second}

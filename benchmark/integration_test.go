@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -105,7 +106,7 @@ func TestHarnessIntegration(t *testing.T) {
 		o := DefaultCompareOptions()
 		o.BinDir, o.Fleet, o.ResultsDir = binDir, "h100-llama2-7b:1,a40-llama2-7b:1", results
 		o.Workload.TracePath = trace
-		o.Setups = []Setup{EnvoySetup("LEAST_REQUEST"), RouterSetup("scored")}
+		o.Setups = []fleet.Setup{fleet.EnvoySetup("LEAST_REQUEST"), fleet.RouterSetup("scored")}
 		o.Loads, o.Requests, o.ProbeRequests, o.MaxProbes, o.SizingRequests = []float64{0.3}, 40, 40, 1, 200
 		o.Seeds, o.ProbeCapacity = []uint64{1, 2}, true
 		o.Grace = 20 * time.Second
@@ -145,7 +146,7 @@ func TestHarnessIntegration(t *testing.T) {
 		results := t.TempDir()
 		o := DefaultCompareOptions()
 		o.Name, o.BinDir, o.Fleet, o.ResultsDir = "void", binDir, "h100-llama2-7b:1", results
-		o.Setups = []Setup{EnvoySetup("LEAST_REQUEST")}
+		o.Setups = []fleet.Setup{fleet.EnvoySetup("LEAST_REQUEST")}
 		o.Loads, o.Requests, o.Capacity, o.SizingRequests, o.Seeds = []float64{0.8}, 30, 500, 200, []uint64{1}
 		o.CapacityTTFT, o.Grace = time.Millisecond, 200*time.Millisecond
 		rep, err := Compare(ctx, o)
@@ -169,7 +170,7 @@ func TestHarnessIntegration(t *testing.T) {
 		o := DefaultCompareOptions()
 		o.Name, o.BinDir, o.Fleet, o.ResultsDir = "mini-mooncake", binDir, "a100-llama3-8b:2", ""
 		o.Workload = loadgen.WorkloadOptions{TracePath: "traces/mooncake-conversation.jsonl", TokenScale: 1.0 / 16}
-		o.Setups = []Setup{EnvoySetup("ROUND_ROBIN"), RouterReplicasSetup("prefix_queue_kv_max_score", 3)}
+		o.Setups = []fleet.Setup{fleet.EnvoySetup("ROUND_ROBIN"), fleet.RouterReplicasSetup("prefix_queue_kv_max_score", 3)}
 		o.Loads, o.Requests, o.Capacity, o.SizingRequests, o.Seeds = []float64{0.5}, 60, 40, 200, []uint64{1}
 		o.Grace = 20 * time.Second
 		rep, err := Compare(ctx, o)

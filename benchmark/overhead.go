@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
+	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/record"
 	"github.com/llm-router/llm-router/benchmark/stats"
@@ -164,7 +166,7 @@ func startOverheadStack(ctx context.Context, binDir, dir string, admission, abla
 			cfg.Queue.MaxQueueSize = 0
 		}
 		cfgPath := filepath.Join(dir, fmt.Sprintf("router-%d.yaml", len(st.targets)))
-		if err := writeRouterConfig(cfgPath, cfg); err != nil {
+		if err := fleet.WriteRouterConfig(cfgPath, cfg); err != nil {
 			return st, err
 		}
 		router, err := stack.StartRouter(ctx, filepath.Join(binDir, "llm-router"), cfgPath, cfg.AdminListen, cfg.ExtProcListen)
@@ -271,7 +273,7 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 			fmt.Fprintf(o.Out, "round %d/%d %-36s done\n", round+1, o.Rounds, targets[i].name)
 		}
 	}
-	rep := &OverheadReport{Requests: per * o.Rounds, Concurrency: o.Concurrency, Machine: Machine()}
+	rep := &OverheadReport{Requests: per * o.Rounds, Concurrency: o.Concurrency, Machine: host.Machine()}
 	for i, t := range targets {
 		lat := stats.Latencies(all[i])
 		rep.Configs = append(rep.Configs, OverheadConfig{

@@ -122,7 +122,7 @@ func OverheadOpen(ctx context.Context, o OpenOverheadOptions) (*OpenOverheadRepo
 	}
 	defer st.stop()
 	rep := &OpenOverheadReport{
-		Command: o.Command, Machine: Machine(), Started: time.Now(),
+		Command: o.Command, Machine: host.Machine(), Started: time.Now(),
 		Definition: fmt.Sprintf("a rate is sustained when, in one of two tries held for %v each, under 0.1%% of requests fail, the completions keep up (at least 95%% of the offered rate), the sender never falls 100 ms behind its schedule, and the p99 latency stays under %v", o.Step, o.MaxP99),
 	}
 	clients := make([]*loadgen.Client, len(st.targets))

@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 
 	"github.com/llm-router/llm-router/benchmark/stats"
@@ -283,7 +284,7 @@ func loadPlot(path string, rep *CompareReport) (string, error) {
 // inflightPlot draws, for each run, every GPU's running requests over
 // time: one tile per setup, one line per GPU.
 // A void run's tile says so in its title.
-func inflightPlot(path string, gpus []GPU, runs []*Run) (string, error) {
+func inflightPlot(path string, gpus []fleet.GPU, runs []*Run) (string, error) {
 	if len(runs) == 0 {
 		why := "no run of the first seed at this load"
 		return why, emptyPlot(path, "in-flight requests per GPU", why)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
@@ -34,7 +35,7 @@ func fakeRuns(factors map[string]float64, loads []float64) []*Run {
 			runs = append(runs, &Run{
 				Summary: s, results: rs, MachineCPUs: 2,
 				CPU:      []host.CPUUse{{Name: "envoy", Cores: 0.1}},
-				Inflight: []InflightSample{{T: 0, Running: []int{1, 2}}, {T: 1, Running: []int{3, -1}}},
+				Inflight: []fleet.InflightSample{{T: 0, Running: []int{1, 2}}, {T: 1, Running: []int{3, -1}}},
 			})
 		}
 	}
@@ -44,9 +45,9 @@ func fakeRuns(factors map[string]float64, loads []float64) []*Run {
 // fakeReport pools fakeRuns (three seeds each) into a report.
 func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *CompareReport {
 	var runs []*Run
-	var setups []Setup
+	var setups []fleet.Setup
 	for name := range factors {
-		setups = append(setups, Setup{Name: name})
+		setups = append(setups, fleet.Setup{Name: name})
 	}
 	for _, seed := range []uint64{1, 2, 3} {
 		for _, r := range fakeRuns(factors, loads) {
@@ -57,7 +58,7 @@ func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *Com
 	o := CompareOptions{Loads: loads, Setups: setups, SLO: stats.DefaultSLO(), Seeds: []uint64{1, 2, 3}}
 	rep := &CompareReport{
 		Name: "test", Command: "llm-bench compare --test", Machine: "test machine", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Fleet:     []GPU{{ID: "g0", Profile: "h100-llama2-7b", Cap: 4}, {ID: "g1", Profile: "a40-llama2-7b", Cap: 2}},
+		Fleet:     []fleet.GPU{{ID: "g0", Profile: "h100-llama2-7b", Cap: 4}, {ID: "g1", Profile: "a40-llama2-7b", Cap: 2}},
 		TimeScale: 1, SLO: stats.DefaultSLO(), Requests: 50, Measured: [2]int{0, 50}, Loads: loads, Runs: runs, Seeds: o.Seeds,
 		Capacity:     Capacity{Setup: "envoy LEAST_REQUEST", Rate: 10, Probes: []Probe{{Rate: 10, TTFTP50: 100, Sustainable: true}}},
 		SeedCapacity: map[uint64]float64{1: 10, 2: 11, 3: 9},

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
@@ -43,16 +44,16 @@ type Run struct {
 	// (voidReasons), each with its figure; empty when valid.
 	Void []string `json:"void,omitempty"`
 	// Inflight samples each GPU's running and waiting requests.
-	Inflight []InflightSample `json:"inflight,omitempty"`
+	Inflight []fleet.InflightSample `json:"inflight,omitempty"`
 	// results are every job's result in GPU time, measured or not.
 	results []loadgen.Result
 }
 
 // runner runs setups one after the other against one fleet.
 type runner struct {
-	env      env
-	fleet    *fleetProc
-	gpus     []GPU
+	env      fleet.Env
+	fleet    *fleet.Proc
+	gpus     []fleet.GPU
 	scale    float64
 	slo      stats.SLO
 	progress io.Writer
@@ -60,8 +61,8 @@ type runner struct {
 	grace    time.Duration
 	// workers lists the fleet for a router setup (caps differ by setup),
 	// mutate adjusts the router's config.
-	workers func(Setup) []config.Worker
-	mutate  func(Setup, *config.Config)
+	workers func(fleet.Setup) []config.Worker
+	mutate  func(fleet.Setup, *config.Config)
 	// redisAddr is the shared store of setups with several replicas.
 	redisAddr string
 	// blockTokens is the tokens behind a prefix block id (Job.Request).
@@ -81,33 +82,33 @@ const saturationShare = 0.85
 
 // run starts s on an idle fleet, sends jobs open-loop, measures jobs
 // [from, to) and stops s.
-func (r *runner) run(ctx context.Context, s Setup, jobs []loadgen.Job, from, to int, label string, firstTokenOnly bool) (*Run, error) {
-	if err := waitIdle(ctx, r.gpus, 10*time.Minute); err != nil {
+func (r *runner) run(ctx context.Context, s fleet.Setup, jobs []loadgen.Job, from, to int, label string, firstTokenOnly bool) (*Run, error) {
+	if err := fleet.WaitIdle(ctx, r.gpus, 10*time.Minute); err != nil {
 		return nil, err
 	}
 	var mut func(*config.Config)
 	if r.mutate != nil {
 		mut = func(c *config.Config) { r.mutate(s, c) }
 	}
-	rs, err := r.env.start(ctx, s, r.workers(s), routerOptions{mutate: mut, replicas: s.Replicas, redisAddr: r.redisAddr})
+	rs, err := r.env.Start(ctx, s, r.workers(s), fleet.RouterOptions{Mutate: mut, Replicas: s.Replicas, RedisAddr: r.redisAddr})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Name, err)
 	}
-	defer rs.stop()
-	client := loadgen.NewClient(rs.url, 4096, "")
+	defer rs.Stop()
+	client := loadgen.NewClient(rs.URL, 4096, "")
 	defer client.Close()
 
 	pids := map[string]int{"gpusim fleet": r.fleet.Pid()}
-	for k, v := range rs.pids {
+	for k, v := range rs.PIDs {
 		pids[k] = v
 	}
 	meter := host.NewCPUMeter(pids)
 	machine := host.NewMachineMeter()
-	smp := startSampler(ctx, r.gpus, r.sample, r.scale)
+	smp := fleet.StartSampler(ctx, r.gpus, r.sample, r.scale)
 	probe := host.StartProbe()
 	meter.Start()
 	machine.Start()
-	q0, h0, err := prefixCounters(ctx, r.gpus)
+	q0, h0, err := fleet.PrefixCounters(ctx, r.gpus)
 	if err != nil {
 		return nil, err
 	}
@@ -122,12 +123,12 @@ func (r *runner) run(ctx context.Context, s Setup, jobs []loadgen.Job, from, to 
 	cpu, cores := meter.Stop()
 	busy := machine.Stop()
 	probed := probe.Stop()
-	inflight := smp.stop()
+	inflight := smp.Stop()
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	gpuTime := loadgen.ScaleResults(results, r.scale)
-	q1, h1, err := prefixCounters(ctx, r.gpus)
+	q1, h1, err := fleet.PrefixCounters(ctx, r.gpus)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +160,7 @@ func (r *Run) hostSlow() bool { return r.HostSlowdown > host.SlowLimit }
 
 // runSteady is run, repeated while the host-speed probe says the host was
 // slow (steady).
-func (r *runner) runSteady(ctx context.Context, s Setup, jobs []loadgen.Job, from, to int, label string, log io.Writer) (*Run, error) {
+func (r *runner) runSteady(ctx context.Context, s fleet.Setup, jobs []loadgen.Job, from, to int, label string, log io.Writer) (*Run, error) {
 	return steady(func() (*Run, error) { return r.run(ctx, s, jobs, from, to, label, false) }, &r.repeats, label, log)
 }
 

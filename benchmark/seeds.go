@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
@@ -20,7 +21,7 @@ import (
 // found by gpusim in virtual time: with measured 0 it is the seed's
 // capacity; otherwise measured is the first seed's capacity from real
 // runs, and each other seed's is it times the ratio of the estimates.
-func seedCapacities(w *loadgen.Workload, gpus []GPU, o CompareOptions, measured float64) (map[uint64]float64, error) {
+func seedCapacities(w *loadgen.Workload, gpus []fleet.GPU, o CompareOptions, measured float64) (map[uint64]float64, error) {
 	out := map[uint64]float64{}
 	var first float64
 	for i, seed := range o.Seeds {
@@ -45,7 +46,7 @@ func seedCapacities(w *loadgen.Workload, gpus []GPU, o CompareOptions, measured 
 }
 
 // fleetSaturation is the sum of the GPUs' saturation rates alone on reqs.
-func fleetSaturation(gpus []GPU, reqs []gpusim.SimRequest, extra map[string]any) (float64, error) {
+func fleetSaturation(gpus []fleet.GPU, reqs []gpusim.SimRequest, extra map[string]any) (float64, error) {
 	done := map[string]float64{}
 	sum := 0.0
 	for _, g := range gpus {
@@ -107,7 +108,7 @@ type Ceilings struct {
 }
 
 // prefixCeilings computes the Ceilings of o's runs.
-func prefixCeilings(w *loadgen.Workload, gpus []GPU, o CompareOptions) *Ceilings {
+func prefixCeilings(w *loadgen.Workload, gpus []fleet.GPU, o CompareOptions) *Ceilings {
 	c := &Ceilings{Unbounded: map[uint64]float64{}, Fleet: map[uint64]float64{}, Pooled: map[uint64]float64{}}
 	c.Trace = unboundedHitRate(w, w.AllJobs())
 	for _, seed := range o.Seeds {
@@ -129,7 +130,7 @@ func unboundedHitRate(w *loadgen.Workload, jobs []loadgen.Job) float64 {
 
 // fleetHitRate replays jobs on the fleet's caches (Ceilings.Fleet), or
 // on one cache of their total size when pooled (Ceilings.Pooled).
-func fleetHitRate(w *loadgen.Workload, gpus []GPU, jobs []loadgen.Job, extra map[string]any, pooled bool) float64 {
+func fleetHitRate(w *loadgen.Workload, gpus []fleet.GPU, jobs []loadgen.Job, extra map[string]any, pooled bool) float64 {
 	sizes := make([]int, len(gpus))
 	for i, g := range gpus {
 		cfg, err := sizingConfig(g.Profile, extra)

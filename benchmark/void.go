@@ -253,11 +253,3 @@ func degradedRouting(s stats.Summary, gpus []string) string {
 	}
 	return strings.Join(why, "; ")
 }
-
-func gpuIDs(gpus []GPU) []string {
-	out := make([]string, len(gpus))
-	for i, g := range gpus {
-		out[i] = g.ID
-	}
-	return out
-}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
@@ -63,10 +64,10 @@ func overloadAll(rep *CompareReport) {
 			rep.Overload = append(rep.Overload, k)
 		}
 	}
-	var setups []Setup
+	var setups []fleet.Setup
 	for _, r := range rep.Runs {
-		if !slices.ContainsFunc(setups, func(s Setup) bool { return s.Name == r.Summary.Setup }) {
-			setups = append(setups, Setup{Name: r.Summary.Setup})
+		if !slices.ContainsFunc(setups, func(s fleet.Setup) bool { return s.Name == r.Summary.Setup }) {
+			setups = append(setups, fleet.Setup{Name: r.Summary.Setup})
 		}
 	}
 	rep.markVoid()
@@ -92,7 +93,7 @@ func TestWriteCompareEmptyVoidAndSmall(t *testing.T) {
 			r.results[i].TTFT, r.results[i].Latency = 5*time.Millisecond, 5*time.Millisecond
 		}
 	}
-	oneValue.Stats = pooledStats(oneValue.Runs, oneValue.Measured, CompareOptions{Loads: oneValue.Loads, Setups: []Setup{{Name: defaultSetup}}, SLO: oneValue.SLO}, nil)
+	oneValue.Stats = pooledStats(oneValue.Runs, oneValue.Measured, CompareOptions{Loads: oneValue.Loads, Setups: []fleet.Setup{{Name: defaultSetup}}, SLO: oneValue.SLO}, nil)
 	allVoid := fakeReport(map[string]float64{defaultSetup: 1, "envoy LEAST_REQUEST": 2}, []float64{0.6, 0.8}, true)
 	overloadAll(allVoid)
 	busy := fakeReport(map[string]float64{defaultSetup: 1}, []float64{0.8}, false)
@@ -182,7 +183,7 @@ func TestPlotsWithoutData(t *testing.T) {
 			return hitPlot(p, &CompareReport{Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}}, 0.8)
 		}, false},
 		{"inflight-none", func(p string) (string, error) { return inflightPlot(p, nil, nil) }, true},
-		{"inflight-no-samples", func(p string) (string, error) { return inflightPlot(p, []GPU{{ID: "g"}}, []*Run{failed}) }, false},
+		{"inflight-no-samples", func(p string) (string, error) { return inflightPlot(p, []fleet.GPU{{ID: "g"}}, []*Run{failed}) }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".png")

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
@@ -40,7 +41,7 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 	seeds := fs.String("seeds", "1,2,3", "workload seeds; every configuration runs every seed")
 	fleetSet := fs.String("fleet-set", "", "gpusim fleet keys for every GPU, key=value,... (e.g. gpu_mem_util=0.5)")
 	trace := fs.String("trace", "", "request trace: a CSV (arrived_at,num_prefill_tokens,num_decode_tokens) or a Mooncake .jsonl")
-	fleet := fs.String("fleet", "", "simulated GPUs, profile:count,...")
+	gpus := fs.String("fleet", "", "simulated GPUs, profile:count,...")
 	timeScale := fs.Float64("time-scale", 0, "run the GPUs this many times their profiled durations (gpusim --slowdown); results stay in GPU time")
 	tokenScale := fs.Float64("token-scale", 0, "multiply every length of the trace by this (0, 1]")
 	o := benchmark.DefaultCompareOptions()
@@ -95,7 +96,7 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 		o.Workload.TracePath = *trace
 	}
 	if set["fleet"] {
-		o.Fleet = *fleet
+		o.Fleet = *gpus
 	}
 	if set["time-scale"] {
 		o.TimeScale = *timeScale
@@ -116,11 +117,11 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 		return o, fmt.Errorf("--loads: %w", err)
 	}
 	if *setups != "" {
-		if o.Setups, err = benchmark.ParseSetups(*setups); err != nil {
+		if o.Setups, err = fleet.ParseSetups(*setups); err != nil {
 			return o, err
 		}
 	}
-	cs, err := benchmark.ParseSetups(*capSetup)
+	cs, err := fleet.ParseSetups(*capSetup)
 	if err != nil || len(cs) != 1 {
 		return o, fmt.Errorf("--capacity-setup %q: want one configuration", *capSetup)
 	}

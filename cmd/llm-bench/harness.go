@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
@@ -17,7 +18,7 @@ func harnessFlags(name string, args []string, stderr io.Writer, extra func(*flag
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := benchmark.HarnessOptions{
-		BinDir: "bin", Fleet: benchmark.DefaultFleet, TimeScale: 1, Seed: 1,
+		BinDir: "bin", Fleet: fleet.Default, TimeScale: 1, Seed: 1,
 		Workload: loadgen.WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: loadgen.KindTrace, LongShare: 0.25},
 	}
 	setup := fs.String("setup", "scored", "configuration started when --url is empty: an Envoy policy or a router strategy")
@@ -38,7 +39,7 @@ func harnessFlags(name string, args []string, stderr io.Writer, extra func(*flag
 		return o, err
 	}
 	o.Seed = *seed
-	ss, err := benchmark.ParseSetups(*setup)
+	ss, err := fleet.ParseSetups(*setup)
 	if err != nil || len(ss) != 1 {
 		return o, fmt.Errorf("--setup %q: want one configuration", *setup)
 	}

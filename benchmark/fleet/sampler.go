@@ -1,4 +1,4 @@
-package benchmark
+package fleet
 
 import (
 	"context"
@@ -19,7 +19,7 @@ type InflightSample struct {
 	Waiting []int `json:"waiting"`
 }
 
-// gpuState is the part of gpusim's GET /admin/state the sampler reads.
+// gpuState is the part of gpusim's GET /admin/state the Sampler reads.
 type gpuState struct {
 	Running   int    `json:"running"`
 	Waiting   int    `json:"waiting"`
@@ -29,8 +29,8 @@ type gpuState struct {
 	PrefixHits    uint64 `json:"prefix_cache_hits"`
 }
 
-// prefixCounters sums the fleet's prefix-cache counters.
-func prefixCounters(ctx context.Context, gpus []GPU) (queries, hits uint64, err error) {
+// PrefixCounters sums the fleet's prefix-cache counters.
+func PrefixCounters(ctx context.Context, gpus []GPU) (queries, hits uint64, err error) {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	for _, g := range gpus {
 		st, err := getGPUState(ctx, hc, g.Addr)
@@ -60,18 +60,18 @@ func getGPUState(ctx context.Context, hc *http.Client, addr string) (gpuState, e
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
-// sampler polls every GPU's /admin/state at a fixed wall period until
+// Sampler polls every GPU's /admin/state at a fixed wall period until
 // stopped.
-type sampler struct {
+type Sampler struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	samples []InflightSample
 }
 
-// startSampler samples gpus every period; times are divided by scale.
-func startSampler(ctx context.Context, gpus []GPU, period time.Duration, scale float64) *sampler {
+// StartSampler samples gpus every period; times are divided by scale.
+func StartSampler(ctx context.Context, gpus []GPU, period time.Duration, scale float64) *Sampler {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &sampler{cancel: cancel}
+	s := &Sampler{cancel: cancel}
 	hc := &http.Client{Timeout: period}
 	epoch := time.Now()
 	s.wg.Add(1)
@@ -102,16 +102,16 @@ func startSampler(ctx context.Context, gpus []GPU, period time.Duration, scale f
 	return s
 }
 
-// stop ends sampling and returns the samples.
-func (s *sampler) stop() []InflightSample {
+// Stop ends sampling and returns the samples.
+func (s *Sampler) Stop() []InflightSample {
 	s.cancel()
 	s.wg.Wait()
 	return s.samples
 }
 
-// waitIdle waits until no GPU runs or queues anything, so that the next
+// WaitIdle waits until no GPU runs or queues anything, so that the next
 // configuration starts on an idle fleet.
-func waitIdle(ctx context.Context, gpus []GPU, timeout time.Duration) error {
+func WaitIdle(ctx context.Context, gpus []GPU, timeout time.Duration) error {
 	hc := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(timeout)
 	for {

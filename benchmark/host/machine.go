@@ -1,14 +1,10 @@
-package benchmark
+package host
 
 import (
 	"fmt"
 	"os"
 	"runtime"
 	"strings"
-
-	"gopkg.in/yaml.v3"
-
-	"github.com/llm-router/llm-router/internal/config"
 )
 
 // Machine describes the machine a run measured: CPU model, cores, memory.
@@ -32,13 +28,4 @@ func Machine() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d cores%s, %s/%s", model, runtime.NumCPU(), mem, runtime.GOOS, runtime.GOARCH)
-}
-
-// writeRouterConfig writes cfg as the YAML `llm-router serve` reads.
-func writeRouterConfig(path string, cfg config.Config) error {
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, b, 0o600)
 }

@@ -3,46 +3,20 @@ package benchmark
 import (
 	"math"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 )
 
-func TestParseFleet(t *testing.T) {
-	gpus, err := ParseFleet(DefaultFleet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, g := range gpus {
-		ids = append(ids, g.ID)
-	}
-	if got := strings.Join(ids, ","); got != "h100-0,h100-1,a100-0,a100-1,a40-0,a40-1" {
-		t.Errorf("ids %s", got)
-	}
-	if gpus[2].Profile != "a100-llama3-8b" {
-		t.Errorf("profile %s", gpus[2].Profile)
-	}
-	one, err := ParseFleet("a40-llama2-7b")
-	if err != nil || len(one) != 1 {
-		t.Errorf("no count: %v %v", one, err)
-	}
-	for _, bad := range []string{"", "tpu-v5:2", "a40-llama2-7b:0", "a40-llama2-7b:x"} {
-		if _, err := ParseFleet(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 // TestSizeFleet sizes the profiles on a synthetic workload in virtual time:
 // faster GPUs sustain more, and every cap is positive.
 func TestSizeFleet(t *testing.T) {
-	gpus, _ := ParseFleet("h100-llama2-7b:2,a40-llama2-7b:1")
+	gpus, _ := fleet.Parse("h100-llama2-7b:2,a40-llama2-7b:1")
 	w, err := loadgen.LoadWorkload(loadgen.WorkloadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -60,11 +34,11 @@ func TestSizeFleet(t *testing.T) {
 		t.Errorf("kv blocks %d/%d, prefill %.0f/%.0f tokens/s", h.KVBlocks, a.KVBlocks, h.PrefillRate, a.PrefillRate)
 	}
 	t.Logf("h100 %d blocks %.0f tok/s; a40 %d blocks %.0f tok/s", h.KVBlocks, h.PrefillRate, a.KVBlocks, a.PrefillRate)
-	ws := routerWorkers(gpus, 0)
+	ws := fleet.Workers(gpus, 0)
 	if ws[0].MaxConcurrency != h.Cap || ws[2].Models[0] != loadgen.Model || ws[0].KVBlocks != h.KVBlocks || ws[2].PrefillTokensPerSecond != a.PrefillRate {
 		t.Errorf("workers %+v", ws)
 	}
-	if routerWorkers(gpus, uncapped)[2].MaxConcurrency != uncapped {
+	if fleet.Workers(gpus, uncapped)[2].MaxConcurrency != uncapped {
 		t.Error("cap override ignored")
 	}
 	if e := fleetEstimate(gpus); e < 2*h.SaturationRate {
@@ -81,8 +55,8 @@ func TestSizeFleetFitsTheITLSLO(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := simRequests(w, w.Jobs(300, 1, 1))
-	size := func(itl time.Duration) []GPU {
-		gpus, _ := ParseFleet("h100-llama2-7b:1,a40-llama2-7b:1")
+	size := func(itl time.Duration) []fleet.GPU {
+		gpus, _ := fleet.Parse("h100-llama2-7b:1,a40-llama2-7b:1")
 		if err := SizeFleet(gpus, reqs, nil, CapRule{ITL: itl, Mean: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -96,58 +70,6 @@ func TestSizeFleetFitsTheITLSLO(t *testing.T) {
 		}
 		if math.Abs(tight[i].CapLoad-capLoadMin) > 1e-9 || tight[i].Cap >= free[i].Cap || tight[i].CapHeld != "mean, SLO unmet" {
 			t.Errorf("%s: a 1 ms SLO no GPU meets sized %+v, want the floor load %.2f", tight[i].ID, tight[i], capLoadMin)
-		}
-	}
-}
-
-func TestParseSetups(t *testing.T) {
-	ss, err := ParseSetups("LEAST_REQUEST, scored,queue_kv_max_score")
-	if err != nil || len(ss) != 3 {
-		t.Fatalf("%v %v", ss, err)
-	}
-	if ss[0].Router() || ss[0].Name != "envoy LEAST_REQUEST" || !ss[1].Router() || ss[1].Strategy != "scored" {
-		t.Errorf("%+v", ss)
-	}
-	for _, bad := range []string{"", "fastest", "Least_Request"} {
-		if _, err := ParseSetups(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	// Every strategy once, and the GIE prefix emulation again with three
-	// replicas.
-	if len(DefaultSetups()) != 5+len(config.Strategies()) || !slices.ContainsFunc(DefaultSetups(), func(s Setup) bool { return s.Replicas == 3 && s.Strategy == "scored" }) ||
-		!slices.ContainsFunc(DefaultSetups(), func(s Setup) bool { return len(s.Settings) == 2 }) {
-		t.Errorf("default setups %v", DefaultSetups())
-	}
-	if ss, err := ParseSetups("scored x3, LEAST_REQUEST"); err != nil || len(ss) != 2 || ss[0].Replicas != 3 || ss[0].Name != "router scored x3" {
-		t.Errorf("replicas: %+v %v", ss, err)
-	}
-	if _, err := ParseSetups("scored x99"); err == nil {
-		t.Error("99 replicas accepted")
-	}
-	ss, err = ParseSetups("scored scoring.weights.prefix=100 x3")
-	if err != nil || len(ss) != 1 || ss[0].Replicas != 3 || ss[0].Name != "router scored scoring.weights.prefix=100 x3" || !slices.Equal(ss[0].Settings, []string{"scoring.weights.prefix=100"}) {
-		t.Errorf("settings: %+v %v", ss, err)
-	}
-	ss, err = ParseSetups("scored caps=x4 adaptive_caps.enabled=true")
-	if err != nil || len(ss) != 1 || ss[0].CapScale != 4 || ss[0].Name != "router scored adaptive_caps.enabled=true caps=x4" {
-		t.Errorf("caps: %+v %v", ss, err)
-	}
-	ws := scaleCaps([]config.Worker{{MaxConcurrency: 23}, {MaxConcurrency: 1}}, 0.5)
-	if ws[0].MaxConcurrency != 12 || ws[1].MaxConcurrency != 1 {
-		t.Errorf("caps x0.5 of 23 and 1: %d %d, want 12 and 1", ws[0].MaxConcurrency, ws[1].MaxConcurrency)
-	}
-	for _, bad := range []string{"scored scoring.weights.prefix=x", "scored no.such.key=1", "scored 3", "scored caps=x0", "scored caps=big"} {
-		if _, err := ParseSetups(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-	for _, s := range DefaultSetups() {
-		emulation := slices.Contains([]string{
-			"queue_kv_max_score", "prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",
-		}, s.Strategy)
-		if s.Uncapped() != emulation {
-			t.Errorf("%s: uncapped %v", s.Name, s.Uncapped())
 		}
 	}
 }
@@ -207,8 +129,8 @@ func TestSizeFleetLeavesRoomForBurstsOnlyWhereTheSLODoesNotBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := simRequests(w, w.Jobs(300, 1, 1))
-	mean, _ := ParseFleet("h100-llama2-7b:1,a40-llama2-7b:1")
-	burst, _ := ParseFleet("h100-llama2-7b:1,a40-llama2-7b:1")
+	mean, _ := fleet.Parse("h100-llama2-7b:1,a40-llama2-7b:1")
+	burst, _ := fleet.Parse("h100-llama2-7b:1,a40-llama2-7b:1")
 	if err := SizeFleet(mean, reqs, nil, CapRule{ITL: stats.DefaultSLO().ITL, Mean: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +154,23 @@ func TestWindow(t *testing.T) {
 	}{{200, 0.1, 0.2, 20, 160}, {10, 0, 0, 0, 10}, {3, 0.5, 0.5, 2, 3}} {
 		if from, to := window(tt.n, tt.warm, tt.tail); from != tt.from || to != tt.to {
 			t.Errorf("window(%d, %g, %g) = %d, %d; want %d, %d", tt.n, tt.warm, tt.tail, from, to, tt.from, tt.to)
+		}
+	}
+}
+
+func TestDefaultSetups(t *testing.T) {
+	// Every strategy once, and the GIE prefix emulation again with three
+	// replicas.
+	if len(DefaultSetups()) != 5+len(config.Strategies()) || !slices.ContainsFunc(DefaultSetups(), func(s fleet.Setup) bool { return s.Replicas == 3 && s.Strategy == "scored" }) ||
+		!slices.ContainsFunc(DefaultSetups(), func(s fleet.Setup) bool { return len(s.Settings) == 2 }) {
+		t.Errorf("default setups %v", DefaultSetups())
+	}
+	for _, s := range DefaultSetups() {
+		emulation := slices.Contains([]string{
+			"queue_kv_max_score", "prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",
+		}, s.Strategy)
+		if s.Uncapped() != emulation {
+			t.Errorf("%s: uncapped %v", s.Name, s.Uncapped())
 		}
 	}
 }

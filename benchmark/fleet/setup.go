@@ -1,14 +1,17 @@
-package benchmark
+package fleet
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/internal/config"
@@ -84,51 +87,59 @@ func RouterReplicasSetup(strategy string, n int) Setup {
 	return Setup{Name: fmt.Sprintf("router %s x%d", strategy, n), Strategy: strategy, Replicas: n}
 }
 
-// running is a started setup: the URL clients use, the processes to meter
+// Running is a started setup: the URL clients use, the processes to meter
 // and a stop function.
-type running struct {
-	url     string
-	pids    map[string]int
-	admins  []string // router admin addresses
+type Running struct {
+	// URL is where clients send requests (Envoy's listener).
+	URL string
+	// PIDs are the processes to meter, by name (envoy, llm-router N).
+	PIDs map[string]int
+	// Admins are the router replicas' admin addresses.
+	Admins  []string
 	stopped []func()
 }
 
-func (r *running) stop() {
+// Stop stops the setup's processes, last started first.
+func (r *Running) Stop() {
 	for i := len(r.stopped) - 1; i >= 0; i-- {
 		r.stopped[i]()
 	}
 	r.stopped = nil
 }
 
-// env is what starting setups needs: binaries and a scratch directory.
-type env struct {
+// Env is what starting setups needs: binaries and a scratch directory.
+type Env struct {
 	binDir   string
 	envoyBin string
 	dir      string
 }
 
-func newEnv(binDir, dir string) (env, error) {
+func NewEnv(binDir, dir string) (Env, error) {
 	bin, err := stack.EnvoyBinary()
 	if err != nil {
-		return env{}, err
+		return Env{}, err
 	}
-	return env{binDir: binDir, envoyBin: bin, dir: dir}, nil
+	return Env{binDir: binDir, envoyBin: bin, dir: dir}, nil
 }
 
-// routerOptions shape the router replicas of a setup.
-type routerOptions struct {
-	replicas  int
-	redisAddr string // shared store; empty: in-memory (one replica only)
-	mutate    func(*config.Config)
+// RouterOptions shape the router replicas of a setup.
+type RouterOptions struct {
+	// Replicas is how many router replicas sit behind the one Envoy (0: 1).
+	Replicas int
+	// RedisAddr is the replicas' shared store; empty: in-memory (one
+	// replica only).
+	RedisAddr string
+	// Mutate, when set, edits each replica's config last.
+	Mutate func(*config.Config)
 }
 
 // start brings up s in front of workers. A router setup gets
-// o.replicas replicas behind one Envoy that lists all of them.
-func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o routerOptions) (rs *running, err error) {
-	rs = &running{pids: map[string]int{}}
+// o.Replicas replicas behind one Envoy that lists all of them.
+func (e Env) Start(ctx context.Context, s Setup, workers []config.Worker, o RouterOptions) (rs *Running, err error) {
+	rs = &Running{PIDs: map[string]int{}}
 	defer func() {
 		if err != nil {
-			rs.stop()
+			rs.Stop()
 			rs = nil
 		}
 	}()
@@ -143,22 +154,22 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 			return rs, err
 		}
 	} else {
-		if o.replicas < 1 {
-			o.replicas = 1
+		if o.Replicas < 1 {
+			o.Replicas = 1
 		}
-		if o.replicas > 1 && o.redisAddr == "" {
+		if o.Replicas > 1 && o.RedisAddr == "" {
 			return rs, errors.New("several replicas need a shared redis")
 		}
 		var cfgs []config.Config
 		var extprocs []string
-		for i := 0; i < o.replicas; i++ {
+		for i := 0; i < o.Replicas; i++ {
 			cfg := base
 			cfg.Strategy = s.Strategy
 			ra := stack.MustFreeAddrs(2)
 			cfg.ExtProcListen, cfg.AdminListen = ra[0], ra[1]
 			cfg.ReplicaID = fmt.Sprintf("bench-%d", i)
-			if o.redisAddr != "" {
-				cfg.Redis.URL = "redis://" + o.redisAddr + "/0"
+			if o.RedisAddr != "" {
+				cfg.Redis.URL = "redis://" + o.RedisAddr + "/0"
 			}
 			for _, kv := range s.Settings {
 				path, value, _ := strings.Cut(kv, "=")
@@ -166,8 +177,8 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 					return rs, fmt.Errorf("setup %s: %w", s.Name, err)
 				}
 			}
-			if o.mutate != nil {
-				o.mutate(&cfg)
+			if o.Mutate != nil {
+				o.Mutate(&cfg)
 			}
 			cfgs = append(cfgs, cfg)
 			extprocs = append(extprocs, cfg.ExtProcListen)
@@ -175,7 +186,7 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 		for i := range cfgs {
 			cfgs[i].Envoy.ExtProcAddrs = extprocs
 			path := filepath.Join(e.dir, fmt.Sprintf("router-%d-%d.yaml", time.Now().UnixNano(), i))
-			if err := writeRouterConfig(path, cfgs[i]); err != nil {
+			if err := WriteRouterConfig(path, cfgs[i]); err != nil {
 				return rs, err
 			}
 			r, err := stack.StartRouter(ctx, filepath.Join(e.binDir, s.routerCommand()), path, cfgs[i].AdminListen, cfgs[i].ExtProcListen)
@@ -187,8 +198,8 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 			if len(cfgs) > 1 {
 				name = fmt.Sprintf("llm-router %d", i)
 			}
-			rs.pids[name] = r.Pid()
-			rs.admins = append(rs.admins, cfgs[i].AdminListen)
+			rs.PIDs[name] = r.Pid()
+			rs.Admins = append(rs.Admins, cfgs[i].AdminListen)
 		}
 		if yaml, err = envoy.Render(cfgs[0]); err != nil {
 			return rs, err
@@ -199,8 +210,8 @@ func (e env) start(ctx context.Context, s Setup, workers []config.Worker, o rout
 		return rs, err
 	}
 	rs.stopped = append(rs.stopped, func() { ev.Stop(3 * time.Second) })
-	rs.pids["envoy"] = ev.Pid()
-	rs.url = "http://" + base.Envoy.Listen
+	rs.PIDs["envoy"] = ev.Pid()
+	rs.URL = "http://" + base.Envoy.Listen
 	return rs, nil
 }
 
@@ -277,4 +288,13 @@ func VariantSetup(strategy string, n int, settings ...string) Setup {
 		s.Name += fmt.Sprintf(" x%d", n)
 	}
 	return s
+}
+
+// WriteRouterConfig writes cfg as the YAML `llm-router serve` reads.
+func WriteRouterConfig(path string, cfg config.Config) error {
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
 }
