@@ -15,11 +15,11 @@ import (
 	"github.com/llm-router/llm-router/test/stack"
 )
 
-// TestHarnessIntegration runs a miniature herd and comparison through the
-// real processes (gpusim, Envoy, llm-router, redis-server) in about a
-// minute:
-// the proof that the harness drives the real stack. Skipped in -short and
-// when Envoy or redis-server is missing (`make deps` installs them).
+// TestHarnessIntegration runs a miniature overhead benchmark and
+// comparison through the real processes (gpusim, Envoy, llm-router,
+// redis-server) in about a minute: the proof that the harness drives the
+// real stack. Skipped in -short and when Envoy or redis-server is missing
+// (`make deps` installs them).
 func TestHarnessIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -38,29 +38,6 @@ func TestHarnessIntegration(t *testing.T) {
 	// 2-core host, and a loaded one stretches them.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-
-	t.Run("herd", func(t *testing.T) {
-		rep, err := Herd(ctx, HerdOptions{
-			BinDir: binDir, Workers: 3, Bursts: 3, Strategies: []string{"least_loaded"}, Replicas: []int{2},
-			Hold: 300 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(rep.Results) != 2 {
-			t.Fatalf("results %+v", rep.Results)
-		}
-		for _, r := range rep.Results {
-			if r.Errors != 0 {
-				t.Errorf("%+v: errors", r)
-			}
-			// The atomic claim's promise: never two on one GPU while
-			// another idles, across replicas.
-			if *r.AtomicClaim && r.Collisions != 0 {
-				t.Errorf("atomic claim collided: %+v", r)
-			}
-		}
-	})
 
 	t.Run("overhead", func(t *testing.T) {
 		// Envoy alone, the no-op ext_proc and the router, two rounds at one

@@ -142,19 +142,6 @@ func TestWriteCompare(t *testing.T) {
 	}
 }
 
-func TestHerdReport(t *testing.T) {
-	yes := true
-	rep := &HerdReport{Command: "llm-bench herd", Workers: 4, Results: []HerdResult{
-		{Setup: "router scored", Replicas: 3, AtomicClaim: &yes, Bursts: 10, Collisions: 0},
-		{Setup: "envoy LEAST_REQUEST", Bursts: 10, Collisions: 9, CollisionRate: 0.9},
-	}}
-	var b bytes.Buffer
-	rep.Markdown(&b)
-	if !strings.Contains(b.String(), "| router scored | 3 | true | 10 | 0 | 0% |") || !strings.Contains(b.String(), "| envoy LEAST_REQUEST | - | - | 10 | 9 | 90% |") {
-		t.Errorf("markdown:\n%s", b.String())
-	}
-}
-
 func TestRequestsCSVTracesEachGoodputMiss(t *testing.T) {
 	gaps := func(ms ...int) []time.Duration {
 		out := make([]time.Duration, len(ms))

@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"compare":      compare,
 		"agree":        agree,
-		"herd":         herd,
+		"herd":         herdCommand,
 		"overhead":     overhead,
 		"noop-extproc": noopExtProc,
 		"serve":        serve,

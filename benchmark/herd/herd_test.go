@@ -1,6 +1,10 @@
-package benchmark
+package herd
 
-import "testing"
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
 
 func TestCollision(t *testing.T) {
 	workers := []string{"g0", "g1", "g2", "g3"}
@@ -24,5 +28,18 @@ func TestCollision(t *testing.T) {
 		if col != tt.collision || idle != tt.idle {
 			t.Errorf("%s: collision %v idle %d, want %v %d", tt.name, col, idle, tt.collision, tt.idle)
 		}
+	}
+}
+
+func TestReport(t *testing.T) {
+	yes := true
+	rep := &Report{Command: "llm-bench herd", Workers: 4, Results: []Result{
+		{Setup: "router scored", Replicas: 3, AtomicClaim: &yes, Bursts: 10, Collisions: 0},
+		{Setup: "envoy LEAST_REQUEST", Bursts: 10, Collisions: 9, CollisionRate: 0.9},
+	}}
+	var b bytes.Buffer
+	rep.Markdown(&b)
+	if !strings.Contains(b.String(), "| router scored | 3 | true | 10 | 0 | 0% |") || !strings.Contains(b.String(), "| envoy LEAST_REQUEST | - | - | 10 | 9 | 90% |") {
+		t.Errorf("markdown:\n%s", b.String())
 	}
 }

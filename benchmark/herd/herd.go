@@ -1,4 +1,4 @@
-package benchmark
+package herd
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 	"github.com/llm-router/llm-router/test/stack"
 )
 
-// HerdOptions configure Herd.
-type HerdOptions struct {
+// Options configure Run.
+type Options struct {
 	BinDir     string
 	Workers    int      // idle GPUs, and requests per burst
 	Bursts     int      // per configuration
@@ -38,8 +38,8 @@ type HerdOptions struct {
 	Log        io.Writer
 }
 
-// HerdResult is one configuration's collisions.
-type HerdResult struct {
+// Result is one configuration's collisions.
+type Result struct {
 	Setup       string `json:"setup"`
 	Strategy    string `json:"strategy,omitempty"`
 	Replicas    int    `json:"replicas"`
@@ -54,29 +54,29 @@ type HerdResult struct {
 	Errors   int     `json:"errors"`
 }
 
-// HerdReport is the herd benchmark's outcome.
-type HerdReport struct {
-	Command  string       `json:"command"`
-	Machine  string       `json:"machine"`
-	Started  time.Time    `json:"started"`
-	Workers  int          `json:"workers"`
-	Hold     string       `json:"hold"`
-	Results  []HerdResult `json:"results"`
-	Topology string       `json:"topology"`
+// Report is the herd benchmark's outcome.
+type Report struct {
+	Command  string    `json:"command"`
+	Machine  string    `json:"machine"`
+	Started  time.Time `json:"started"`
+	Workers  int       `json:"workers"`
+	Hold     string    `json:"hold"`
+	Results  []Result  `json:"results"`
+	Topology string    `json:"topology"`
 }
 
-// herdTopology explains the replicas' arrangement in reports.
-const herdTopology = "Every router replica sits behind one Envoy that lists all of them in envoy.extproc_addrs, as deployed: Envoy spreads each burst's ext_proc streams over the replicas, so the replicas race each other on one shared redis-server, which is the race the atomic claim exists for. One Envoy per replica would only add a client-side choice of Envoy in front of the same race."
+// topology explains the replicas' arrangement in reports.
+const topology = "Every router replica sits behind one Envoy that lists all of them in envoy.extproc_addrs, as deployed: Envoy spreads each burst's ext_proc streams over the replicas, so the replicas race each other on one shared redis-server, which is the race the atomic claim exists for. One Envoy per replica would only add a client-side choice of Envoy in front of the same race."
 
-// Herd sends bursts of Workers simultaneous requests onto Workers idle
+// Run sends bursts of Workers simultaneous requests onto Workers idle
 // GPUs and counts collisions: bursts where some GPU got two requests while
 // another got none. Each configuration (strategy × atomic claim on/off ×
 // replica count, plus the Envoy baselines) starts fresh; every request
 // holds its GPU for Hold so that the whole burst is routed while all are
 // held; between bursts the fleet and every replica's claims return to idle
 // and the replicas' cached snapshots refresh.
-func Herd(ctx context.Context, o HerdOptions) (*HerdReport, error) {
-	rep := &HerdReport{Command: o.Command, Machine: host.Machine(), Started: time.Now(), Workers: o.Workers, Hold: o.Hold.String(), Topology: herdTopology}
+func Run(ctx context.Context, o Options) (*Report, error) {
+	rep := &Report{Command: o.Command, Machine: host.Machine(), Started: time.Now(), Workers: o.Workers, Hold: o.Hold.String(), Topology: topology}
 	dir, err := os.MkdirTemp("", "llmr-herd-")
 	if err != nil {
 		return nil, err
@@ -129,7 +129,7 @@ func Herd(ctx context.Context, o HerdOptions) (*HerdReport, error) {
 				cfg.LogLevel = "warn"
 			}
 		}
-		res, err := herdCase1(ctx, e, c.setup, workers, gpus, opts, o)
+		res, err := runCase(ctx, e, c.setup, workers, gpus, opts, o)
 		if err != nil {
 			return rep, err
 		}
@@ -139,16 +139,16 @@ func Herd(ctx context.Context, o HerdOptions) (*HerdReport, error) {
 			c.setup.Name, c.replicas, atomicWord(c.atomic), res.Collisions, res.Bursts, 100*res.CollisionRate, res.MeanIdle, res.Errors)
 	}
 	if o.ResultsDir != "" {
-		if err := writeHerd(o.ResultsDir, rep); err != nil {
+		if err := writeReport(o.ResultsDir, rep); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
 }
 
-// herdCase1 runs one configuration's bursts.
-func herdCase1(ctx context.Context, e fleet.Env, s fleet.Setup, workers []config.Worker, gpus []fleet.GPU, opts fleet.RouterOptions, o HerdOptions) (HerdResult, error) {
-	res := HerdResult{Setup: s.Name, Strategy: s.Strategy, Bursts: o.Bursts}
+// runCase runs one configuration's bursts.
+func runCase(ctx context.Context, e fleet.Env, s fleet.Setup, workers []config.Worker, gpus []fleet.GPU, opts fleet.RouterOptions, o Options) (Result, error) {
+	res := Result{Setup: s.Name, Strategy: s.Strategy, Bursts: o.Bursts}
 	rs, err := e.Start(ctx, s, workers, opts)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", s.Name, err)
@@ -162,7 +162,7 @@ func herdCase1(ctx context.Context, e fleet.Env, s fleet.Setup, workers []config
 	// request slowly; not counted.
 	for i := 0; i < 2; i++ {
 		burst(ctx, c, req, o.Workers)
-		if err := herdIdle(ctx, gpus, rs.Admins); err != nil {
+		if err := waitIdle(ctx, gpus, rs.Admins); err != nil {
 			return res, err
 		}
 	}
@@ -178,7 +178,7 @@ func herdCase1(ctx context.Context, e fleet.Env, s fleet.Setup, workers []config
 		}
 		idle += free
 		prog.Add(1)
-		if err := herdIdle(ctx, gpus, rs.Admins); err != nil {
+		if err := waitIdle(ctx, gpus, rs.Admins); err != nil {
 			return res, err
 		}
 	}
@@ -239,10 +239,10 @@ func collision(nodes, workers []string) (bool, int) {
 	return doubled && idle > 0, idle
 }
 
-// herdIdle waits until the GPUs are idle and every replica counts no
+// waitIdle waits until the GPUs are idle and every replica counts no
 // claim, then for two refresh periods, so each replica's cached snapshot
 // shows the idle fleet: the herd benchmark's "idle fleet".
-func herdIdle(ctx context.Context, gpus []fleet.GPU, admins []string) error {
+func waitIdle(ctx context.Context, gpus []fleet.GPU, admins []string) error {
 	if err := fleet.WaitIdle(ctx, gpus, time.Minute); err != nil {
 		return err
 	}
@@ -305,9 +305,9 @@ func atomicWord(a *bool) string {
 	return strconv.FormatBool(*a)
 }
 
-// writeHerd writes herd.json, herd.csv and herd.md into a run folder and
+// writeReport writes herd.json, herd.csv and herd.md into a run folder and
 // publishes them to latest/.
-func writeHerd(results string, rep *HerdReport) error {
+func writeReport(results string, rep *Report) error {
 	dir, err := record.Folder(results, "herd", rep.Started)
 	if err != nil {
 		return err
@@ -315,7 +315,7 @@ func writeHerd(results string, rep *HerdReport) error {
 	if err := record.WriteJSON(filepath.Join(dir, "herd.json"), rep); err != nil {
 		return err
 	}
-	if err := record.WriteFile(filepath.Join(dir, "herd.csv"), func(w io.Writer) error { return herdCSV(w, rep) }); err != nil {
+	if err := record.WriteFile(filepath.Join(dir, "herd.csv"), func(w io.Writer) error { return writeCSV(w, rep) }); err != nil {
 		return err
 	}
 	if err := record.WriteFile(filepath.Join(dir, "herd.md"), func(w io.Writer) error { rep.Markdown(w); return nil }); err != nil {
@@ -324,7 +324,7 @@ func writeHerd(results string, rep *HerdReport) error {
 	return record.Publish(results, dir, []string{"herd.json", "herd.csv", "herd.md"})
 }
 
-func herdCSV(w io.Writer, rep *HerdReport) error {
+func writeCSV(w io.Writer, rep *Report) error {
 	fmt.Fprintln(w, "setup,replicas,atomic_claim,bursts,collisions,collision_rate,mean_idle_gpus,errors")
 	for _, r := range rep.Results {
 		fmt.Fprintf(w, "%s,%d,%s,%d,%d,%.4f,%.4f,%d\n", r.Setup, r.Replicas, atomicWord(r.AtomicClaim), r.Bursts, r.Collisions, r.CollisionRate, r.MeanIdle, r.Errors)
@@ -333,7 +333,7 @@ func herdCSV(w io.Writer, rep *HerdReport) error {
 }
 
 // Markdown writes the herd table.
-func (r *HerdReport) Markdown(w io.Writer) {
+func (r *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "# llm-router benchmark: the herd race\n\n")
 	fmt.Fprintf(w, "- **Command**: `%s`\n- **Machine**: %s\n- **Started**: %s\n", r.Command, r.Machine, r.Started.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "- **Bursts**: %d simultaneous requests onto %d idle simulated GPUs, each request holding its GPU for %s\n", r.Workers, r.Workers, r.Hold)
@@ -346,5 +346,11 @@ func (r *HerdReport) Markdown(w io.Writer) {
 			reps = "-"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %.0f%% | %.2f | %d |\n", h.Setup, reps, atomicWord(h.AtomicClaim), h.Bursts, h.Collisions, 100*h.CollisionRate, h.MeanIdle, h.Errors)
+	}
+}
+
+func logf(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", a...)
 	}
 }
