@@ -28,36 +28,8 @@ type Aim struct {
 	Detail string `json:"detail"`
 }
 
-// Verdicts.
-const (
-	Met        = "met"
-	Missed     = "missed"
-	NotSettled = "not settled"
-)
-
 // defaultSetup is the router's default strategy, the one the aims judge.
 var defaultSetup = "router " + config.Default().Strategy
-
-// atMost and atLeast judge an estimate against a target by its interval.
-func atMost(e stats.Estimate, t float64) string {
-	switch {
-	case e.Hi <= t:
-		return Met
-	case e.Lo > t:
-		return Missed
-	}
-	return NotSettled
-}
-
-func atLeast(e stats.Estimate, t float64) string {
-	switch {
-	case e.Lo >= t:
-		return Met
-	case e.Hi < t:
-		return Missed
-	}
-	return NotSettled
-}
 
 // computeAims evaluates the aims of the scheduling issue at the load
 // closest to want: on a trace with prefix reuse the cache-aware aims, on
@@ -86,7 +58,7 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 		}
 		r := stats.Ratio(fig(us), fig(them))
 		aims = append(aims, Aim{
-			Name: name, Load: load, Ratio: r, Target: fmt.Sprintf("<= %.2g", target), Verdict: atMost(r, target),
+			Name: name, Load: load, Ratio: r, Target: fmt.Sprintf("<= %.2g", target), Verdict: stats.AtMost(r, target),
 			Detail: fmt.Sprintf("%s %s vs %s %s", defaultSetup, fmtEst(fig(us), unit), other, fmtEst(fig(them), unit)),
 		})
 	}
@@ -116,7 +88,7 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 			}
 			r.Lo, r.Hi = lo, hi
 			aims = append(aims, Aim{
-				Name: "prefix hit rate, default / fleet-KV ceiling (the higher of greedy and pooled)", Load: load, Ratio: r, Target: ">= 0.9", Verdict: atLeast(r, 0.9),
+				Name: "prefix hit rate, default / fleet-KV ceiling (the higher of greedy and pooled)", Load: load, Ratio: r, Target: ">= 0.9", Verdict: stats.AtLeast(r, 0.9),
 				Detail: fmt.Sprintf("per seed: %s (interval: min and max over seeds)", joinFloats(r.Seeds, "%.2f")),
 			})
 		}
@@ -127,7 +99,7 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 		ratio("p99 TTFT, default / Envoy LEAST_REQUEST", "envoy LEAST_REQUEST", p99, 0.7, "ms")
 		ratio("p99 TTFT, default / GIE queue+KV emulation", "router "+emulate.QueueKVMaxScore, p99, 1, "ms")
 		aims = append(aims, Aim{
-			Name: "goodput (share within both SLOs), default", Load: load, Ratio: us.Good, Target: ">= 0.99", Verdict: atLeast(us.Good, 0.99),
+			Name: "goodput (share within both SLOs), default", Load: load, Ratio: us.Good, Target: ">= 0.99", Verdict: stats.AtLeast(us.Good, 0.99),
 			Detail: fmt.Sprintf("%s %s", defaultSetup, fmtEst(us.Good, "")),
 		})
 		best, bestName := stats.Estimate{}, ""
@@ -139,7 +111,7 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 		if bestName != "" {
 			r := stats.Ratio(us.TPSRatio, best)
 			aims = append(aims, Aim{
-				Name: "tokens/s p5 / p50, default over the best peer", Load: load, Ratio: r, Target: "> 1", Verdict: atLeast(r, 1),
+				Name: "tokens/s p5 / p50, default over the best peer", Load: load, Ratio: r, Target: "> 1", Verdict: stats.AtLeast(r, 1),
 				Detail: fmt.Sprintf("%s %s vs %s %s", defaultSetup, fmtEst(us.TPSRatio, ""), bestName, fmtEst(best, "")),
 			})
 		}
@@ -155,13 +127,13 @@ func computeAims(rep *CompareReport, want float64) []Aim {
 	if best > 0 {
 		r := stats.Estimate{Value: us.Throughput / best, Lo: us.Throughput / best, Hi: us.Throughput / best}
 		aims = append(aims, Aim{
-			Name: "throughput, default / best configuration", Load: load, Ratio: r, Target: ">= 0.95", Verdict: atLeast(r, 0.95),
+			Name: "throughput, default / best configuration", Load: load, Ratio: r, Target: ">= 0.95", Verdict: stats.AtLeast(r, 0.95),
 			Detail: fmt.Sprintf("%s %.2f req/s vs %s %.2f req/s (mean over seeds; no interval)", defaultSetup, us.Throughput, bestName, best),
 		})
 	}
-	verdict := Met
+	verdict := stats.Met
 	if us.Errors.Value > minErr {
-		verdict = Missed
+		verdict = stats.Missed
 	}
 	aims = append(aims, Aim{
 		Name: "errors, default vs the fewest of any configuration", Load: load, Ratio: us.Errors, Target: "no more than any peer", Verdict: verdict,
@@ -192,7 +164,7 @@ func replicaHitAim(one, three stats.Stats, load float64) Aim {
 	}
 	r.Lo, r.Hi = lo, hi
 	return Aim{
-		Name: "prefix hit rate, default 1 replica minus 3 replicas (points)", Load: load, Ratio: r, Target: "<= 2", Verdict: atMost(r, 2),
+		Name: "prefix hit rate, default 1 replica minus 3 replicas (points)", Load: load, Ratio: r, Target: "<= 2", Verdict: stats.AtMost(r, 2),
 		Detail: fmt.Sprintf("%s %.1f%% vs x3 %.1f%%; per seed: %s (interval: min and max over seeds)", defaultSetup, 100*one.HitRate.Value, 100*three.HitRate.Value, joinFloats(r.Seeds, "%.1f")),
 	}
 }

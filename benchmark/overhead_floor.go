@@ -101,10 +101,10 @@ func overheadAims(r *OpenOverheadReport) []OverheadAim {
 	most := func(name string, s stats.Spread, t float64, unit string) {
 		a := OverheadAim{
 			Name: name, Target: fmt.Sprintf("≤ %g%s", t, unit), Rounds: len(s.Rounds),
-			Value: s.Median, Lo: s.Min, Hi: s.Max, Verdict: atMost(stats.Estimate{Lo: s.Min, Hi: s.Max}, t),
+			Value: s.Median, Lo: s.Min, Hi: s.Max, Verdict: stats.AtMost(stats.Estimate{Lo: s.Min, Hi: s.Max}, t),
 		}
 		if a.Rounds < minAimRounds {
-			a.Verdict = NotSettled
+			a.Verdict = stats.NotSettled
 		}
 		out = append(out, a)
 	}
@@ -139,11 +139,11 @@ func overheadAims(r *OpenOverheadReport) []OverheadAim {
 		a := OverheadAim{Name: "highest sustained rate, " + sizeWord(bytes) + ": router ÷ no-op", Target: "≥ 0.8×", Value: v, Lo: v, Hi: v, Rounds: 1}
 		switch {
 		case v >= 0.8 && !noop.Capped:
-			a.Verdict = Met
+			a.Verdict = stats.Met
 		case v < 0.8 && !router.Capped:
-			a.Verdict = Missed
+			a.Verdict = stats.Missed
 		default:
-			a.Verdict = NotSettled
+			a.Verdict = stats.NotSettled
 		}
 		out = append(out, a)
 	}

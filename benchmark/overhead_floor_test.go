@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/llm-router/llm-router/benchmark/host"
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 func TestFloorPointsAndAims(t *testing.T) {
@@ -62,11 +63,11 @@ func TestFloorPointsAndAims(t *testing.T) {
 		got[a.Name] = a.Verdict
 	}
 	want := map[string]string{
-		"1 KB at 500 req/s: router added p50 ÷ no-op's":  NotSettled, // 1.2 .. 2 straddles 1.5
-		"1 KB at 500 req/s: router added p99 ÷ no-op's":  NotSettled, // 2 .. 3 touches 2
-		"router CPU per 1 KB request":                    Met,        // 40 .. 60
-		"highest sustained rate, 1 KB: router ÷ no-op":   Missed,
-		"highest sustained rate, 256 KB: router ÷ no-op": NotSettled, // both at the search limit
+		"1 KB at 500 req/s: router added p50 ÷ no-op's":  stats.NotSettled, // 1.2 .. 2 straddles 1.5
+		"1 KB at 500 req/s: router added p99 ÷ no-op's":  stats.NotSettled, // 2 .. 3 touches 2
+		"router CPU per 1 KB request":                    stats.Met,        // 40 .. 60
+		"highest sustained rate, 1 KB: router ÷ no-op":   stats.Missed,
+		"highest sustained rate, 256 KB: router ÷ no-op": stats.NotSettled, // both at the search limit
 	}
 	if len(got) != len(want) {
 		t.Errorf("aims %v, want %v", got, want)
@@ -152,7 +153,7 @@ func TestFloorRatioSkipsUnresolvedRounds(t *testing.T) {
 		t.Fatalf("p50 ratios %v, p99 ratios %v", r.P50Ratio.Rounds, r.P99Ratio.Rounds)
 	}
 	for _, a := range overheadAims(&OpenOverheadReport{Floor: fs}) {
-		if a.Verdict != NotSettled {
+		if a.Verdict != stats.NotSettled {
 			t.Errorf("%s: %s on %d rounds", a.Name, a.Verdict, a.Rounds)
 		}
 	}

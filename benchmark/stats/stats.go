@@ -2,7 +2,8 @@
 // percentiles, a run's summary against an SLO (goodput), and the pooled
 // figures of several seeds with 95 % intervals from a two-level block
 // bootstrap (Estimate says how, Bootstrap does it, blockLength picks the
-// blocks). It reads results only: no processes, no clocks.
+// blocks), and the verdict of an interval against a target (AtMost,
+// AtLeast). It reads results only: no processes, no clocks.
 package stats
 
 import (
