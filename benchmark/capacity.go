@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // Capacity is the fleet's capacity as measured in the run.
@@ -58,7 +59,7 @@ const capacityPrecision = 0.05
 // requests put the 2 s boundary 24 % above the 2,000-request one, and
 // the 500 ms boundary 3 % above it.
 func measureCapacity(ctx context.Context, r *runner, w *loadgen.Workload, o CompareOptions) (Capacity, error) {
-	c := Capacity{Setup: o.CapacitySetup.Name, Estimate: fleetEstimate(r.gpus), BoundMs: ms(o.CapacityTTFT), Requests: o.ProbeRequests}
+	c := Capacity{Setup: o.CapacitySetup.Name, Estimate: fleetEstimate(r.gpus), BoundMs: stats.Ms(o.CapacityTTFT), Requests: o.ProbeRequests}
 	from, to := window(o.ProbeRequests, o.Warmup, o.Tail)
 	probe := func(rate float64) (bool, error) {
 		jobs := w.Jobs(o.ProbeRequests, rate, o.Seeds[0])

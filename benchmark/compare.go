@@ -269,7 +269,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 	}
 	// The median TTFT bound of a sustainable probe is also the one a run
 	// keeps within to have kept up (overloaded).
-	rep.Capacity.BoundMs = ms(o.CapacityTTFT)
+	rep.Capacity.BoundMs = stats.Ms(o.CapacityTTFT)
 	logf(o.Log, "capacity: %.2f req/s (%s, seed %d)", rep.Capacity.Rate, rep.Capacity.Setup, o.Seeds[0])
 	if w.Prefixed() {
 		rep.Ceilings = prefixCeilings(w, gpus, o)

@@ -176,8 +176,8 @@ func harnessRow(rs []loadgen.Result, elapsed float64) HarnessRow {
 		row.Throughput = float64(row.OK) / elapsed
 		row.TokensPerS = float64(tokens) / elapsed
 	}
-	row.LatencyP50, row.LatencyP95, row.LatencyP99 = ms(stats.Percentile(lat, 50)), ms(stats.Percentile(lat, 95)), ms(stats.Percentile(lat, 99))
-	row.TTFTP50, row.TTFTP95 = ms(stats.Percentile(ttft, 50)), ms(stats.Percentile(ttft, 95))
+	row.LatencyP50, row.LatencyP95, row.LatencyP99 = stats.Ms(stats.Percentile(lat, 50)), stats.Ms(stats.Percentile(lat, 95)), stats.Ms(stats.Percentile(lat, 99))
+	row.TTFTP50, row.TTFTP95 = stats.Ms(stats.Percentile(ttft, 50)), stats.Ms(stats.Percentile(ttft, 95))
 	row.MeanTPS, _ = stats.MeanCV(tps)
 	return row
 }

@@ -78,11 +78,11 @@ func requestsCSV(w io.Writer, rep *CompareReport) error {
 			m := i >= rep.Measured[0] && i < rep.Measured[1]
 			itlP99 := "" // no gaps: under two tokens, or not streamed
 			if len(res.ITLs) > 0 {
-				itlP99 = fmt.Sprintf("%.1f", ms(stats.Percentile(res.ITLs, 99)))
+				itlP99 = fmt.Sprintf("%.1f", stats.Ms(stats.Percentile(res.ITLs, 99)))
 			}
 			_ = cw.Write([]string{
 				r.Summary.Setup, strconv.FormatFloat(r.Summary.Load, 'f', 2, 64), strconv.FormatUint(r.Seed, 10), strconv.Itoa(i), strconv.FormatBool(m),
-				fmt.Sprintf("%.1f", ms(res.Start)), fmt.Sprintf("%.1f", ms(res.TTFT)), fmt.Sprintf("%.1f", ms(res.Latency)),
+				fmt.Sprintf("%.1f", stats.Ms(res.Start)), fmt.Sprintf("%.1f", stats.Ms(res.TTFT)), fmt.Sprintf("%.1f", stats.Ms(res.Latency)),
 				strconv.Itoa(res.Tokens), strconv.Itoa(res.Status), res.Node, strconv.FormatBool(res.Cut), res.Err,
 				itlP99, strconv.FormatBool(rep.SLO.Good(res)),
 			})

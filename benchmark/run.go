@@ -139,7 +139,7 @@ func (r *runner) run(ctx context.Context, s fleet.Setup, jobs []loadgen.Job, fro
 		MachineCores: busy * float64(runtime.NumCPU()),
 		MachineCPUs:  runtime.NumCPU(),
 		Saturated:    busy > saturationShare,
-		SenderLagMs:  ms(lag),
+		SenderLagMs:  stats.Ms(lag),
 		WallSeconds:  wall.Seconds(),
 		Inflight:     inflight,
 		results:      gpuTime,

@@ -217,7 +217,7 @@ func overloaded(runs []*Run, o CompareOptions) []string {
 // keptUp reports whether a run served its arrivals: every measured request
 // finished, under 1 % failed, and the median TTFT stayed within bound.
 func keptUp(s stats.Summary, bound time.Duration) bool {
-	return len(s.LowerBounds) == 0 && s.OK > 0 && s.ErrorRate < 0.01 && msDur(s.TTFTP50) <= bound
+	return len(s.LowerBounds) == 0 && s.OK > 0 && s.ErrorRate < 0.01 && stats.MsDuration(s.TTFTP50) <= bound
 }
 
 func overloadKey(load float64, seed uint64) string {

@@ -59,7 +59,7 @@ func (r *Run) voidReasons(overload []string) []string {
 	if r.hostSlow() {
 		why = append(why, fmt.Sprintf("%s (%.2fx)", voidHostSlow, r.HostSlowdown))
 	}
-	if msDur(r.SenderLagMs) > senderLagLimit {
+	if stats.MsDuration(r.SenderLagMs) > senderLagLimit {
 		why = append(why, fmt.Sprintf("%s (%.0f ms)", voidSenderLate, r.SenderLagMs))
 	}
 	for _, o := range overload {

@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"compare":      compare,
 		"agree":        agree,
 		"herd":         herdCommand,
-		"overhead":     overhead,
+		"overhead":     overheadCommand,
 		"noop-extproc": noopExtProc,
 		"serve":        serve,
 		"picks":        picksCommand,

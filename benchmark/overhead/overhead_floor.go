@@ -1,4 +1,4 @@
-package benchmark
+package overhead
 
 import (
 	"fmt"
@@ -70,8 +70,8 @@ func cpuOf(s OpenStep, name string) (float64, bool) {
 	return 0, false
 }
 
-// OverheadAim is one aim of the overhead issue with its verdict.
-type OverheadAim struct {
+// Aim is one aim of the overhead issue with its verdict.
+type Aim struct {
 	Name    string  `json:"name"`
 	Target  string  `json:"target"`
 	Value   float64 `json:"value"`
@@ -85,11 +85,11 @@ type OverheadAim struct {
 // given on: with 3, the range holds the median with probability 3/4.
 const minAimRounds = 3
 
-// overheadAims judges the router (admission off) against the floor: the
+// aims judges the router (admission off) against the floor: the
 // latency and CPU aims on the rounds' range, the sustained rate on the one
 // search.
-func overheadAims(r *OpenOverheadReport) []OverheadAim {
-	var out []OverheadAim
+func aims(r *OpenReport) []Aim {
+	var out []Aim
 	at := func(rate float64, bytes int) (FloorPoint, bool) {
 		for _, f := range r.Floor {
 			if f.Config == configRouter && f.Rate == rate && f.Bytes == bytes {
@@ -99,7 +99,7 @@ func overheadAims(r *OpenOverheadReport) []OverheadAim {
 		return FloorPoint{}, false
 	}
 	most := func(name string, s stats.Spread, t float64, unit string) {
-		a := OverheadAim{
+		a := Aim{
 			Name: name, Target: fmt.Sprintf("≤ %g%s", t, unit), Rounds: len(s.Rounds),
 			Value: s.Median, Lo: s.Min, Hi: s.Max, Verdict: stats.AtMost(stats.Estimate{Lo: s.Min, Hi: s.Max}, t),
 		}
@@ -136,7 +136,7 @@ func overheadAims(r *OpenOverheadReport) []OverheadAim {
 		v := router.Rate / noop.Rate
 		// A search that stopped at its limit still sustaining gives a
 		// lower bound only.
-		a := OverheadAim{Name: "highest sustained rate, " + sizeWord(bytes) + ": router ÷ no-op", Target: "≥ 0.8×", Value: v, Lo: v, Hi: v, Rounds: 1}
+		a := Aim{Name: "highest sustained rate, " + sizeWord(bytes) + ": router ÷ no-op", Target: "≥ 0.8×", Value: v, Lo: v, Hi: v, Rounds: 1}
 		switch {
 		case v >= 0.8 && !noop.Capped:
 			a.Verdict = stats.Met
@@ -151,7 +151,7 @@ func overheadAims(r *OpenOverheadReport) []OverheadAim {
 }
 
 // markdownFloor writes the floor table and the aims.
-func (r *OpenOverheadReport) markdownFloor(w io.Writer) {
+func (r *OpenReport) markdownFloor(w io.Writer) {
 	fmt.Fprintf(w, "## Added latency and CPU, %d rounds\n\nEach round measures every configuration at each point, in a rotating order; added latency is against Envoy alone in the same round. Median [min–max] over the rounds.\n\n", r.Rounds)
 	fmt.Fprintln(w, "| configuration | rate req/s | body | added p50 ms | added p99 ms | ÷ no-op p50 | ÷ no-op p99 | ext_proc CPU µs/request |\n|---|---|---|---|---|---|---|---|")
 	for _, f := range r.Floor {

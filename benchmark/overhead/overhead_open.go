@@ -1,4 +1,4 @@
-package benchmark
+package overhead
 
 import (
 	"context"
@@ -23,8 +23,8 @@ type RatePoint struct {
 	Bytes int     `json:"body_bytes"`
 }
 
-// OpenOverheadOptions configure the open-loop overhead benchmark.
-type OpenOverheadOptions struct {
+// OpenOptions configure the open-loop overhead benchmark.
+type OpenOptions struct {
 	BinDir string
 	// Points are where the added latency is reported (500 req/s of 1 KB,
 	// 100 req/s of 256 KB).
@@ -90,8 +90,8 @@ type SustainedRate struct {
 	Capped bool `json:"capped"`
 }
 
-// OpenOverheadReport is the open-loop overhead benchmark's outcome.
-type OpenOverheadReport struct {
+// OpenReport is the open-loop overhead benchmark's outcome.
+type OpenReport struct {
 	Command    string          `json:"command"`
 	Machine    string          `json:"machine"`
 	Started    time.Time       `json:"started"`
@@ -101,16 +101,16 @@ type OpenOverheadReport struct {
 	Added      []AddedLatency  `json:"added"`
 	Floor      []FloorPoint    `json:"floor"`
 	Sustained  []SustainedRate `json:"sustained"`
-	Aims       []OverheadAim   `json:"aims"`
+	Aims       []Aim           `json:"aims"`
 }
 
-// OverheadOpen sends identical non-streamed chat requests at fixed rates
+// Open sends identical non-streamed chat requests at fixed rates
 // (open loop: one every 1/rate seconds, whatever the answers do) through
 // Envoy straight to an instant gpusim and through Envoy with the router,
 // the configurations taking turns at each rate so that machine noise hits
 // all alike. It reports the added p50 and p99 at o.Points and the highest
 // rate each configuration sustains.
-func OverheadOpen(ctx context.Context, o OpenOverheadOptions) (*OpenOverheadReport, error) {
+func Open(ctx context.Context, o OpenOptions) (*OpenReport, error) {
 	dir, err := os.MkdirTemp("", "llmr-overhead-")
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func OverheadOpen(ctx context.Context, o OpenOverheadOptions) (*OpenOverheadRepo
 		return nil, err
 	}
 	defer st.stop()
-	rep := &OpenOverheadReport{
+	rep := &OpenReport{
 		Command: o.Command, Machine: host.Machine(), Started: time.Now(),
 		Definition: fmt.Sprintf("a rate is sustained when, in one of two tries held for %v each, under 0.1%% of requests fail, the completions keep up (at least 95%% of the offered rate), the sender never falls 100 ms behind its schedule, and the p99 latency stays under %v", o.Step, o.MaxP99),
 	}
@@ -200,9 +200,9 @@ func OverheadOpen(ctx context.Context, o OpenOverheadOptions) (*OpenOverheadRepo
 		}
 		rep.Sustained = append(rep.Sustained, best...)
 	}
-	rep.Aims = overheadAims(rep)
+	rep.Aims = aims(rep)
 	if o.ResultsDir != "" {
-		if err := writeOverheadOpen(o.ResultsDir, rep); err != nil {
+		if err := writeOpen(o.ResultsDir, rep); err != nil {
 			return rep, err
 		}
 	}
@@ -217,7 +217,7 @@ func sustainedMark(ok bool) string {
 }
 
 // openStep holds one rate against target i.
-func openStep(ctx context.Context, c *loadgen.Client, st *overheadStack, i int, p RatePoint, o OpenOverheadOptions) (OpenStep, error) {
+func openStep(ctx context.Context, c *loadgen.Client, st *overheadStack, i int, p RatePoint, o OpenOptions) (OpenStep, error) {
 	t := st.targets[i]
 	req := loadgen.SizedRequest(p.Bytes, o.MaxTokens)
 	n := max(int(p.Rate*o.Step.Seconds()), 1)
@@ -261,17 +261,17 @@ func openStep(ctx context.Context, c *loadgen.Client, st *overheadStack, i int, 
 	lat := stats.Latencies(results)
 	s := OpenStep{
 		Config: t.name, RatePoint: p, Sent: n, OK: len(lat), Failed: n - len(lat),
-		P50: ms(stats.Percentile(lat, 50)), P90: ms(stats.Percentile(lat, 90)), P99: ms(stats.Percentile(lat, 99)), Max: ms(stats.Percentile(lat, 100)),
-		Achieved: float64(len(lat)) / elapsed.Seconds(), SenderLagMs: ms(lag), CPU: cpu, MachineBusy: busy * float64(runtime.NumCPU()),
+		P50: stats.Ms(stats.Percentile(lat, 50)), P90: stats.Ms(stats.Percentile(lat, 90)), P99: stats.Ms(stats.Percentile(lat, 99)), Max: stats.Ms(stats.Percentile(lat, 100)),
+		Achieved: float64(len(lat)) / elapsed.Seconds(), SenderLagMs: stats.Ms(lag), CPU: cpu, MachineBusy: busy * float64(runtime.NumCPU()),
 	}
 	s.Sustained = float64(s.Failed) <= 0.001*float64(n) && s.Achieved >= 0.95*p.Rate &&
-		lag < 100*time.Millisecond && s.P99 <= ms(o.MaxP99)
+		lag < 100*time.Millisecond && s.P99 <= stats.Ms(o.MaxP99)
 	return s, nil
 }
 
-// writeOverheadOpen writes overhead.json and overhead.md into a run folder
+// writeOpen writes overhead.json and overhead.md into a run folder
 // and publishes them to latest/.
-func writeOverheadOpen(results string, rep *OpenOverheadReport) error {
+func writeOpen(results string, rep *OpenReport) error {
 	dir, err := record.Folder(results, "overhead", rep.Started)
 	if err != nil {
 		return err
@@ -286,7 +286,7 @@ func writeOverheadOpen(results string, rep *OpenOverheadReport) error {
 }
 
 // Markdown writes the open-loop overhead report.
-func (r *OpenOverheadReport) Markdown(w io.Writer) {
+func (r *OpenReport) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "# llm-router benchmark: overhead\n\n- **Command**: `%s`\n- **Machine**: %s\n- **Started**: %s\n",
 		r.Command, r.Machine, r.Started.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "- Identical non-streamed chat requests at fixed rates (open loop) to one gpusim that answers instantly; Envoy straight to it, Envoy asking a no-op ext_proc server (the router's rendered config, every phase answered at once: the floor) and Envoy asking llm-router; the configurations take turns at each rate.\n\n")

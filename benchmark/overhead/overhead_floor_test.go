@@ -1,4 +1,4 @@
-package benchmark
+package overhead
 
 import (
 	"context"
@@ -52,14 +52,14 @@ func TestFloorPointsAndAims(t *testing.T) {
 		t.Errorf("the no-op has a ratio to itself: %+v", fs[0].P50Ratio)
 	}
 
-	rep := &OpenOverheadReport{Floor: fs, Sustained: []SustainedRate{
+	rep := &OpenReport{Floor: fs, Sustained: []SustainedRate{
 		{Config: configNoop, Bytes: 1 << 10, Rate: 1000},
 		{Config: configRouter, Bytes: 1 << 10, Rate: 500},
 		{Config: configNoop, Bytes: 256 << 10, Rate: 200, Capped: true},
 		{Config: configRouter, Bytes: 256 << 10, Rate: 200, Capped: true},
 	}}
 	got := map[string]string{}
-	for _, a := range overheadAims(rep) {
+	for _, a := range aims(rep) {
 		got[a.Name] = a.Verdict
 	}
 	want := map[string]string{
@@ -152,7 +152,7 @@ func TestFloorRatioSkipsUnresolvedRounds(t *testing.T) {
 	if len(r.P50Ratio.Rounds) != 2 || len(r.P99Ratio.Rounds) != 1 || r.P99Ratio.Median != 2 {
 		t.Fatalf("p50 ratios %v, p99 ratios %v", r.P50Ratio.Rounds, r.P99Ratio.Rounds)
 	}
-	for _, a := range overheadAims(&OpenOverheadReport{Floor: fs}) {
+	for _, a := range aims(&OpenReport{Floor: fs}) {
 		if a.Verdict != stats.NotSettled {
 			t.Errorf("%s: %s on %d rounds", a.Name, a.Verdict, a.Rounds)
 		}

@@ -1,4 +1,4 @@
-package benchmark
+package overhead
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"github.com/llm-router/llm-router/test/stack"
 )
 
-// OverheadOptions configure the overhead comparison.
-type OverheadOptions struct {
+// ClosedOptions configure the overhead comparison.
+type ClosedOptions struct {
 	BinDir      string // holds llm-router and gpusim
 	Requests    int    // per configuration
 	Concurrency int
@@ -30,23 +30,23 @@ type OverheadOptions struct {
 	ResultsDir  string // a run folder with overhead-closed.json, and latest/, when set
 }
 
-// OverheadReport compares Envoy straight to a zero-latency gpusim against
+// ClosedReport compares Envoy straight to a zero-latency gpusim against
 // Envoy with the router in front of the same gpusim.
-type OverheadReport struct {
-	Requests     int              `json:"requests_per_config"`
-	Concurrency  int              `json:"concurrency"`
-	Configs      []OverheadConfig `json:"configs"`
-	AddedP50     float64          `json:"added_p50_ms"` // router (admission off) over direct
-	AddedP99     float64          `json:"added_p99_ms"`
-	NoopP50      float64          `json:"noop_added_p50_ms"` // no-op ext_proc over direct: the floor
-	NoopP99      float64          `json:"noop_added_p99_ms"`
-	AdmissionP50 float64          `json:"admission_p50_ms"` // admission on over off, never waiting
-	AdmissionP99 float64          `json:"admission_p99_ms"`
-	Machine      string           `json:"machine"`
+type ClosedReport struct {
+	Requests     int      `json:"requests_per_config"`
+	Concurrency  int      `json:"concurrency"`
+	Configs      []Config `json:"configs"`
+	AddedP50     float64  `json:"added_p50_ms"` // router (admission off) over direct
+	AddedP99     float64  `json:"added_p99_ms"`
+	NoopP50      float64  `json:"noop_added_p50_ms"` // no-op ext_proc over direct: the floor
+	NoopP99      float64  `json:"noop_added_p99_ms"`
+	AdmissionP50 float64  `json:"admission_p50_ms"` // admission on over off, never waiting
+	AdmissionP99 float64  `json:"admission_p99_ms"`
+	Machine      string   `json:"machine"`
 }
 
-// OverheadConfig is one configuration's latency distribution.
-type OverheadConfig struct {
+// Config is one configuration's latency distribution.
+type Config struct {
 	Name   string  `json:"name"`
 	OK     int     `json:"ok"`
 	Failed int     `json:"failed"`
@@ -237,10 +237,10 @@ func startNoop(ctx context.Context, envoyBin, binDir, dir string, base config.Co
 	}, nil
 }
 
-// Overhead runs the closed-loop comparison: identical small chat requests
+// Closed runs the closed-loop comparison: identical small chat requests
 // from o.Concurrency clients through each configuration, alternating
 // between them so that machine noise hits all alike.
-func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
+func Closed(ctx context.Context, o ClosedOptions) (*ClosedReport, error) {
 	dir, err := os.MkdirTemp("", "llmr-overhead-")
 	if err != nil {
 		return nil, err
@@ -273,12 +273,12 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 			fmt.Fprintf(o.Out, "round %d/%d %-36s done\n", round+1, o.Rounds, targets[i].name)
 		}
 	}
-	rep := &OverheadReport{Requests: per * o.Rounds, Concurrency: o.Concurrency, Machine: host.Machine()}
+	rep := &ClosedReport{Requests: per * o.Rounds, Concurrency: o.Concurrency, Machine: host.Machine()}
 	for i, t := range targets {
 		lat := stats.Latencies(all[i])
-		rep.Configs = append(rep.Configs, OverheadConfig{
+		rep.Configs = append(rep.Configs, Config{
 			Name: t.name, OK: len(lat), Failed: len(all[i]) - len(lat),
-			P50: ms(stats.Percentile(lat, 50)), P90: ms(stats.Percentile(lat, 90)), P99: ms(stats.Percentile(lat, 99)), Max: ms(stats.Percentile(lat, 100)),
+			P50: stats.Ms(stats.Percentile(lat, 50)), P90: stats.Ms(stats.Percentile(lat, 90)), P99: stats.Ms(stats.Percentile(lat, 99)), Max: stats.Ms(stats.Percentile(lat, 100)),
 			RPS: float64(len(all[i])) / elapsed[i].Seconds(),
 		})
 	}
@@ -302,7 +302,7 @@ func Overhead(ctx context.Context, o OverheadOptions) (*OverheadReport, error) {
 }
 
 // Print writes the report as a Markdown table.
-func (r *OverheadReport) Print(w io.Writer) {
+func (r *ClosedReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "\n%d small chat requests per configuration, concurrency %d, on %s\n\n", r.Requests, r.Concurrency, r.Machine)
 	fmt.Fprintln(w, "| configuration | ok | failed | p50 ms | p90 ms | p99 ms | max ms | req/s |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
@@ -314,7 +314,15 @@ func (r *OverheadReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "added by admission (queue + auth) for requests that never wait: p50 %+.3f ms, p99 %+.3f ms\n", r.AdmissionP50, r.AdmissionP99)
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+func logf(w io.Writer, format string, a ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format+"\n", a...)
+	}
+}
 
-// msDur converts ms to a Duration.
-func msDur(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
