@@ -65,6 +65,7 @@ func parseHerdFlags(args []string, stderr io.Writer) (herd.Options, error) {
 	return o, nil
 }
 
+// herdCommand is `llm-bench herd`; named apart from the package it runs.
 func herdCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseHerdFlags(args, stderr)
 	if err != nil {

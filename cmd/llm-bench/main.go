@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("no command given")
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"compare":      compare,
+		"compare":      compareCommand,
 		"agree":        agree,
 		"herd":         herdCommand,
 		"overhead":     overheadCommand,

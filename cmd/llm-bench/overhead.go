@@ -14,7 +14,8 @@ import (
 	"github.com/llm-router/llm-router/benchmark/overhead"
 )
 
-// overheadCommand runs the open-loop (default) or closed-loop overhead benchmark.
+// overheadCommand is `llm-bench overhead`, open-loop (default) or closed-loop;
+// named apart from the package it runs.
 func overheadCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("overhead", flag.ContinueOnError)
 	fs.SetOutput(stderr)

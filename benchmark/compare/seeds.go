@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ import (
 // found by gpusim in virtual time: with measured 0 it is the seed's
 // capacity; otherwise measured is the first seed's capacity from real
 // runs, and each other seed's is it times the ratio of the estimates.
-func seedCapacities(w *loadgen.Workload, gpus []fleet.GPU, o CompareOptions, measured float64) (map[uint64]float64, error) {
+func seedCapacities(w *loadgen.Workload, gpus []fleet.GPU, o Options, measured float64) (map[uint64]float64, error) {
 	out := map[uint64]float64{}
 	var first float64
 	for i, seed := range o.Seeds {
@@ -108,7 +108,7 @@ type Ceilings struct {
 }
 
 // prefixCeilings computes the Ceilings of o's runs.
-func prefixCeilings(w *loadgen.Workload, gpus []fleet.GPU, o CompareOptions) *Ceilings {
+func prefixCeilings(w *loadgen.Workload, gpus []fleet.GPU, o Options) *Ceilings {
 	c := &Ceilings{Unbounded: map[uint64]float64{}, Fleet: map[uint64]float64{}, Pooled: map[uint64]float64{}}
 	c.Trace = unboundedHitRate(w, w.AllJobs())
 	for _, seed := range o.Seeds {
@@ -178,7 +178,7 @@ func fleetHitRate(w *loadgen.Workload, gpus []fleet.GPU, jobs []loadgen.Job, ext
 // overloaded names the (load, seed) pairs at which no configuration kept
 // up with the offered rate: none of them finished every measured request
 // within the grace, with under 1 % errors and its median TTFT within the
-// capacity bound (CompareOptions.CapacityTTFT), as a sustainable capacity
+// capacity bound (Options.CapacityTTFT), as a sustainable capacity
 // probe does. There the arrivals were more than
 // the fleet could serve however they were placed, so every
 // configuration's figures say more about the overload than about
@@ -193,7 +193,7 @@ func fleetHitRate(w *loadgen.Workload, gpus []fleet.GPU, jobs []loadgen.Job, ext
 // served at full goodput, and dropped them, with the figures that showed
 // the difference. A setup that falls behind where another keeps up is
 // losing by its scheduling, which is what the comparison measures.
-func overloaded(runs []*Run, o CompareOptions) []string {
+func overloaded(runs []*Run, o Options) []string {
 	var pairs []string
 	kept := map[string]bool{}
 	for _, r := range runs {
@@ -226,7 +226,7 @@ func overloadKey(load float64, seed uint64) string {
 
 // pooledStats computes every setup's Stats at every load over the seeds
 // that were not overloaded there.
-func pooledStats(runs []*Run, measured [2]int, o CompareOptions, overload []string) []stats.Stats {
+func pooledStats(runs []*Run, measured [2]int, o Options, overload []string) []stats.Stats {
 	var out []stats.Stats
 	rng := rand.New(rand.NewPCG(7, 11))
 	for _, load := range o.Loads {

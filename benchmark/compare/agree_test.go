@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"bytes"
@@ -24,7 +24,7 @@ func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	}
 	var paths []string
 	for i, r := range runs {
-		rep := CompareReport{Name: "t", Stats: []stats.Stats{
+		rep := Report{Name: "t", Stats: []stats.Stats{
 			{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, r[0], {}}},
 			{Setup: "drifting", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, r[1], {}}},
 			{Setup: "overloaded", Load: 0.8}, // no seeds: left out
@@ -53,7 +53,7 @@ func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	// A report written before the within-seed intervals existed: the
 	// verdict stands, the stricter check is n/a; a setup missing from a
 	// run agrees on nothing.
-	old := CompareReport{Name: "t", Stats: []stats.Stats{
+	old := Report{Name: "t", Stats: []stats.Stats{
 		{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, {Value: 100, Lo: 90, Hi: 110}, {}}},
 	}}
 	bold, _ := json.Marshal(old)
@@ -67,7 +67,7 @@ func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	if !strings.Contains(b.String(), "| yes | n/a |") || !strings.Contains(b.String(), "1 of 2 overlap; 0 of 1 on the intervals") {
 		t.Errorf("table with an old report:\n%s", b.String())
 	}
-	other := CompareReport{Name: "other"}
+	other := Report{Name: "other"}
 	bo, _ := json.Marshal(other)
 	_ = os.WriteFile(filepath.Join(dir, "o.json"), bo, 0o600)
 	if _, err := Agree([]string{paths[0], filepath.Join(dir, "o.json")}); err == nil {

@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"encoding/csv"
@@ -19,7 +19,7 @@ import (
 // writeCompare writes the comparison's JSON, CSVs, plots and report into
 // a run folder and publishes them to latest/, every file named after the
 // comparison (compare-<name>.json, report-<name>.md, ...).
-func writeCompare(results string, rep *CompareReport) error {
+func writeCompare(results string, rep *Report) error {
 	dir, err := record.Folder(results, "compare-"+rep.Name, rep.Started)
 	if err != nil {
 		return err
@@ -70,7 +70,7 @@ func summaryCSV(w io.Writer, runs []*Run) error {
 // requestsCSV writes every request of every run, measured or not, with
 // its own p99 inter-token gap and whether it met both SLOs, so a miss of
 // the goodput can be traced to its worker.
-func requestsCSV(w io.Writer, rep *CompareReport) error {
+func requestsCSV(w io.Writer, rep *Report) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"setup", "load", "seed", "index", "measured", "start_ms", "ttft_ms", "e2e_ms", "tokens", "status", "worker", "cut", "error", "itl_p99_ms", "good"})
 	for _, r := range rep.Runs {
@@ -93,14 +93,14 @@ func requestsCSV(w io.Writer, rep *CompareReport) error {
 }
 
 // Markdown writes the report with the default plot names.
-func (r *CompareReport) Markdown(w io.Writer) {
+func (r *Report) Markdown(w io.Writer) {
 	n := func(base string) string { return base + "-" + r.Name + ".png" }
 	r.markdown(w, []string{n("ttft-cdf"), n("e2e-cdf"), n("ttft-p99-vs-load"), n("hit-rate"), n("inflight")})
 }
 
 // markdown writes the report: setup, fleet, capacity, the pooled tables
 // per load with their intervals, the aims, the CPU table and the plots.
-func (r *CompareReport) markdown(w io.Writer, plots []string) {
+func (r *Report) markdown(w io.Writer, plots []string) {
 	fmt.Fprintf(w, "# llm-router benchmark: strategy comparison, %s\n\n", r.Name)
 	fmt.Fprintf(w, "- **Command**: `%s`\n", r.Command)
 	fmt.Fprintf(w, "- **Machine**: %s\n", r.Machine)
@@ -191,7 +191,7 @@ func (r *CompareReport) markdown(w io.Writer, plots []string) {
 	}
 }
 
-func (r *CompareReport) fleetSection(w io.Writer) {
+func (r *Report) fleetSection(w io.Writer) {
 	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet and caps in every configuration and seed.\n\n", loadgen.Model, r.FleetKeys)
 	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency | sized at | requests held there |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|")
@@ -202,7 +202,7 @@ func (r *CompareReport) fleetSection(w io.Writer) {
 		sizingSeed, 100*capLoad, 100*capLoadStep, 100*capLoadMin, 100*capGoodShare, r.CapITL, 100*capLoad)
 }
 
-func (r *CompareReport) capacitySection(w io.Writer) {
+func (r *Report) capacitySection(w io.Writer) {
 	c := r.Capacity
 	if c.Setup == estimateSetup {
 		fmt.Fprintf(w, "\n## Capacity\n\nEach seed's capacity is its fleet estimate: the sum of every GPU's saturation rate alone on the seed's requests (the highest rate keeping the median TTFT ≤ 2 s, gpusim in virtual time), what a perfect balancer would sustain. It is deterministic, so repeated comparisons offer the same rates; `--probe-capacity` measures it through real runs instead. %s.\n", seedRates(r.Seeds, r.SeedCapacity))
@@ -296,7 +296,7 @@ func seedRates(seeds []uint64, m map[uint64]float64) string {
 }
 
 // runsTable writes every run's own figures, void ones marked with why.
-func (r *CompareReport) runsTable(w io.Writer) {
+func (r *Report) runsTable(w io.Writer) {
 	fmt.Fprintf(w, "\n## Runs\n\nEvery run's own figures over its measured requests (ms of GPU time; a figure marked ≥ fell on a request cut at the grace, so it is a lower bound), and why it is void, if it is.\n\n")
 	fmt.Fprintln(w, "| run | offered req/s | TTFT p50 | TTFT p99 | E2E p99 | good | errors | unfinished | prefix hit rate | sender lag ms | void |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
@@ -318,7 +318,7 @@ func (r *CompareReport) runsTable(w io.Writer) {
 }
 
 // cpuTable writes every run's CPU per process and the machine's load.
-func (r *CompareReport) cpuTable(w io.Writer) {
+func (r *Report) cpuTable(w io.Writer) {
 	var names []string
 	for _, run := range r.Runs {
 		for _, u := range run.CPU {

@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"errors"
@@ -78,7 +78,7 @@ func runLabel(r *Run) string {
 
 // markVoid fills every run's Void and the report's Void list (after the
 // capacity probes' entries, which are already there).
-func (rep *CompareReport) markVoid() {
+func (rep *Report) markVoid() {
 	for _, run := range rep.Runs {
 		run.Void = run.voidReasons(rep.Overload)
 		if len(run.Void) > 0 {
@@ -90,7 +90,7 @@ func (rep *CompareReport) markVoid() {
 // voidError is ErrVoid with its cause and knob when every run of the
 // comparison was void (or there was none), nil otherwise. report is where
 // the report was written ("" when it was not).
-func (rep *CompareReport) voidError(report string) error {
+func (rep *Report) voidError(report string) error {
 	counts := map[string]int{}
 	for _, run := range rep.Runs {
 		if len(run.Void) == 0 {
@@ -137,7 +137,7 @@ func allRuns(n int) string {
 
 // busyBefore is " (N cores of M busy before the first run)" when other
 // work already held the machine near its void line, "" otherwise.
-func busyBefore(rep *CompareReport) string {
+func busyBefore(rep *Report) string {
 	if b := rep.Budget; b != nil && b.Have <= stackCores {
 		return fmt.Sprintf(" (%.2f of %d cores busy before the first run)", b.IdleBusy, runtime.NumCPU())
 	}
@@ -146,7 +146,7 @@ func busyBefore(rep *CompareReport) string {
 
 // fitScaleHint is " (to X or more)" when the report knows the scale that
 // would fit the machine (Budget), "" otherwise.
-func fitScaleHint(rep *CompareReport) string {
+func fitScaleHint(rep *Report) string {
 	if b := rep.Budget; b != nil && b.FitScale > rep.TimeScale {
 		return fmt.Sprintf(" (to %.2g or more)", b.FitScale)
 	}
@@ -191,7 +191,7 @@ type Budget struct {
 
 // machineBudget is the budget of o's busiest run on the host, idleBusy
 // cores being busy before the first run.
-func machineBudget(o CompareOptions, seedCapacity map[uint64]float64, idleBusy float64) *Budget {
+func machineBudget(o Options, seedCapacity map[uint64]float64, idleBusy float64) *Budget {
 	peak := 0.0
 	for _, load := range o.Loads {
 		for _, seed := range o.Seeds {

@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ var defaultSetup = "router " + config.Default().Strategy
 // closest to want: on a trace with prefix reuse the cache-aware aims, on
 // one without the tail and predictability aims; both the throughput and
 // error aims.
-func computeAims(rep *CompareReport, want float64) []Aim {
+func computeAims(rep *Report, want float64) []Aim {
 	load, ok := closestLoad(rep.Loads, want)
 	if !ok {
 		return nil
@@ -199,7 +199,7 @@ func joinFloats(xs []float64, format string) string {
 }
 
 // compareNotes are the caveats every report carries.
-func compareNotes(o CompareOptions, w *loadgen.Workload) []string {
+func compareNotes(o Options, w *loadgen.Workload) []string {
 	notes := []string{
 		"max_tokens: " + w.MaxTokensWord() + "; gpusim generates the trace's true output length (gpusim_output_tokens) and ends it with finish_reason stop.",
 		"Latencies are in GPU time: measured wall time divided by the time scale (gpusim's slowdown). The router's own overhead (about 1-3 ms of wall time a request on a 2-core host) is multiplied alike, a handicap that Envoy-only setups do not carry.",

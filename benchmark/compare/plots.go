@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ import (
 // as a panel saying why, so that latest/ never keeps an earlier
 // comparison's plot under its name; rep.plotNotes records why for the
 // report.
-func writePlots(dir string, rep *CompareReport, mainLoad float64, names []string) error {
+func writePlots(dir string, rep *Report, mainLoad float64, names []string) error {
 	rep.plotNotes = map[string]string{}
 	note := func(name, why string, err error) error {
 		if why != "" {
@@ -77,7 +77,7 @@ func writePlots(dir string, rep *CompareReport, mainLoad float64, names []string
 }
 
 // pooledRuns are the runs the tables pool: those of no overloaded seed.
-func pooledRuns(rep *CompareReport) []*Run {
+func pooledRuns(rep *Report) []*Run {
 	var out []*Run
 	for _, r := range rep.Runs {
 		if !slices.Contains(rep.Overload, overloadKey(r.Summary.Load, r.Seed)) {
@@ -125,7 +125,7 @@ func logRange(a *plot.Axis) {
 
 // hitPlot draws each setup's prefix hit rate (mean over seeds) at load,
 // beside the fleet-KV ceiling.
-func hitPlot(path string, rep *CompareReport, load float64) (string, error) {
+func hitPlot(path string, rep *Report, load float64) (string, error) {
 	title := fmt.Sprintf("prefix-cache hit rate, %s, %.0f%% load", rep.Name, 100*load)
 	p := newPlot(title, "", "hit rate (% of prompt tokens)")
 	var vals plotter.Values
@@ -239,7 +239,7 @@ func cdfPlot(path, title, xlabel string, runs []*Run, win [2]int, pick func(load
 }
 
 // loadPlot draws each setup's p99 TTFT against the load.
-func loadPlot(path string, rep *CompareReport) (string, error) {
+func loadPlot(path string, rep *Report) (string, error) {
 	title := "p99 TTFT against load, " + rep.Name + ", seeds pooled"
 	p := newPlot(title, "load (share of measured capacity, %)", "p99 TTFT (s, GPU time)")
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}

@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"bytes"
@@ -43,7 +43,7 @@ func fakeRuns(factors map[string]float64, loads []float64) []*Run {
 }
 
 // fakeReport pools fakeRuns (three seeds each) into a report.
-func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *CompareReport {
+func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *Report {
 	var runs []*Run
 	var setups []fleet.Setup
 	for name := range factors {
@@ -55,8 +55,8 @@ func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *Com
 			runs = append(runs, r)
 		}
 	}
-	o := CompareOptions{Loads: loads, Setups: setups, SLO: stats.DefaultSLO(), Seeds: []uint64{1, 2, 3}}
-	rep := &CompareReport{
+	o := Options{Loads: loads, Setups: setups, SLO: stats.DefaultSLO(), Seeds: []uint64{1, 2, 3}}
+	rep := &Report{
 		Name: "test", Command: "llm-bench compare --test", Machine: "test machine", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Fleet:     []fleet.GPU{{ID: "g0", Profile: "h100-llama2-7b", Cap: 4}, {ID: "g1", Profile: "a40-llama2-7b", Cap: 2}},
 		TimeScale: 1, SLO: stats.DefaultSLO(), Requests: 50, Measured: [2]int{0, 50}, Loads: loads, Runs: runs, Seeds: o.Seeds,
@@ -150,7 +150,7 @@ func TestRequestsCSVTracesEachGoodputMiss(t *testing.T) {
 		}
 		return out
 	}
-	rep := &CompareReport{SLO: stats.DefaultSLO(), Measured: [2]int{0, 3}, Runs: []*Run{{
+	rep := &Report{SLO: stats.DefaultSLO(), Measured: [2]int{0, 3}, Runs: []*Run{{
 		Summary: stats.Summary{Setup: "router scored", Load: 0.8}, Seed: 2,
 		results: []loadgen.Result{
 			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 3, Node: "a40-0", ITLs: gaps(20, 150)},

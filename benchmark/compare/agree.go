@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ func Agree(paths []string) ([]Agreement, error) {
 	if len(paths) < 2 {
 		return nil, fmt.Errorf("need at least two reports, got %d", len(paths))
 	}
-	reps := make([]CompareReport, len(paths))
+	reps := make([]Report, len(paths))
 	for i, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {

@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 	"github.com/llm-router/llm-router/test/stack"
 )
 
-// CompareOptions configure Compare.
-type CompareOptions struct {
+// Options configure Compare.
+type Options struct {
 	BinDir string
 	// Name is the comparison's short name (e.g. the trace's): its files are
 	// compare-<Name>.json, report-<Name>.md and so on.
@@ -107,10 +107,10 @@ func DefaultSetups() []fleet.Setup {
 	return out
 }
 
-// DefaultCompareOptions is the long comparison on the Azure conversation
+// DefaultOptions is the long comparison on the Azure conversation
 // trace.
-func DefaultCompareOptions() CompareOptions {
-	return CompareOptions{
+func DefaultOptions() Options {
+	return Options{
 		BinDir: "bin", Name: "azure-conv", Fleet: fleet.Default, TimeScale: 1,
 		Workload: loadgen.WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: loadgen.KindTrace, Arrivals: loadgen.ArrivalsPoisson, LongShare: 0.25},
 		Setups:   DefaultSetups(), Loads: []float64{0.6, 0.8, 0.95},
@@ -120,8 +120,8 @@ func DefaultCompareOptions() CompareOptions {
 	}
 }
 
-// CompareReport is everything one comparison measured.
-type CompareReport struct {
+// Report is everything one comparison measured.
+type Report struct {
 	Name     string      `json:"name"`
 	Command  string      `json:"command"`
 	Machine  string      `json:"machine"`
@@ -181,7 +181,7 @@ const sizingSeed = 0
 
 // Compare runs every setup at every load and seed on one fleet and one
 // workload.
-func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
+func Compare(ctx context.Context, o Options) (*Report, error) {
 	started := time.Now()
 	if o.TimeScale <= 0 || o.Requests < 20 || o.Warmup < 0 || o.Tail < 0 || o.Warmup+o.Tail >= 0.9 || len(o.Seeds) == 0 {
 		return nil, errors.New("compare: need time scale > 0, at least 20 requests, warm-up + tail < 0.9, a seed")
@@ -242,7 +242,7 @@ func Compare(ctx context.Context, o CompareOptions) (*CompareReport, error) {
 		defer redis.Stop(2 * time.Second)
 		r.redisAddr = redis.Addr
 	}
-	rep := &CompareReport{
+	rep := &Report{
 		Name: o.Name, Command: o.Command, Machine: host.Machine(), Started: started, Workload: w.Name(), Trace: w.Source,
 		Fleet: gpus, CapITL: rule.ITL, FleetKeys: extra, TimeScale: o.TimeScale, SLO: o.SLO, Requests: o.Requests, Loads: o.Loads, Seeds: o.Seeds,
 	}
@@ -413,10 +413,10 @@ func satMark(s bool) string {
 
 // Presets are the comparisons `make bench` runs, by name: the trace, the
 // fleet that serves it and the scales that fit the run to a 2-core host.
-var presets = map[string]func(o *CompareOptions, short bool){
+var presets = map[string]func(o *Options, short bool){
 	// The Azure conversation trace (no prefix ids): the heterogeneous
 	// fleet, real lengths.
-	"azure-conv": func(o *CompareOptions, short bool) {
+	"azure-conv": func(o *Options, short bool) {
 		o.Workload.TracePath = "benchmark/traces/azure-conv-2023.csv"
 		o.Fleet = fleet.Default
 		if short {
@@ -424,7 +424,7 @@ var presets = map[string]func(o *CompareOptions, short bool){
 		}
 	},
 	// The Mooncake conversation trace (prefix ids): see mooncakeFleet.
-	"mooncake-conv": func(o *CompareOptions, short bool) {
+	"mooncake-conv": func(o *Options, short bool) {
 		o.Workload.TracePath = "benchmark/traces/mooncake-conversation.jsonl"
 		o.Fleet = mooncakeFleet
 		o.Workload.TokenScale = mooncakeTokenScale
@@ -461,7 +461,7 @@ func PresetNames() []string {
 }
 
 // ApplyPreset sets o's name, trace, fleet and scales from the named preset.
-func ApplyPreset(o *CompareOptions, name string, short bool) error {
+func ApplyPreset(o *Options, name string, short bool) error {
 	p, ok := presets[name]
 	if !ok {
 		return fmt.Errorf("comparison %q: want one of %v", name, PresetNames())

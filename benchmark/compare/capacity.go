@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"context"
@@ -58,7 +58,7 @@ const capacityPrecision = 0.05
 // virtual-time search on one A100 and the Azure conversation trace, 300
 // requests put the 2 s boundary 24 % above the 2,000-request one, and
 // the 500 ms boundary 3 % above it.
-func measureCapacity(ctx context.Context, r *runner, w *loadgen.Workload, o CompareOptions) (Capacity, error) {
+func measureCapacity(ctx context.Context, r *runner, w *loadgen.Workload, o Options) (Capacity, error) {
 	c := Capacity{Setup: o.CapacitySetup.Name, Estimate: fleetEstimate(r.gpus), BoundMs: stats.Ms(o.CapacityTTFT), Requests: o.ProbeRequests}
 	from, to := window(o.ProbeRequests, o.Warmup, o.Tail)
 	probe := func(rate float64) (bool, error) {

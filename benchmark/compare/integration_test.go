@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestHarnessIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		results := t.TempDir()
-		o := DefaultCompareOptions()
+		o := DefaultOptions()
 		o.BinDir, o.Fleet, o.ResultsDir = binDir, "h100-llama2-7b:1,a40-llama2-7b:1", results
 		o.Workload.TracePath = trace
 		o.Setups = []fleet.Setup{fleet.EnvoySetup("LEAST_REQUEST"), fleet.RouterSetup("scored")}
@@ -91,7 +91,7 @@ func TestHarnessIntegration(t *testing.T) {
 		// write the whole report, plots included, and return ErrVoid
 		// naming the cause.
 		results := t.TempDir()
-		o := DefaultCompareOptions()
+		o := DefaultOptions()
 		o.Name, o.BinDir, o.Fleet, o.ResultsDir = "void", binDir, "h100-llama2-7b:1", results
 		o.Setups = []fleet.Setup{fleet.EnvoySetup("LEAST_REQUEST")}
 		o.Loads, o.Requests, o.Capacity, o.SizingRequests, o.Seeds = []float64{0.8}, 30, 500, 200, []uint64{1}
@@ -114,9 +114,9 @@ func TestHarnessIntegration(t *testing.T) {
 		// The Mooncake trace at 1/16 of its lengths: the GIE prefix
 		// emulation with three replicas (each its own index, on one
 		// redis-server) against Envoy, and the fleet's caches must hit.
-		o := DefaultCompareOptions()
+		o := DefaultOptions()
 		o.Name, o.BinDir, o.Fleet, o.ResultsDir = "mini-mooncake", binDir, "a100-llama3-8b:2", ""
-		o.Workload = loadgen.WorkloadOptions{TracePath: "traces/mooncake-conversation.jsonl", TokenScale: 1.0 / 16}
+		o.Workload = loadgen.WorkloadOptions{TracePath: "../traces/mooncake-conversation.jsonl", TokenScale: 1.0 / 16}
 		o.Setups = []fleet.Setup{fleet.EnvoySetup("ROUND_ROBIN"), fleet.RouterReplicasSetup("prefix_queue_kv_max_score", 3)}
 		o.Loads, o.Requests, o.Capacity, o.SizingRequests, o.Seeds = []float64{0.5}, 60, 40, 200, []uint64{1}
 		o.Grace = 20 * time.Second
@@ -139,6 +139,6 @@ func TestHarnessIntegration(t *testing.T) {
 // alone: a machine shared with other work may void every run (busy, slow,
 // late), and the runs' figures are still checked. Overload is not expected
 // at the loads these tests offer, so it fails them.
-func voidByMachine(err error, rep *CompareReport) bool {
+func voidByMachine(err error, rep *Report) bool {
 	return errors.Is(err, ErrVoid) && rep != nil && len(rep.Overload) == 0
 }

@@ -1,4 +1,4 @@
-package benchmark
+package compare
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 )
 
 func TestOverloadedOnlyWhenNoSetupKeptUp(t *testing.T) {
-	o := CompareOptions{CapacityTTFT: 500 * time.Millisecond}
+	o := Options{CapacityTTFT: 500 * time.Millisecond}
 	run := func(seed uint64, setup string, s stats.Summary) *Run {
 		s.Setup, s.Load = setup, 0.8
 		if s.OK == 0 && s.Errors == 0 {
@@ -57,7 +57,7 @@ func TestRunVoidReasons(t *testing.T) {
 
 // overloadAll marks every (load, seed) of rep overloaded, as a comparison
 // whose every seed no configuration kept up with, and pools again.
-func overloadAll(rep *CompareReport) {
+func overloadAll(rep *Report) {
 	rep.Overload = nil
 	for _, r := range rep.Runs {
 		if k := overloadKey(r.Summary.Load, r.Seed); !slices.Contains(rep.Overload, k) {
@@ -71,7 +71,7 @@ func overloadAll(rep *CompareReport) {
 		}
 	}
 	rep.markVoid()
-	rep.Stats = pooledStats(rep.Runs, rep.Measured, CompareOptions{Loads: rep.Loads, Setups: setups, SLO: rep.SLO}, rep.Overload)
+	rep.Stats = pooledStats(rep.Runs, rep.Measured, Options{Loads: rep.Loads, Setups: setups, SLO: rep.SLO}, rep.Overload)
 	rep.Aims = computeAims(rep, 0.8)
 }
 
@@ -93,7 +93,7 @@ func TestWriteCompareEmptyVoidAndSmall(t *testing.T) {
 			r.results[i].TTFT, r.results[i].Latency = 5*time.Millisecond, 5*time.Millisecond
 		}
 	}
-	oneValue.Stats = pooledStats(oneValue.Runs, oneValue.Measured, CompareOptions{Loads: oneValue.Loads, Setups: []fleet.Setup{{Name: defaultSetup}}, SLO: oneValue.SLO}, nil)
+	oneValue.Stats = pooledStats(oneValue.Runs, oneValue.Measured, Options{Loads: oneValue.Loads, Setups: []fleet.Setup{{Name: defaultSetup}}, SLO: oneValue.SLO}, nil)
 	allVoid := fakeReport(map[string]float64{defaultSetup: 1, "envoy LEAST_REQUEST": 2}, []float64{0.6, 0.8}, true)
 	overloadAll(allVoid)
 	busy := fakeReport(map[string]float64{defaultSetup: 1}, []float64{0.8}, false)
@@ -106,14 +106,14 @@ func TestWriteCompareEmptyVoidAndSmall(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		rep  *CompareReport
+		rep  *Report
 		// notes is how many plots say they have no data; voidWant is a
 		// word the void error must hold ("" when the comparison is valid).
 		notes    int
 		voidWant string
 		mdWant   []string
 	}{
-		{"empty", &CompareReport{Name: "empty"}, 5, "no run was made", []string{"## Runs", "no valid data"}},
+		{"empty", &Report{Name: "empty"}, 5, "no run was made", []string{"## Runs", "no valid data"}},
 		{"no-runs", noRuns, 5, "no run was made", []string{"No configuration has figures at this load", "Not judged"}},
 		{"all-void", allVoid, 4, "all 12 runs void (overload in 12)", []string{"**VOID comparison**", "lower --loads", "No configuration has figures at this load", "**VOID**: overload", "Not judged", "no valid data"}},
 		{"machine-busy", busy, 0, "--time-scale", []string{"**VOID comparison**", "machine busy (1.95 of 2 cores)"}},
@@ -171,16 +171,16 @@ func TestPlotsWithoutData(t *testing.T) {
 		{"cdf-failed", func(p string) (string, error) { return cdfPlot(p, "t", "x", []*Run{failed}, [2]int{0, 2}, ttft) }, true},
 		{"cdf-one-point", func(p string) (string, error) { return cdfPlot(p, "t", "x", []*Run{one}, [2]int{0, 1}, ttft) }, false},
 		{"cdf-window-past-results", func(p string) (string, error) { return cdfPlot(p, "t", "x", []*Run{one}, [2]int{5, 9}, ttft) }, false},
-		{"load-empty", func(p string) (string, error) { return loadPlot(p, &CompareReport{}) }, true},
+		{"load-empty", func(p string) (string, error) { return loadPlot(p, &Report{}) }, true},
 		{"load-one-point", func(p string) (string, error) {
-			return loadPlot(p, &CompareReport{Runs: []*Run{one}, Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, {}, {Value: 40}}}}})
+			return loadPlot(p, &Report{Runs: []*Run{one}, Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, {}, {Value: 40}}}}})
 		}, false},
 		{"load-zero", func(p string) (string, error) {
-			return loadPlot(p, &CompareReport{Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}})
+			return loadPlot(p, &Report{Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}})
 		}, false},
-		{"hit-empty", func(p string) (string, error) { return hitPlot(p, &CompareReport{}, 0.8) }, true},
+		{"hit-empty", func(p string) (string, error) { return hitPlot(p, &Report{}, 0.8) }, true},
 		{"hit-zero", func(p string) (string, error) {
-			return hitPlot(p, &CompareReport{Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}}, 0.8)
+			return hitPlot(p, &Report{Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}}, 0.8)
 		}, false},
 		{"inflight-none", func(p string) (string, error) { return inflightPlot(p, nil, nil) }, true},
 		{"inflight-no-samples", func(p string) (string, error) { return inflightPlot(p, []fleet.GPU{{ID: "g"}}, []*Run{failed}) }, false},
@@ -203,15 +203,15 @@ func TestPlotsWithoutData(t *testing.T) {
 
 func TestMarkdownOfEmptyReport(t *testing.T) {
 	var b bytes.Buffer
-	(&CompareReport{}).Markdown(&b)
-	(&CompareReport{Capacity: Capacity{Setup: "given (--capacity)", Probes: []Probe{{Rate: 1}}}}).Markdown(&b)
+	(&Report{}).Markdown(&b)
+	(&Report{Capacity: Capacity{Setup: "given (--capacity)", Probes: []Probe{{Rate: 1}}}}).Markdown(&b)
 	if !strings.Contains(b.String(), "## Runs") {
 		t.Errorf("markdown:\n%s", b.String())
 	}
 }
 
 func TestMachineBudget(t *testing.T) {
-	o := CompareOptions{Loads: []float64{0.6, 0.8}, Seeds: []uint64{1, 2}, TimeScale: 0.001}
+	o := Options{Loads: []float64{0.6, 0.8}, Seeds: []uint64{1, 2}, TimeScale: 0.001}
 	caps := map[uint64]float64{1: 40, 2: 60}
 	b := machineBudget(o, caps, 0)
 	if b.WallRate != 0.8*60/0.001 {
