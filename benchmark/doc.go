@@ -1,8 +1,20 @@
-// Package benchmark runs the comparisons behind cmd/llm-bench: the
-// simulated fleet and the configurations put in front of it (Envoy alone,
-// the router's strategies, the peers' emulations), the runs on one
-// workload at several loads and seeds, their validity, the reports and
-// plots, and the herd and overhead benchmarks. The load it sends is
-// benchmark/loadgen's; the figures it reports are benchmark/stats'; the
-// machine's CPU and speed during a run are benchmark/host's.
+// Package benchmark holds llm-router's benchmarks, one package per
+// llm-bench command, and what they share:
+//
+//   - benchmark/compare: the comparisons (llm-bench compare and agree) of
+//     Envoy alone, the router's strategies and the peers' emulations on
+//     one sized fleet, at several loads and seeds, with their validity,
+//     reports and plots; and the sequential and sweep runs;
+//   - benchmark/herd: the herd race (llm-bench herd);
+//   - benchmark/overhead: what the router adds to a request (llm-bench
+//     overhead and noop-extproc);
+//   - benchmark/picks: decisions per second and script cost against Redis
+//     (llm-bench picks and script-cost);
+//   - benchmark/fleet: the simulated GPUs and the setups started in front
+//     of them; benchmark/loadgen: the load sent; benchmark/stats: the
+//     figures and their intervals; benchmark/host: the machine and its CPU
+//     and speed during a run; benchmark/record: the run folders;
+//     benchmark/gpusim: the simulated GPU server.
+//
+// This package itself holds no code.
 package benchmark

@@ -1,7 +1,7 @@
-// Package host measures the machine the benchmark runs on: the CPU of its
-// processes and of the whole machine over a run, and a probe of the host's
-// own speed, so that a run the machine slowed down can be told from a slow
-// configuration.
+// Package host measures the machine the benchmark runs on: what it is
+// (Machine), the CPU of its processes and of the whole machine over a run,
+// and a probe of the host's own speed, so that a run the machine slowed
+// down can be told from a slow configuration.
 package host
 
 import (

@@ -143,13 +143,13 @@ func newReqStat(r loadgen.Result, slo SLO) reqStat {
 		return s
 	}
 	s.good = slo.Good(r)
-	s.ttft, s.e2e = ms(r.TTFT), ms(r.Latency)
+	s.ttft, s.e2e = Ms(r.TTFT), Ms(r.Latency)
 	s.tps = r.TokensPerSecond()
 	if len(r.ITLs) > 0 {
 		s.itlGapsRaw = make([]float64, len(r.ITLs))
 		counts := map[uint16]uint32{}
 		for i, g := range r.ITLs {
-			v := ms(g)
+			v := Ms(g)
 			s.itlGapsRaw[i] = v
 			counts[itlBucket(v)]++
 		}

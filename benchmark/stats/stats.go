@@ -2,7 +2,8 @@
 // percentiles, a run's summary against an SLO (goodput), and the pooled
 // figures of several seeds with 95 % intervals from a two-level block
 // bootstrap (Estimate says how, Bootstrap does it, blockLength picks the
-// blocks). It reads results only: no processes, no clocks.
+// blocks), and the verdict of an interval against a target (AtMost,
+// AtLeast). It reads results only: no processes, no clocks.
 package stats
 
 import (
@@ -60,8 +61,11 @@ func Latencies(rs []loadgen.Result) []time.Duration {
 	return out
 }
 
-// ms is d in milliseconds, to the microsecond.
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// Ms is d in milliseconds, to the microsecond: the unit of every figure.
+func Ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// MsDuration is v milliseconds as a Duration.
+func MsDuration(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
 
 // Spread is a figure over the rounds of a run: its median and the range of
 // the rounds. With n rounds, the population median lies outside

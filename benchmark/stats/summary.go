@@ -132,12 +132,12 @@ func Summarize(rs []loadgen.Result, slo SLO) Summary {
 		{"e2e_p99_ms", &s.E2EP99, e2e, 99},
 	} {
 		v, lower := boundPercentile(p.src, p.pct)
-		*p.dst = ms(v)
+		*p.dst = Ms(v)
 		if lower {
 			s.LowerBounds = append(s.LowerBounds, p.name)
 		}
 	}
-	s.ITLP99 = ms(Percentile(itl, 99))
+	s.ITLP99 = Ms(Percentile(itl, 99))
 	s.TPSMean, s.TPSCV = MeanCV(tps)
 	// n arrivals span n-1 gaps: scale so that n completions over the span
 	// give back the arrival rate.

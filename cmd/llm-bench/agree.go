@@ -6,7 +6,7 @@ import (
 	"flag"
 	"io"
 
-	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/compare"
 )
 
 // agree checks that several runs of one comparison agree: every setup's
@@ -20,11 +20,11 @@ func agree(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	as, err := benchmark.Agree(fs.Args())
+	as, err := compare.Agree(fs.Args())
 	if err != nil {
 		return err
 	}
-	if !benchmark.PrintAgreement(stdout, as) {
+	if !compare.PrintAgreement(stdout, as) {
 		return errors.New("the runs disagree: some p90 TTFT intervals do not overlap")
 	}
 	return nil

@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/compare"
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
@@ -29,10 +30,10 @@ func parseFloats(s string) ([]float64, error) {
 	return out, nil
 }
 
-func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOptions, error) {
+func parseCompareFlags(args []string, stderr io.Writer) (compare.Options, error) {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	name := fs.String("name", "azure-conv", "the comparison: "+strings.Join(benchmark.PresetNames(), " or ")+" (its trace, fleet and scales; flags below override them)")
+	name := fs.String("name", "azure-conv", "the comparison: "+strings.Join(compare.PresetNames(), " or ")+" (its trace, fleet and scales; flags below override them)")
 	short := fs.Bool("short", false, "the short version: 80% load only, 1,150 requests a run (1,000 measured), 3 seeds, 800 a capacity probe, 4 probes")
 	loads := fs.String("loads", "0.6,0.8,0.95", "loads as shares of the measured capacity")
 	setups := fs.String("setups", "", "configurations: Envoy policies (upper case) and router strategies, \"strategy xN\" for N replicas (default: all)")
@@ -40,10 +41,10 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 	seeds := fs.String("seeds", "1,2,3", "workload seeds; every configuration runs every seed")
 	fleetSet := fs.String("fleet-set", "", "gpusim fleet keys for every GPU, key=value,... (e.g. gpu_mem_util=0.5)")
 	trace := fs.String("trace", "", "request trace: a CSV (arrived_at,num_prefill_tokens,num_decode_tokens) or a Mooncake .jsonl")
-	fleet := fs.String("fleet", "", "simulated GPUs, profile:count,...")
+	gpus := fs.String("fleet", "", "simulated GPUs, profile:count,...")
 	timeScale := fs.Float64("time-scale", 0, "run the GPUs this many times their profiled durations (gpusim --slowdown); results stay in GPU time")
 	tokenScale := fs.Float64("token-scale", 0, "multiply every length of the trace by this (0, 1]")
-	o := benchmark.DefaultCompareOptions()
+	o := compare.DefaultOptions()
 	fs.StringVar(&o.BinDir, "bin", o.BinDir, "directory holding llm-router, llm-bench and gpusim")
 	fs.StringVar(&o.Workload.Kind, "workload", o.Workload.Kind, "trace (the trace's lengths) or extreme (10- and 2,000-token outputs)")
 	fs.StringVar(&o.Workload.Arrivals, "arrivals", o.Workload.Arrivals, "poisson, or trace (its own arrival times, rescaled)")
@@ -68,7 +69,7 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if err := benchmark.ApplyPreset(&o, *name, *short); err != nil {
+	if err := compare.ApplyPreset(&o, *name, *short); err != nil {
 		return o, err
 	}
 	if *short {
@@ -95,7 +96,7 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 		o.Workload.TracePath = *trace
 	}
 	if set["fleet"] {
-		o.Fleet = *fleet
+		o.Fleet = *gpus
 	}
 	if set["time-scale"] {
 		o.TimeScale = *timeScale
@@ -116,11 +117,11 @@ func parseCompareFlags(args []string, stderr io.Writer) (benchmark.CompareOption
 		return o, fmt.Errorf("--loads: %w", err)
 	}
 	if *setups != "" {
-		if o.Setups, err = benchmark.ParseSetups(*setups); err != nil {
+		if o.Setups, err = fleet.ParseSetups(*setups); err != nil {
 			return o, err
 		}
 	}
-	cs, err := benchmark.ParseSetups(*capSetup)
+	cs, err := fleet.ParseSetups(*capSetup)
 	if err != nil || len(cs) != 1 {
 		return o, fmt.Errorf("--capacity-setup %q: want one configuration", *capSetup)
 	}
@@ -163,15 +164,16 @@ func parseKeyValues(s string) (map[string]any, error) {
 	return out, nil
 }
 
-func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// compareCommand is `llm-bench compare`; named apart from the package it runs.
+func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseCompareFlags(args, stderr)
 	if err != nil {
 		return err
 	}
 	o.Command = "llm-bench compare " + strings.Join(args, " ")
 	o.Progress, o.Log = stderr, stderr
-	rep, err := benchmark.Compare(ctx, o)
-	if err != nil && !errors.Is(err, benchmark.ErrVoid) {
+	rep, err := compare.Compare(ctx, o)
+	if err != nil && !errors.Is(err, compare.ErrVoid) {
 		return err
 	}
 	// A void comparison still prints its whole report, then fails with

@@ -8,16 +8,17 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/compare"
+	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 )
 
 // harnessFlags parses what the sequential and sweep harnesses share.
-func harnessFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (benchmark.HarnessOptions, error) {
+func harnessFlags(name string, args []string, stderr io.Writer, extra func(*flag.FlagSet)) (compare.HarnessOptions, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := benchmark.HarnessOptions{
-		BinDir: "bin", Fleet: benchmark.DefaultFleet, TimeScale: 1, Seed: 1,
+	o := compare.HarnessOptions{
+		BinDir: "bin", Fleet: fleet.Default, TimeScale: 1, Seed: 1,
 		Workload: loadgen.WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: loadgen.KindTrace, LongShare: 0.25},
 	}
 	setup := fs.String("setup", "scored", "configuration started when --url is empty: an Envoy policy or a router strategy")
@@ -38,7 +39,7 @@ func harnessFlags(name string, args []string, stderr io.Writer, extra func(*flag
 		return o, err
 	}
 	o.Seed = *seed
-	ss, err := benchmark.ParseSetups(*setup)
+	ss, err := fleet.ParseSetups(*setup)
 	if err != nil || len(ss) != 1 {
 		return o, fmt.Errorf("--setup %q: want one configuration", *setup)
 	}
@@ -63,7 +64,7 @@ func sequential(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("--concurrency must be >= 1")
 	}
 	o.Concurrency = conc
-	rep, err := benchmark.Sequential(ctx, o)
+	rep, err := compare.Sequential(ctx, o)
 	if rep != nil {
 		rep.Print(stdout)
 	}
@@ -85,7 +86,7 @@ func sweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		o.Concurrences = append(o.Concurrences, n)
 	}
-	rep, err := benchmark.Sweep(ctx, o)
+	rep, err := compare.Sweep(ctx, o)
 	if rep != nil {
 		rep.Print(stdout)
 	}

@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/herd"
 	"github.com/llm-router/llm-router/internal/config"
 )
 
-func parseHerdFlags(args []string, stderr io.Writer) (benchmark.HerdOptions, error) {
+func parseHerdFlags(args []string, stderr io.Writer) (herd.Options, error) {
 	fs := flag.NewFlagSet("herd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := benchmark.HerdOptions{Hold: 300 * time.Millisecond}
+	o := herd.Options{Hold: 300 * time.Millisecond}
 	short := fs.Bool("short", false, "the short version: scored and least_loaded only, 10 bursts each")
 	strategies := fs.String("strategies", strings.Join(config.Strategies(), ","), "router strategies")
 	replicas := fs.String("replicas", "1,3", "router replica counts (sharing one redis-server)")
@@ -65,14 +65,15 @@ func parseHerdFlags(args []string, stderr io.Writer) (benchmark.HerdOptions, err
 	return o, nil
 }
 
-func herd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// herdCommand is `llm-bench herd`; named apart from the package it runs.
+func herdCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseHerdFlags(args, stderr)
 	if err != nil {
 		return err
 	}
 	o.Command = "llm-bench herd " + strings.Join(args, " ")
 	o.Progress, o.Log = stderr, stderr
-	rep, err := benchmark.Herd(ctx, o)
+	rep, err := herd.Run(ctx, o)
 	if rep != nil {
 		rep.Markdown(stdout)
 	}

@@ -57,10 +57,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("no command given")
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
-		"compare":      compare,
+		"compare":      compareCommand,
 		"agree":        agree,
-		"herd":         herd,
-		"overhead":     overhead,
+		"herd":         herdCommand,
+		"overhead":     overheadCommand,
 		"noop-extproc": noopExtProc,
 		"serve":        serve,
 		"picks":        picksCommand,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/compare"
 )
 
 func TestRunDispatch(t *testing.T) {
@@ -29,7 +29,7 @@ func TestCompareFlags(t *testing.T) {
 	if from, to := o.Requests-int(float64(o.Requests)*o.Tail+0.5), int(float64(o.Requests)*o.Warmup+0.5); from-to < 1000 {
 		t.Errorf("short measures %d requests a seed, want at least 1,000", from-to)
 	}
-	if o.Name != "azure-conv" || len(o.Setups) != len(benchmark.DefaultSetups()) || o.CapacitySetup.Name != "envoy LEAST_REQUEST" {
+	if o.Name != "azure-conv" || len(o.Setups) != len(compare.DefaultSetups()) || o.CapacitySetup.Name != "envoy LEAST_REQUEST" {
 		t.Errorf("name %q, setups %v, capacity setup %v", o.Name, o.Setups, o.CapacitySetup)
 	}
 	o, err = parseCompareFlags([]string{"--short", "--name", "mooncake-conv", "--requests", "50", "--loads", "0.5,0.9", "--setups", "LEAST_REQUEST,scored,scored x3", "--seeds", "4", "--fleet-set", "gpu_mem_util=0.5", "--caps-for-throughput", "--caps-at-mean"}, io.Discard)

@@ -11,11 +11,12 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/llm-router/llm-router/benchmark"
+	"github.com/llm-router/llm-router/benchmark/overhead"
 )
 
-// overhead runs the open-loop (default) or closed-loop overhead benchmark.
-func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// overheadCommand is `llm-bench overhead`, open-loop (default) or closed-loop;
+// named apart from the package it runs.
+func overheadCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("overhead", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	mode := fs.String("mode", "open", "open: fixed rates (added latency, highest sustained rate); closed: concurrent clients")
@@ -39,14 +40,14 @@ func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch *mode {
 	case "closed":
-		o := benchmark.OverheadOptions{
+		o := overhead.ClosedOptions{
 			BinDir: *bin, Requests: *requests, Concurrency: *concurrency, Rounds: *rounds,
 			MaxTokens: *maxTokens, PromptBytes: *promptBytes, Out: stderr, ResultsDir: *results,
 		}
 		if o.Rounds < 1 || o.Concurrency < 1 || o.Requests < o.Rounds {
 			return fmt.Errorf("need rounds >= 1, concurrency >= 1, requests >= rounds")
 		}
-		rep, err := benchmark.Overhead(ctx, o)
+		rep, err := overhead.Closed(ctx, o)
 		if err != nil {
 			return err
 		}
@@ -72,17 +73,17 @@ func overhead(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			*admission = false
 		}
 	}
-	o := benchmark.OpenOverheadOptions{
+	o := overhead.OpenOptions{
 		BinDir: *bin, Step: *step, Rounds: *rounds, MaxSteps: *maxSteps, MaxP99: *maxP99, Admission: *admission, Ablate: *ablate,
 		MaxTokens: *maxTokens, ResultsDir: *results, Progress: stderr, Log: stderr,
 		Command: "llm-bench overhead " + strings.Join(args, " "),
-		Points:  []benchmark.RatePoint{{Rate: 500, Bytes: 1 << 10}, {Rate: 100, Bytes: 256 << 10}},
-		Sustain: []benchmark.RatePoint{{Rate: 250, Bytes: 1 << 10}, {Rate: 50, Bytes: 256 << 10}},
+		Points:  []overhead.RatePoint{{Rate: 500, Bytes: 1 << 10}, {Rate: 100, Bytes: 256 << 10}},
+		Sustain: []overhead.RatePoint{{Rate: 250, Bytes: 1 << 10}, {Rate: 50, Bytes: 256 << 10}},
 	}
 	if o.Step <= 0 || o.MaxSteps < 0 || o.Rounds < 1 {
 		return fmt.Errorf("need --step > 0, --rounds >= 1 and --max-steps >= 0")
 	}
-	rep, err := benchmark.OverheadOpen(ctx, o)
+	rep, err := overhead.Open(ctx, o)
 	if rep != nil {
 		rep.Markdown(stdout)
 	}
@@ -112,5 +113,5 @@ func noopExtProc(ctx context.Context, args []string, _, stderr io.Writer) error 
 		w := int32(min(*window, 1<<30))
 		opts = append(opts, grpc.InitialWindowSize(w), grpc.InitialConnWindowSize(w))
 	}
-	return benchmark.ServeNoopExtProc(ctx, lis, *cluster, opts...)
+	return overhead.ServeNoopExtProc(ctx, lis, *cluster, opts...)
 }

@@ -8,10 +8,11 @@ import (
 
 	"github.com/llm-router/llm-router/internal/app"
 	"github.com/llm-router/llm-router/internal/config"
+
 	// The emulations of other schedulers register their strategies here,
 	// and only here: llm-router does not link them, so the product
 	// accepts only its own strategies. The benchmark runs its routers
-	// with an emulation as `llm-bench serve` (benchmark/setup.go).
+	// with an emulation as `llm-bench serve` (benchmark/fleet/setup.go).
 	_ "github.com/llm-router/llm-router/scoring/emulate"
 )
 
