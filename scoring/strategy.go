@@ -11,7 +11,7 @@ type Weights struct {
 	Active, Queue, Latency, JobCost, Throughput, Distance, KVPressure, GPUUtil float64
 	// Prefix weighs the unmatched fraction of the prompt's blocks on the
 	// worker, TokenLoad its in-flight tokens relative to its KV capacity;
-	// both are scored by the store on live figures (see Affinity).
+	// both are scored by the store on live figures (see LiveWeights).
 	Prefix, TokenLoad float64
 }
 
@@ -234,7 +234,11 @@ func (s scored) Plan(in Input, eligible []Worker) []Candidate {
 	out := make([]Candidate, 0, len(eligible))
 	const nTerms = 7
 	backing := make([]Term, 0, nTerms*len(eligible)) // one allocation for every candidate's terms
-	for _, w := range eligible {
+	var liveBacking []LiveTerm                       // and one for their live terms (at most 2 each)
+	if wt.Prefix != 0 || wt.TokenLoad != 0 {
+		liveBacking = make([]LiveTerm, 2*len(eligible))
+	}
+	for i, w := range eligible {
 		terms := append(backing[len(backing):], []Term{
 			signalTerm("queue", wt.Queue, w.Queue),
 			ratioTerm("norm_latency", wt.Latency, fresh(w.Latency), maxLat),
@@ -251,28 +255,36 @@ func (s scored) Plan(in Input, eligible []Worker) []Candidate {
 			base += t.Contribution()
 		}
 		c := candidate(w, Curve{Base: base, Slope: wt.Active}, terms...)
-		c.Affinity = s.affinity(w)
+		if liveBacking != nil {
+			c.LiveTerms = liveBacking[2*i : 2*i : 2*i+2]
+			s.live(&c, w)
+		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// affinity is the candidate's live part: prefix and token-load weights,
-// its capacity and, with an SLO and a known prefill rate, the prefill
-// load at which its match yields.
-func (s scored) affinity(w Worker) Affinity {
+// live adds the candidate's live terms: prefix_miss (the unmatched
+// fraction of the prompt's blocks) and token_load (in-flight and uncached
+// tokens relative to its KV capacity), with its index bound, its trust
+// and, with an SLO and a known prefill rate, the prefill load at which its
+// match yields.
+func (s scored) live(c *Candidate, w Worker) {
 	wt := s.p.Weights
 	if wt.Prefix == 0 && wt.TokenLoad == 0 {
-		return Affinity{}
+		return
 	}
-	a := Affinity{Prefix: wt.Prefix, KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
+	c.LiveWeights = LiveWeights{KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
+	if wt.Prefix != 0 {
+		c.AddLive(LiveTerm{Name: "prefix_miss", Weight: wt.Prefix, Miss: 1})
+		if s.p.TTFTSLO > 0 && w.PrefillRate > 0 {
+			c.LiveWeights.PrefillLimit = s.p.TTFTSLO.Seconds() * w.PrefillRate
+		}
+	}
 	if wt.TokenLoad != 0 && w.KVBlocks > 0 {
-		a.TokenWeight, a.CapacityTokens = wt.TokenLoad, float64(w.KVBlocks*BlockTokens)
+		per := 1 / float64(w.KVBlocks*BlockTokens)
+		c.AddLive(LiveTerm{Name: "token_load", Weight: wt.TokenLoad, Prefill: per, Decode: per, Uncached: per})
 	}
-	if wt.Prefix != 0 && s.p.TTFTSLO > 0 && w.PrefillRate > 0 {
-		a.PrefillLimit = s.p.TTFTSLO.Seconds() * w.PrefillRate
-	}
-	return a
 }
 
 // jobCostTerm is cost/(cost+scale) with cost = ttft + out_est/tps seconds.
