@@ -42,8 +42,11 @@ local nb = math.floor(#blocks / 8)
 -- The index keeps the last block of each group of STRIDE (state.IndexStride).
 local STRIDE = 4
 local ng = math.floor(nb / STRIDE)
-local function block(i) return string.sub(blocks, 8 * i - 7, 8 * i) end -- 1-based
-local function group(j) return block(STRIDE * j) end -- 1-based
+-- groups[j] is the last block of group j (1-based), cut once: every
+-- candidate's binary search reads them.
+local groups = {}
+for j = 1, ng do groups[j] = string.sub(blocks, 8 * STRIDE * j - 7, 8 * STRIDE * j) end
+local full = STRIDE * ng -- the longest match the index can find
 local function uncached(m) return math.max(0, ptok - 16 * m) end
 local now = now_ms()
 purge(now)
@@ -82,11 +85,11 @@ end
 -- leading run of every chain it holds part of, so a binary search finds it.
 local function match(w)
   local key = pkey(w)
-  if ng == 0 or not redis.call('ZSCORE', key, group(1)) then return 0 end
+  if ng == 0 or not redis.call('ZSCORE', key, groups[1]) then return 0 end
   local lo, hi = 1, ng
   while lo < hi do
     local mid = math.floor((lo + hi + 1) / 2)
-    if redis.call('ZSCORE', key, group(mid)) then lo = mid else hi = mid - 1 end
+    if redis.call('ZSCORE', key, groups[mid]) then lo = mid else hi = mid - 1 end
   end
   return STRIDE * lo
 end
@@ -100,7 +103,7 @@ local function record(w, bound)
   local args = {}
   for j = 1, ng do
     args[#args + 1] = top - j
-    args[#args + 1] = group(j)
+    args[#args + 1] = groups[j]
     if #args >= 1000 or j == ng then
       redis.call('ZADD', key, unpack(args))
       args = {}
@@ -125,10 +128,13 @@ end
 -- whose lo is not above the lowest hi: the others can neither win nor tie.
 local best, bestScore = -1, 0
 local active, avail, matched, pre, dec_ = {}, {}, {}, {}, {}
-local curve, lo, minHi = {}, {}, nil
+-- lo and cold: the score with a full match and with none, kept for a
+-- candidate whose lookup finds one of them.
+local curve, lo, cold, minHi = {}, {}, {}, nil
+local tlim = {}
 -- fits is Limit.TokenRoom for candidate i with match m.
 local function fits(i, m)
-  local l = tonumber(limt[i]) or 0
+  local l = tlim[i]
   return l <= 0 or active[i] == 0 or pre[i] + dec_[i] + uncached(m) + dtok <= l
 end
 for i = 1, #ids do
@@ -141,8 +147,8 @@ for i = 1, #ids do
       curve[i] = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
       if aff then
         local p, d = tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
-        pre[i], dec_[i] = p, d
-        if not fits(i, STRIDE * ng) then
+        pre[i], dec_[i], tlim[i] = p, d, tonumber(limt[i]) or 0
+        if not fits(i, full) then
           -- Past its token limit even with a full match: out.
           curve[i] = nil
         else
@@ -151,8 +157,11 @@ for i = 1, #ids do
           -- bound the others.
           local hi = math.huge
           if wm[i] >= 0 and wp[i] >= 0 and wd[i] >= 0 and wu[i] >= 0 then
-            lo[i] = curve[i] + live(i, STRIDE * ng, p, d)
-            if fits(i, 0) then hi = curve[i] + live(i, 0, p, d) end
+            lo[i] = curve[i] + live(i, full, p, d)
+            if fits(i, 0) then
+              cold[i] = curve[i] + live(i, 0, p, d)
+              hi = cold[i]
+            end
           end
           if minHi == nil or hi < minHi then minHi = hi end
         end
@@ -169,11 +178,16 @@ for i = 1, #ids do
       matched[i] = -1 -- Live.Unread
       s = nil
     elseif aff then
-      matched[i] = match(ids[i])
-      if fits(i, matched[i]) then
-        s = s + live(i, matched[i], pre[i], dec_[i])
-      else
+      local m = match(ids[i])
+      matched[i] = m
+      if not fits(i, m) then
         s = nil
+      elseif m == 0 and cold[i] then
+        s = cold[i]
+      elseif m == full and lo[i] then
+        s = lo[i]
+      else
+        s = s + live(i, m, pre[i], dec_[i])
       end
     end
     if s and (best < 0 or s < bestScore) then
