@@ -178,14 +178,13 @@ func (j Job) Prompt() Prompt {
 	return Prompt{Blocks: j.Blocks, PromptTokens: j.PromptTokens, DecodeTokens: j.DecodeTokens()}
 }
 
-// liveTerms are a candidate's live terms for the decision log: each of
-// its LiveTerms, and beside them, weight 0, the raw prefix_match (or
-// prefix_unread when the store did not look it up), prefix_trust when
-// below 1 and prefill_guard when the guard voided the match. The
-// contributions sum to LiveScore(c.LiveWeights, …).
-func liveTerms(c Candidate, p Prompt, l Live) []Term {
+// appendLiveTerms appends a candidate's live terms for the decision log
+// to terms: each of its LiveTerms, and beside them, weight 0, the raw
+// prefix_match (or prefix_unread when the store did not look it up),
+// prefix_trust when below 1 and prefill_guard when the guard voided the
+// match. The contributions sum to LiveScore(c.LiveWeights, …).
+func appendLiveTerms(terms []Term, c Candidate, p Prompt, l Live) []Term {
 	w := c.LiveWeights
-	terms := make([]Term, 0, len(c.LiveTerms)+3)
 	n := len(p.Blocks)
 	if n > 0 {
 		if l.Unread {

@@ -74,7 +74,7 @@ func TestLiveScore(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 		sum := 0.0
-		for _, term := range liveTerms(c, p, tc.live) {
+		for _, term := range appendLiveTerms(nil, c, p, tc.live) {
 			sum += term.Contribution()
 		}
 		if math.Abs(sum-tc.want) > 1e-9 {
@@ -82,7 +82,7 @@ func TestLiveScore(t *testing.T) {
 		}
 	}
 	names := func(l Live) (out []string) {
-		for _, t := range liveTerms(c, p, l) {
+		for _, t := range appendLiveTerms(nil, c, p, l) {
 			out = append(out, t.Name)
 		}
 		return out

@@ -75,10 +75,10 @@ func BreakdownLive(cands []Candidate, p Prompt, active []int, live []Live) []Lin
 		}
 		l := Line{Worker: c.Worker, Active: a, Cap: c.Cap, Full: a >= c.Cap, ActiveWeight: c.Curve.Slope, Terms: c.Terms, Total: c.Curve.At(a)}
 		if i < len(live) && len(c.LiveTerms) > 0 {
-			extra := liveTerms(c, p, live[i])
 			// A new slice: the plan's terms are shared, never modified.
-			l.Terms = append(append(make([]Term, 0, len(c.Terms)+len(extra)), c.Terms...), extra...)
-			for _, t := range extra {
+			l.Terms = append(make([]Term, 0, len(c.Terms)+len(c.LiveTerms)+3), c.Terms...)
+			l.Terms = appendLiveTerms(l.Terms, c, p, live[i])
+			for _, t := range l.Terms[len(c.Terms):] {
 				l.Total += t.Contribution()
 			}
 		}

@@ -15,7 +15,7 @@ func TestPrefixTrust(t *testing.T) {
 		c.AddLive(LiveTerm{Name: "prefix_miss", Weight: 10, Miss: 1})
 		var miss float64
 		shown := false
-		for _, term := range liveTerms(c, p, live) {
+		for _, term := range appendLiveTerms(nil, c, p, live) {
 			switch term.Name {
 			case "prefix_miss":
 				miss = term.Value
