@@ -88,27 +88,26 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		res, err = s.claimNonAtomic(ctx, id, plan.Candidates, snapActive, snapPick)
 	} else {
 		req := state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Queue: s.queueSpec(r)}
-		if plan.UsesAffinity() {
+		if plan.UsesLive() {
 			if n := s.opts.MaxAffinityBlocks; n > 0 && len(job.Blocks) > n {
 				// A leading run: the match of a chain is a prefix. Only the
 				// store's lookup is bounded; the emulations planned on all.
 				job.Blocks = job.Blocks[:n]
 			}
-			req.Affinity = state.Affinity{Blocks: job.Blocks, PromptTokens: job.PromptTokens, DecodeTokens: job.DecodeTokens()}
+			req.Prompt = job.Prompt()
 		} else if s.opts.ClaimTokens || len(d.LearnedTokenCaps) > 0 {
 			// Token limits need the request's tokens, whatever the
 			// strategy: without blocks, the store looks nothing up.
-			req.Affinity = state.Affinity{PromptTokens: job.PromptTokens, DecodeTokens: job.DecodeTokens()}
+			req.Prompt = scoring.Prompt{PromptTokens: job.PromptTokens, DecodeTokens: job.DecodeTokens()}
 		}
 		res, err = s.store.Claim(ctx, req)
 	}
 	if err != nil {
 		return nil, s.fail(d, OutcomeStoreFailed, "store_error", fmt.Errorf("claim for %s: %w: %w", r.Model, ErrStore, err))
 	}
-	live := toScoringLive(res.Live)
-	d.Candidates = scoring.BreakdownLive(plan.Candidates, job, res.Active, live)
+	d.Candidates = scoring.BreakdownLive(plan.Candidates, job.Prompt(), res.Active, res.Live)
 	d.Unknown = unknownTerms(plan.Candidates)
-	if snapPick != res.Index && !res.Queued && live == nil {
+	if snapPick != res.Index && !res.Queued && res.Live == nil {
 		// The live counts changed the choice the cached snapshot would have
 		// made: the atomic claim at work (most often, a herd averted). With
 		// affinity the snapshot knows no match, so no such comparison.
@@ -268,23 +267,10 @@ func (s *Scheduler) finishDecision(d *Decision) {
 func toStateCandidates(cs []scoring.Candidate) []state.Candidate {
 	out := make([]state.Candidate, len(cs))
 	for i, c := range cs {
-		a := c.Affinity
 		out[i] = state.Candidate{
 			Worker: c.Worker, Cap: c.Cap, Base: c.Curve.Base, Slope: c.Curve.Slope, Mult: c.Curve.Mult,
-			Prefix: a.Prefix, TokenLoad: a.TokenLoad(), PrefillLimit: a.PrefillLimit, KVBlocks: a.KVBlocks,
-			PrefixTrust: a.MatchTrust(),
+			LiveWeights: c.LiveWeights,
 		}
-	}
-	return out
-}
-
-func toScoringLive(ls []state.Live) []scoring.Live {
-	if ls == nil {
-		return nil
-	}
-	out := make([]scoring.Live, len(ls))
-	for i, l := range ls {
-		out[i] = scoring.Live{Match: l.Match, Prefill: l.Prefill, Decode: l.Decode, Unread: l.Unread}
 	}
 	return out
 }

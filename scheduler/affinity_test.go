@@ -2,8 +2,6 @@ package scheduler
 
 import (
 	"context"
-	"math"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -11,34 +9,6 @@ import (
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
 )
-
-// TestAffinityScoreMirrored keeps the store's AffinityScore (which
-// claim.lua implements) equal to scoring's, through the conversion the
-// scheduler makes.
-func TestAffinityScoreMirrored(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 2000 {
-		c := scoring.Candidate{Worker: "w", Cap: 4, Affinity: scoring.Affinity{
-			Prefix: rng.Float64() * 100, TokenWeight: rng.Float64() * 50,
-			CapacityTokens: float64(16 * (1 + rng.IntN(5000))), KVBlocks: rng.IntN(5000),
-		}}
-		if rng.IntN(2) == 0 {
-			c.Affinity.PrefillLimit = float64(rng.IntN(5000))
-		}
-		job := scoring.Job{PromptTokens: rng.IntN(4000), MaxTokens: rng.IntN(500), Blocks: make([]uint64, rng.IntN(100))}
-		l := scoring.Live{Prefill: rng.IntN(5000), Decode: rng.IntN(5000)}
-		if len(job.Blocks) > 0 {
-			l.Match = rng.IntN(len(job.Blocks) + 1)
-		}
-		want := scoring.AffinityScore(c, job, l)
-		sc := toStateCandidates([]scoring.Candidate{c})[0]
-		got := sc.AffinityScore(state.Affinity{Blocks: job.Blocks, PromptTokens: job.PromptTokens, DecodeTokens: job.DecodeTokens()},
-			state.Live{Match: l.Match, Prefill: l.Prefill, Decode: l.Decode})
-		if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
-			t.Fatalf("%+v %+v %+v: store %v, scoring %v", c.Affinity, job, l, got, want)
-		}
-	}
-}
 
 // TestAdmitFollowsThePrefix: with a prefix weight, a second request
 // sharing the first one's prompt goes where the first went, although

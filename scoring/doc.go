@@ -67,7 +67,11 @@
 //
 // Two more terms are read live, like active, because they change with every
 // claim on any replica: the store evaluates them inside the atomic claim
-// (see Affinity) and adds them to the curve's value, where:
+// and adds them to the curve's value, score += prefix·prefix_miss +
+// token_load·token_load. Each is a weight times coefficients of one linear
+// form over the live figures (LiveWeights, LiveScore: miss·(1 − trust·m/n)
+// + prefill·p + decode·d + uncached·u(m)); prefix_miss has miss 1,
+// token_load 1/(kv_blocks·16) on each of p, d and u. Where:
 //
 //   - prefix_miss = 1 − match/blocks, in [0,1]: match is how many leading
 //     16-token blocks of the prompt (chained hashes, scoring/prefix) the

@@ -35,10 +35,10 @@ type Line struct {
 	Total        float64 `json:"total"`
 }
 
-// PickLive is Pick with each candidate's Affinity scored on the live
-// figures the claim read (live may be nil: no affinity); the stores
+// PickLive is Pick with each candidate's LiveWeights scored on the live
+// figures the claim read (live may be nil: no live part); the stores
 // implement exactly this.
-func PickLive(cands []Candidate, job Job, active []int, live []Live, available []bool) int {
+func PickLive(cands []Candidate, p Prompt, active []int, live []Live, available []bool) int {
 	best := -1
 	bestScore := 0.0
 	for i, c := range cands {
@@ -47,7 +47,7 @@ func PickLive(cands []Candidate, job Job, active []int, live []Live, available [
 		}
 		s := c.Curve.At(active[i])
 		if live != nil {
-			s += AffinityScore(c, job, live[i])
+			s += LiveScore(c.LiveWeights, p, live[i])
 		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s
@@ -59,13 +59,14 @@ func PickLive(cands []Candidate, job Job, active []int, live []Live, available [
 // Breakdown evaluates every candidate at the live counts the claim saw, so
 // the decision log shows the numbers the choice was actually made on.
 func Breakdown(cands []Candidate, active []int) []Line {
-	return BreakdownLive(cands, Job{}, active, nil)
+	return BreakdownLive(cands, Prompt{}, active, nil)
 }
 
-// BreakdownLive is Breakdown with the live affinity terms (prefix_match,
-// prefix_miss, prefill_guard, token_load) appended to the candidates'
-// terms and added to their totals; live may be nil.
-func BreakdownLive(cands []Candidate, job Job, active []int, live []Live) []Line {
+// BreakdownLive is Breakdown with the live terms (each of a candidate's
+// LiveTerms, with prefix_match or prefix_unread, prefix_trust and
+// prefill_guard beside them) appended to the candidates' terms and added
+// to their totals; live may be nil.
+func BreakdownLive(cands []Candidate, p Prompt, active []int, live []Live) []Line {
 	out := make([]Line, len(cands))
 	for i, c := range cands {
 		a := 0
@@ -73,11 +74,11 @@ func BreakdownLive(cands []Candidate, job Job, active []int, live []Live) []Line
 			a = active[i]
 		}
 		l := Line{Worker: c.Worker, Active: a, Cap: c.Cap, Full: a >= c.Cap, ActiveWeight: c.Curve.Slope, Terms: c.Terms, Total: c.Curve.At(a)}
-		if i < len(live) && c.Affinity.On() {
-			extra := affinityTerms(c.Affinity, job, live[i])
+		if i < len(live) && len(c.LiveTerms) > 0 {
 			// A new slice: the plan's terms are shared, never modified.
-			l.Terms = append(append(make([]Term, 0, len(c.Terms)+len(extra)), c.Terms...), extra...)
-			for _, t := range extra {
+			l.Terms = append(make([]Term, 0, len(c.Terms)+len(c.LiveTerms)+3), c.Terms...)
+			l.Terms = appendLiveTerms(l.Terms, c, p, live[i])
+			for _, t := range l.Terms[len(c.Terms):] {
 				l.Total += t.Contribution()
 			}
 		}

@@ -18,9 +18,9 @@ var registry struct {
 	factories  map[string]StrategyFactory
 }
 
-// LiveWeights are the weight keys the store evaluates inside the atomic
+// LiveWeightKeys are the weight keys the store evaluates inside the atomic
 // claim (scoring.weights.<key>); no snapshot term may take them.
-func LiveWeights() []string { return []string{"active", "prefix", "token_load"} }
+func LiveWeightKeys() []string { return []string{"active", "prefix", "token_load"} }
 
 // RegisterTerm adds a snapshot term to the scored formula; scored includes
 // it in every plan it builds afterwards, with the weight
@@ -32,7 +32,7 @@ func RegisterTerm(t SnapshotTerm) {
 	if t.Name == "" || t.Key == "" || t.Prepare == nil {
 		panic(fmt.Sprintf("scoring: RegisterTerm(%q, key %q): name, key and Prepare are required", t.Name, t.Key))
 	}
-	if slices.Contains(LiveWeights(), t.Key) {
+	if slices.Contains(LiveWeightKeys(), t.Key) {
 		panic(fmt.Sprintf("scoring: RegisterTerm(%q): key %q is a live weight", t.Name, t.Key))
 	}
 	registry.mu.Lock()

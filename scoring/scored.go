@@ -1,7 +1,7 @@
 package scoring
 
-// scored is the default strategy: the live terms (active, and prefix and
-// token_load through the candidate's Affinity) plus every registered
+// scored is the default strategy: the live terms (active, and prefix_miss
+// and token_load through the candidate's LiveWeights) plus every registered
 // snapshot term, each weighted by Params.Weights (see doc.go).
 type scored struct {
 	p       Params
@@ -32,6 +32,10 @@ func (s scored) Plan(in Input, eligible []Worker) []Candidate {
 	}
 	out := make([]Candidate, 0, len(eligible))
 	backing := make([]Term, n*len(eligible)) // one allocation for every candidate's terms
+	var liveBacking []LiveTerm               // and one for their live terms (at most 2 each)
+	if wt.Prefix != 0 || wt.TokenLoad != 0 {
+		liveBacking = make([]LiveTerm, 2*len(eligible))
+	}
 	for j := range eligible {
 		w := &eligible[j]
 		terms := backing[j*n : (j+1)*n : (j+1)*n]
@@ -42,26 +46,34 @@ func (s scored) Plan(in Input, eligible []Worker) []Candidate {
 			base += terms[i].Contribution()
 		}
 		c := candidate(*w, Curve{Base: base, Slope: wt.Active}, terms...)
-		c.Affinity = s.affinity(*w)
+		if liveBacking != nil {
+			c.LiveTerms = liveBacking[2*j : 2*j : 2*j+2]
+			s.live(&c, *w)
+		}
 		out = append(out, c)
 	}
 	return out
 }
 
-// affinity is the candidate's live part: prefix and token-load weights,
-// its capacity and, with an SLO and a known prefill rate, the prefill
-// load at which its match yields.
-func (s scored) affinity(w Worker) Affinity {
+// live adds the candidate's live terms: prefix_miss (the unmatched
+// fraction of the prompt's blocks) and token_load (in-flight and uncached
+// tokens relative to its KV capacity), with its index bound, its trust
+// and, with an SLO and a known prefill rate, the prefill load at which its
+// match yields.
+func (s scored) live(c *Candidate, w Worker) {
 	wt := s.p.Weights
 	if wt.Prefix == 0 && wt.TokenLoad == 0 {
-		return Affinity{}
+		return
 	}
-	a := Affinity{Prefix: wt.Prefix, KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
+	c.LiveWeights = LiveWeights{KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
+	if wt.Prefix != 0 {
+		c.AddLive(LiveTerm{Name: "prefix_miss", Weight: wt.Prefix, Miss: 1})
+		if s.p.TTFTSLO > 0 && w.PrefillRate > 0 {
+			c.LiveWeights.PrefillLimit = s.p.TTFTSLO.Seconds() * w.PrefillRate
+		}
+	}
 	if wt.TokenLoad != 0 && w.KVBlocks > 0 {
-		a.TokenWeight, a.CapacityTokens = wt.TokenLoad, float64(w.KVBlocks*BlockTokens)
+		per := 1 / float64(w.KVBlocks*BlockTokens)
+		c.AddLive(LiveTerm{Name: "token_load", Weight: wt.TokenLoad, Prefill: per, Decode: per, Uncached: per})
 	}
-	if wt.Prefix != 0 && s.p.TTFTSLO > 0 && w.PrefillRate > 0 {
-		a.PrefillLimit = s.p.TTFTSLO.Seconds() * w.PrefillRate
-	}
-	return a
 }

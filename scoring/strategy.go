@@ -10,7 +10,7 @@ type Weights struct {
 	// Active weighs the live in-flight count (the curve's slope); Prefix
 	// the unmatched fraction of the prompt's blocks on the worker,
 	// TokenLoad its in-flight tokens relative to its KV capacity. The
-	// store evaluates these three inside the atomic claim (see Affinity).
+	// store evaluates these three inside the atomic claim (see LiveWeights).
 	Active, Prefix, TokenLoad float64
 	// Terms weighs the snapshot terms by key (scoring.weights.<key>, see
 	// RegisterTerm); a term without an entry weighs 0. DefaultTermWeights

@@ -8,7 +8,7 @@ package scoring
 // with no change of its own.
 //
 // The live terms (active, prefix, token_load) are not snapshot terms: the
-// store evaluates them inside the atomic claim (see Curve and Affinity).
+// store evaluates them inside the atomic claim (see Curve and LiveWeights).
 type SnapshotTerm struct {
 	// Name labels the term in the decision breakdown (explain, the decision
 	// log, the node_score_term metric).

@@ -16,7 +16,7 @@ type Job struct {
 	// Blocks are the prompt's chained 16-token block hashes (see
 	// scoring/prefix), bounded; nil when unknown or shorter than a block.
 	// The prefix-aware emulations read them, and the store matches them when
-	// a plan's candidates carry an Affinity; the slice is shared, never
+	// a plan's candidates have live terms; the slice is shared, never
 	// modified.
 	Blocks []uint64
 }
@@ -154,8 +154,11 @@ type Candidate struct {
 	Cap    int
 	Curve  Curve
 	Terms  []Term
-	// Affinity is added to the curve by the store from live figures.
-	Affinity Affinity
+	// LiveTerms are scored by the store from live figures and added to the
+	// curve; LiveWeights is their sum with the guard, trust and index
+	// bound (see AddLive).
+	LiveTerms   []LiveTerm
+	LiveWeights LiveWeights
 }
 
 // Excluded is a worker that serves the model but was filtered out.
@@ -173,11 +176,11 @@ type Plan struct {
 	Excluded   []Excluded
 }
 
-// UsesAffinity reports whether any candidate needs the live prefix match
-// and token figures (the claim must carry the job's affinity).
-func (p Plan) UsesAffinity() bool {
+// UsesLive reports whether any candidate needs the live prefix match and
+// token figures (the claim must carry the job's Prompt).
+func (p Plan) UsesLive() bool {
 	for _, c := range p.Candidates {
-		if c.Affinity.On() {
+		if c.LiveWeights.On() {
 			return true
 		}
 	}

@@ -41,13 +41,6 @@ func (l Limit) TokenRoom(inFlight, held, need int) bool {
 	return l.Tokens <= 0 || inFlight == 0 || int64(held)+int64(need) <= l.Tokens
 }
 
-// PredictedHits is the prompt tokens a match of match leading blocks
-// predicts the engine finds cached: the blocks' tokens, but never the
-// prompt's last token, which engines always compute.
-func (a Affinity) PredictedHits(match int) int64 {
-	return int64(max(0, min(BlockTokens*match, a.PromptTokens-1)))
-}
-
 // CapWith is cap lowered to a learned limit l (0: none).
 func CapWith(cap, l int) int {
 	if l > 0 && l < cap {

@@ -66,7 +66,7 @@ type Claimer interface {
 	// Claim reads the live in-flight counts of the candidates, evaluates
 	// each candidate's score curve at its live count, skips workers at
 	// their cap (lowered by a learned Limit, and by its token limit when
-	// the claim carries an Affinity), draining or not healthy, and the
+	// the claim reads live figures), draining or not healthy, and the
 	// whole fleet at Limits.GlobalCap, and claims the lowest, all in one
 	// atomic step. No other claim, on any replica, can interleave with it:
 	// simultaneous requests never all land on the same idle worker. With

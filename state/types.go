@@ -68,7 +68,7 @@ type Worker struct {
 	Health   scoring.Health `json:"health"`
 	Draining bool           `json:"draining"`
 	InFlight int            `json:"in_flight"`
-	// In-flight tokens held by claims with an Affinity (all replicas).
+	// In-flight tokens held by claims with a Prompt (all replicas).
 	PrefillTokens int `json:"prefill_tokens"`
 	DecodeTokens  int `json:"decode_tokens"`
 	// PrefixBlocks is the size of the worker's prefix index (at most its
@@ -139,25 +139,17 @@ type Snapshot struct {
 
 // Candidate is one worker offered to Claim with its score curve
 // (Base + Slope·a)·(1 + Mult·a) at a live in-flight requests, plus
-// AffinityScore when the claim carries an Affinity. Lower wins; ties go to
-// the earlier candidate.
+// scoring.LiveScore of its LiveWeights when the claim carries a Prompt.
+// Lower wins; ties go to the earlier candidate.
 type Candidate struct {
 	Worker string
 	Cap    int
 	Base   float64
 	Slope  float64
 	Mult   float64
-	// Prefix weighs the unmatched fraction of the prompt's blocks,
-	// TokenLoad each in-flight token; PrefillLimit (> 0) is the in-flight
-	// prefill above which a match no longer counts (see AffinityScore).
-	Prefix       float64
-	TokenLoad    float64
-	PrefillLimit float64
-	// KVBlocks bounds the worker's prefix index (0: DefaultKVBlocks).
-	KVBlocks int
-	// PrefixTrust scales the match the prefix part counts: the share of
-	// predicted hits the worker's engine confirmed (0..1; 0: counted 1).
-	PrefixTrust float64
+	// LiveWeights is the live part, scored on the figures the claim reads;
+	// its KVBlocks bounds the worker's prefix index (0: DefaultKVBlocks).
+	LiveWeights scoring.LiveWeights
 }
 
 // Score evaluates the candidate's curve at a in-flight requests.
@@ -223,17 +215,17 @@ type ClaimRequest struct {
 	ID         string // unique per request; also the lease's and waiter's name
 	Candidates []Candidate
 	Queue      *QueueSpec // nil: never queue
-	// Affinity (zero: none) has the store read each candidate's prefix
+	// Prompt (zero: none) has the store read each candidate's prefix
 	// match and token load, score them, record the prompt's blocks in the
 	// winner's index and hold the request's tokens on it until the claim
 	// ends (release, lapsed lease). A queued waiter's tokens are held
 	// from its grant, all of its prompt counted as uncached.
-	Affinity Affinity
+	Prompt scoring.Prompt
 }
 
-// WantsAffinity reports whether the claim asks for the affinity reads.
-func (r ClaimRequest) WantsAffinity() bool {
-	return len(r.Affinity.Blocks) > 0 || r.Affinity.PromptTokens > 0 || r.Affinity.DecodeTokens > 0
+// ReadsLive reports whether the claim asks for the live reads.
+func (r ClaimRequest) ReadsLive() bool {
+	return len(r.Prompt.Blocks) > 0 || r.Prompt.PromptTokens > 0 || r.Prompt.DecodeTokens > 0
 }
 
 // ClaimResult says which candidate was claimed (Index -1: none) and the
@@ -246,8 +238,8 @@ type ClaimResult struct {
 	QueueFull bool   // nothing available and no room in the queue
 	Position  int    // 1-based place in the queue when Queued
 	// Live holds each candidate's prefix match and token load as the claim
-	// read them, before the claim; nil when the claim had no Affinity.
-	Live []Live
+	// read them, before the claim; nil when the claim had no Prompt.
+	Live []scoring.Live
 }
 
 // Notice tells a replica about one of its waiters: it was granted Worker

@@ -27,7 +27,7 @@ func TestLearnedLimitShowsInTheWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := store.Claim(ctx, state.ClaimRequest{
-		ID: "c1", Candidates: []state.Candidate{{Worker: "w", Cap: 8}}, Affinity: state.Affinity{PromptTokens: 100, DecodeTokens: 50},
+		ID: "c1", Candidates: []state.Candidate{{Worker: "w", Cap: 8}}, Prompt: scoring.Prompt{PromptTokens: 100, DecodeTokens: 50},
 	}); err != nil {
 		t.Fatal(err)
 	}

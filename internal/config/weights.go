@@ -63,7 +63,7 @@ func (w *Weights) set(key string, v float64) error {
 
 // weightKeys lists every key scoring.weights accepts.
 func weightKeys() []string {
-	keys := scoring.LiveWeights()
+	keys := scoring.LiveWeightKeys()
 	for _, t := range scoring.Terms() {
 		keys = append(keys, t.Key)
 	}

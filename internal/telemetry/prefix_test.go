@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
 )
@@ -149,8 +150,8 @@ func TestRestartedEngineLosesItsIndex(t *testing.T) {
 	claim := func(worker string) int {
 		id := fmt.Sprintf("c-%d", time.Now().UnixNano())
 		res, err := store.Claim(ctx, state.ClaimRequest{
-			ID: id, Candidates: []state.Candidate{{Worker: worker, Cap: 8, Prefix: 1}},
-			Affinity: state.Affinity{Blocks: blocks, PromptTokens: 64 * 16},
+			ID: id, Candidates: []state.Candidate{{Worker: worker, Cap: 8, LiveWeights: scoring.LiveWeights{Miss: 1}}},
+			Prompt: scoring.Prompt{Blocks: blocks, PromptTokens: 64 * 16},
 		})
 		if err != nil || res.Index != 0 {
 			t.Fatalf("claim: %+v %v", res, err)

@@ -3,6 +3,7 @@ package memory
 import (
 	"container/list"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -85,8 +86,8 @@ func (t claimTokens) need() int { return t.prefill + t.decode }
 // and index record (see Store.Claim).
 
 // live reads the worker's prefix match for blocks and its token load.
-func (w *memWorker) live(blocks []uint64) state.Live {
-	l := state.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens}
+func (w *memWorker) live(blocks []uint64) scoring.Live {
+	l := scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens}
 	if w.index != nil {
 		groups := len(blocks) / state.IndexStride
 		l.Match = state.IndexStride * matchLen(groups, func(j int) bool { return w.index.has(blocks[state.IndexStride*j+state.IndexStride-1]) })

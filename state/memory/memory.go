@@ -179,12 +179,12 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		}
 	}
 	res := state.ClaimResult{Index: -1, Active: make([]int, len(req.Candidates)), Available: make([]bool, len(req.Candidates))}
-	aff := req.WantsAffinity()
+	aff := req.ReadsLive()
 	if aff {
-		res.Live = make([]state.Live, len(req.Candidates))
+		res.Live = make([]scoring.Live, len(req.Candidates))
 	}
-	// Two passes: the curves and, with an affinity, each candidate's
-	// bounds (AffinityBounds); then the matches of those that can win.
+	// Two passes: the curves and, with a prompt, each candidate's bounds
+	// (scoring.LiveBounds); then the matches of those that can win.
 	// An eval with no worker is a candidate not evaluated.
 	type eval struct {
 		w         *memWorker
@@ -208,13 +208,13 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 			// request even with a full match is out; one that can only
 			// with some match does not bound the others (its hi is not
 			// sure to be reachable).
-			if !w.tokenRoom(req.Affinity.Need(req.Affinity.FullMatch())) {
-				res.Live[i] = state.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens} // its load says why
+			if !w.tokenRoom(req.Prompt.Need(state.FullMatch(req.Prompt))) {
+				res.Live[i] = scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens} // its load says why
 				continue
 			}
-			lo, hi := c.AffinityBounds(req.Affinity, w.PrefillTokens, w.DecodeTokens)
+			lo, hi := scoring.LiveBounds(c.LiveWeights, req.Prompt, state.FullMatch(req.Prompt), w.PrefillTokens, w.DecodeTokens)
 			e.lo = e.score + lo
-			if w.tokenRoom(req.Affinity.Need(0)) {
+			if w.tokenRoom(req.Prompt.Need(0)) {
 				minHi = min(minHi, e.score+hi)
 			}
 		}
@@ -229,14 +229,14 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		s := e.score
 		if aff {
 			if e.lo > minHi {
-				res.Live[i] = state.Live{Prefill: e.w.PrefillTokens, Decode: e.w.DecodeTokens, Unread: true}
+				res.Live[i] = scoring.Live{Prefill: e.w.PrefillTokens, Decode: e.w.DecodeTokens, Unread: true}
 				continue
 			}
-			res.Live[i] = e.w.live(req.Affinity.Blocks)
-			if !e.w.tokenRoom(req.Affinity.Need(res.Live[i].Match)) {
+			res.Live[i] = e.w.live(req.Prompt.Blocks)
+			if !e.w.tokenRoom(req.Prompt.Need(res.Live[i].Match)) {
 				continue
 			}
-			s += c.AffinityScore(req.Affinity, res.Live[i])
+			s += scoring.LiveScore(c.LiveWeights, req.Prompt, res.Live[i])
 		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s
@@ -247,9 +247,9 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		c := req.Candidates[best]
 		var tok claimTokens
 		if aff {
-			tok = claimTokens{prefill: req.Affinity.Uncached(res.Live[best].Match), decode: req.Affinity.DecodeTokens}
-			m.workers[c.Worker].recordBlocks(req.Affinity.Blocks, c.IndexBound())
-			m.workers[c.Worker].PredictedHitTokens += req.Affinity.PredictedHits(res.Live[best].Match)
+			tok = claimTokens{prefill: req.Prompt.Uncached(res.Live[best].Match), decode: req.Prompt.DecodeTokens}
+			m.workers[c.Worker].recordBlocks(req.Prompt.Blocks, c.IndexBound())
+			m.workers[c.Worker].PredictedHitTokens += req.Prompt.PredictedHits(res.Live[best].Match)
 		}
 		m.hold(req.ID, c.Worker, now, tok)
 		return res, nil
@@ -268,7 +268,7 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 	m.seq++
 	w := &memWaiter{
 		id: req.ID, model: q.Model, replica: q.Replica, priority: q.Priority.OrStandard(), seq: m.seq, expiry: now.Add(m.limits.Lease),
-		tok: claimTokens{prefill: req.Affinity.PromptTokens, decode: req.Affinity.DecodeTokens},
+		tok: claimTokens{prefill: req.Prompt.PromptTokens, decode: req.Prompt.DecodeTokens},
 	}
 	m.waiters[req.ID] = w
 	queue := m.queues[q.Model]

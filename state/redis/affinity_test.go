@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	redisstore "github.com/llm-router/llm-router/state/redis"
 )
@@ -44,7 +45,7 @@ func affinityClaimCost(t *testing.T, blocks int) (off, on float64) {
 	for i := range workers {
 		id := fmt.Sprintf("w%d", i)
 		specs = append(specs, state.WorkerSpec{ID: id, Address: fmt.Sprintf("10.1.0.%d:1", i), Models: []string{"m"}, MaxConcurrency: 1 << 20})
-		cands = append(cands, state.Candidate{Worker: id, Cap: 1 << 20, Slope: 1, Base: float64(i), Prefix: 100, TokenLoad: 0.001, KVBlocks: 4096})
+		cands = append(cands, state.Candidate{Worker: id, Cap: 1 << 20, Slope: 1, Base: float64(i), LiveWeights: scoring.LiveWeights{Miss: 100, Prefill: 0.001, Decode: 0.001, Uncached: 0.001, KVBlocks: 4096}})
 	}
 	if err := s.Register(ctx, specs); err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func affinityClaimCost(t *testing.T, blocks int) (off, on float64) {
 			one := []state.Candidate{cands[i]}
 			res, err := s.Claim(ctx, state.ClaimRequest{
 				ID: fmt.Sprintf("fill-%d", n), Candidates: one,
-				Affinity: state.Affinity{Blocks: prompt(uint64(i*10+k+1), 0), PromptTokens: blocks * 16},
+				Prompt: scoring.Prompt{Blocks: prompt(uint64(i*10+k+1), 0), PromptTokens: blocks * 16},
 			})
 			if err != nil || res.Index != 0 {
 				t.Fatalf("fill: %v %+v", err, res)
@@ -84,7 +85,7 @@ func affinityClaimCost(t *testing.T, blocks int) (off, on float64) {
 			n++
 			req := state.ClaimRequest{ID: fmt.Sprintf("c-%d", n), Candidates: cands}
 			if aff {
-				req.Affinity = state.Affinity{Blocks: prompt(uint64(1000+c), blocks/2), PromptTokens: blocks * 16, DecodeTokens: 256}
+				req.Prompt = scoring.Prompt{Blocks: prompt(uint64(1000+c), blocks/2), PromptTokens: blocks * 16, DecodeTokens: 256}
 			}
 			if _, err := s.Claim(ctx, req); err != nil {
 				t.Fatal(err)

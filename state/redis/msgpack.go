@@ -8,14 +8,14 @@ import (
 )
 
 // packCandidates encodes candidates for claim.lua as one MessagePack array
-// of five arrays {ids, caps, bases, slopes, mults}, and with affinity five
-// more {prefix weights, token-load weights, prefill limits, index bounds,
-// prefix trusts}
-// (read only by claims that carry an Affinity): Redis's Lua decodes it
-// in C, far cheaper than five script arguments per candidate. Numbers are
-// float64 (Lua numbers are doubles), so the script computes with exactly
-// the values Go has.
-func packCandidates(cs []state.Candidate, affinity bool) string {
+// of five arrays {ids, caps, bases, slopes, mults}, and with live reads
+// seven more, the candidates' scoring.LiveWeights {miss, prefill, decode,
+// uncached coefficients, prefill limits, index bounds, match trusts}
+// (read only by claims that carry a Prompt): Redis's Lua decodes it in C,
+// far cheaper than script arguments per candidate. Numbers are float64
+// (Lua numbers are doubles), so the script computes with exactly the
+// values Go has.
+func packCandidates(cs []state.Candidate, live bool) string {
 	n := len(cs)
 	fields := []func(state.Candidate) float64{
 		func(c state.Candidate) float64 { return float64(c.Cap) },
@@ -23,13 +23,15 @@ func packCandidates(cs []state.Candidate, affinity bool) string {
 		func(c state.Candidate) float64 { return c.Slope },
 		func(c state.Candidate) float64 { return c.Mult },
 	}
-	if affinity {
+	if live {
 		fields = append(fields,
-			func(c state.Candidate) float64 { return c.Prefix },
-			func(c state.Candidate) float64 { return c.TokenLoad },
-			func(c state.Candidate) float64 { return c.PrefillLimit },
+			func(c state.Candidate) float64 { return c.LiveWeights.Miss },
+			func(c state.Candidate) float64 { return c.LiveWeights.Prefill },
+			func(c state.Candidate) float64 { return c.LiveWeights.Decode },
+			func(c state.Candidate) float64 { return c.LiveWeights.Uncached },
+			func(c state.Candidate) float64 { return c.LiveWeights.PrefillLimit },
 			func(c state.Candidate) float64 { return float64(c.IndexBound()) },
-			func(c state.Candidate) float64 { return c.Trust() },
+			func(c state.Candidate) float64 { return c.LiveWeights.MatchTrust() },
 		)
 	}
 	b := make([]byte, 0, 16+n*(24+len(fields)*9))

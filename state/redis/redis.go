@@ -269,13 +269,13 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 		q, queue, rank = *req.Queue, "1", req.Queue.Priority.Rank()
 	}
 	sh := r.shardOfClaim(ctx, req)
-	aff := req.WantsAffinity()
+	aff := req.ReadsLive()
 	args := []any{
 		req.ID, packCandidates(req.Candidates, aff),
 		q.Model, queue, rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
 	}
 	if aff {
-		a := req.Affinity
+		a := req.Prompt
 		args = append(args, "1", packBlocks(a.Blocks), max(0, a.PromptTokens), max(0, a.DecodeTokens))
 	}
 	res, err := r.run(ctx, sh, scriptClaim, args...).Slice()
@@ -312,12 +312,12 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 		}
 	}
 	if aff {
-		out.Live = make([]state.Live, len(req.Candidates))
+		out.Live = make([]scoring.Live, len(req.Candidates))
 		m, _ := res[5].([]any)
 		p, _ := res[6].([]any)
 		d, _ := res[7].([]any)
 		for i := range out.Live {
-			out.Live[i] = state.Live{Match: intAt(m, i), Prefill: intAt(p, i), Decode: intAt(d, i)}
+			out.Live[i] = scoring.Live{Match: intAt(m, i), Prefill: intAt(p, i), Decode: intAt(d, i)}
 			if out.Live[i].Match < 0 {
 				out.Live[i].Match, out.Live[i].Unread = 0, true
 			}

@@ -10,7 +10,7 @@ import (
 )
 
 // runAffinity checks the prefix index and the token load: what a claim
-// with an Affinity reads, scores and records, across replicas.
+// with a Prompt reads, scores and records, across replicas.
 func runAffinity(t *testing.T, newStore Factory, newPeer func(*testing.T, state.Store) state.Store) {
 	def := state.Limits{Lease: 30 * time.Second}
 	t.Run("PrefixIndexSharedAcrossReplicas", func(t *testing.T) {
@@ -41,16 +41,16 @@ func matchBounded(t *testing.T, s state.Store) {
 	// w0's curve is 1000 (with a full match: 1000 > the lowest no-match
 	// score, w1's 10): never looked up. w2's 5 (with a full match: 5 ≤ 10)
 	// is, and matches nothing.
-	cands := []state.Candidate{{Worker: "w0", Cap: 8, Base: 1000, Prefix: 10}, {Worker: "w1", Cap: 8, Prefix: 10}, {Worker: "w2", Cap: 8, Base: 5, Prefix: 10}}
-	id, res := claimAff(t, s, cands, state.Affinity{Blocks: prompt})
+	cands := []state.Candidate{{Worker: "w0", Cap: 8, Base: 1000, LiveWeights: scoring.LiveWeights{Miss: 10}}, {Worker: "w1", Cap: 8, LiveWeights: scoring.LiveWeights{Miss: 10}}, {Worker: "w2", Cap: 8, Base: 5, LiveWeights: scoring.LiveWeights{Miss: 10}}}
+	id, res := claimAff(t, s, cands, scoring.Prompt{Blocks: prompt})
 	if res.Index != 1 || !res.Live[0].Unread || res.Live[0].Match != 0 || res.Live[1].Unread || res.Live[2].Unread {
 		t.Fatalf("claim: index %d, live %+v; want w1, w0 not looked up, w1 and w2 looked up", res.Index, res.Live)
 	}
 	release(t, s, id)
 	// (w1, the winner, now holds the prompt too.) With a curve of 5, w0's
 	// full match (score 5) beats w2's no match (15): looked up, and it wins.
-	cands = []state.Candidate{{Worker: "w0", Cap: 8, Base: 5, Prefix: 10}, {Worker: "w2", Cap: 8, Base: 5, Prefix: 10}}
-	id, res = claimAff(t, s, cands, state.Affinity{Blocks: prompt})
+	cands = []state.Candidate{{Worker: "w0", Cap: 8, Base: 5, LiveWeights: scoring.LiveWeights{Miss: 10}}, {Worker: "w2", Cap: 8, Base: 5, LiveWeights: scoring.LiveWeights{Miss: 10}}}
+	id, res = claimAff(t, s, cands, scoring.Prompt{Blocks: prompt})
 	if res.Index != 0 || res.Live[0].Unread || res.Live[0].Match != 8 {
 		t.Fatalf("claim: index %d, live %+v; want w0 with its 8 blocks", res.Index, res.Live)
 	}
@@ -67,10 +67,10 @@ func seqBlocks(from uint64, n int) []uint64 {
 	return out
 }
 
-func claimAff(t *testing.T, s state.Store, cands []state.Candidate, a state.Affinity) (string, state.ClaimResult) {
+func claimAff(t *testing.T, s state.Store, cands []state.Candidate, a scoring.Prompt) (string, state.ClaimResult) {
 	t.Helper()
 	id := claimID()
-	res, err := s.Claim(context.Background(), state.ClaimRequest{ID: id, Candidates: cands, Affinity: a})
+	res, err := s.Claim(context.Background(), state.ClaimRequest{ID: id, Candidates: cands, Prompt: a})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func tokens(t *testing.T, s state.Store) map[string][2]int {
 // worker, returning the match the claim read.
 func matchOn(t *testing.T, s state.Store, worker string, kv int, blocks []uint64) int {
 	t.Helper()
-	id, res := claimAff(t, s, []state.Candidate{{Worker: worker, Cap: 8, KVBlocks: kv}}, state.Affinity{Blocks: blocks})
+	id, res := claimAff(t, s, []state.Candidate{{Worker: worker, Cap: 8, LiveWeights: scoring.LiveWeights{KVBlocks: kv}}}, scoring.Prompt{Blocks: blocks})
 	if res.Index != 0 {
 		t.Fatalf("claim on %s: %+v", worker, res)
 	}
@@ -109,7 +109,7 @@ func matchOn(t *testing.T, s state.Store, worker string, kv int, blocks []uint64
 func prefixShared(t *testing.T, s, peer state.Store) {
 	register(t, s, workers(2, 8))
 	first := seqBlocks(1, 8)
-	id, res := claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}, {Worker: "w1", Cap: 8, Base: 1}}, state.Affinity{Blocks: first})
+	id, res := claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}, {Worker: "w1", Cap: 8, Base: 1}}, scoring.Prompt{Blocks: first})
 	if res.Index != 0 || res.Live[0].Match != 0 {
 		t.Fatalf("first claim: %+v", res)
 	}
@@ -117,8 +117,8 @@ func prefixShared(t *testing.T, s, peer state.Store) {
 	// Another replica, another conversation turn: 4 blocks shared. w0's
 	// match (0.5 missed) beats w1's lower base (all missed).
 	next := append(seqBlocks(1, 4), seqBlocks(100, 4)...)
-	cands := []state.Candidate{{Worker: "w0", Cap: 8, Base: 1, Prefix: 10}, {Worker: "w1", Cap: 8, Prefix: 10}}
-	id, res = claimAff(t, peer, cands, state.Affinity{Blocks: next})
+	cands := []state.Candidate{{Worker: "w0", Cap: 8, Base: 1, LiveWeights: scoring.LiveWeights{Miss: 10}}, {Worker: "w1", Cap: 8, LiveWeights: scoring.LiveWeights{Miss: 10}}}
+	id, res = claimAff(t, peer, cands, scoring.Prompt{Blocks: next})
 	if res.Index != 0 || res.Live[0].Match != 4 || res.Live[1].Match != 0 {
 		t.Fatalf("second claim: index %d, live %+v; want w0 with 4 blocks matched", res.Index, res.Live)
 	}
@@ -195,7 +195,7 @@ func tokensReleased(t *testing.T, s state.Store) {
 	register(t, s, workers(2, 8))
 	b := seqBlocks(1, 4)
 	one := []state.Candidate{{Worker: "w0", Cap: 8}}
-	a := state.Affinity{Blocks: b, PromptTokens: 100, DecodeTokens: 50}
+	a := scoring.Prompt{Blocks: b, PromptTokens: 100, DecodeTokens: 50}
 	id1, _ := claimAff(t, s, one, a)
 	id2, res := claimAff(t, s, one, a)
 	if l := res.Live[0]; l.Match != 4 || l.Prefill != 100 || l.Decode != 50 {
@@ -223,7 +223,7 @@ func tokensReleased(t *testing.T, s state.Store) {
 
 func tokensLapse(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
-	claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}}, state.Affinity{PromptTokens: 40, DecodeTokens: 10})
+	claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}}, scoring.Prompt{PromptTokens: 40, DecodeTokens: 10})
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) && tokens(t, s)["w0"] != [2]int{} {
 		time.Sleep(50 * time.Millisecond)
@@ -236,10 +236,10 @@ func tokensLapse(t *testing.T, s state.Store) {
 func tokensQueued(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 1))
 	cands := []state.Candidate{{Worker: "w0", Cap: 1}}
-	id1, _ := claimAff(t, s, cands, state.Affinity{PromptTokens: 10, DecodeTokens: 5})
+	id1, _ := claimAff(t, s, cands, scoring.Prompt{PromptTokens: 10, DecodeTokens: 5})
 	id2 := claimID()
 	res, err := s.Claim(context.Background(), state.ClaimRequest{
-		ID: id2, Candidates: cands, Affinity: state.Affinity{Blocks: seqBlocks(1, 4), PromptTokens: 100, DecodeTokens: 20},
+		ID: id2, Candidates: cands, Prompt: scoring.Prompt{Blocks: seqBlocks(1, 4), PromptTokens: 100, DecodeTokens: 20},
 		Queue: &state.QueueSpec{Model: "m", Priority: state.PriorityStandard, Allow: 4, Replica: "r"},
 	})
 	if err != nil || !res.Queued {
@@ -264,15 +264,15 @@ func tokensQueued(t *testing.T, s state.Store) {
 func prefillGuard(t *testing.T, s state.Store) {
 	register(t, s, workers(2, 8))
 	b := seqBlocks(1, 4)
-	busy, _ := claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}}, state.Affinity{Blocks: b, PromptTokens: 100})
-	a := state.Affinity{Blocks: b, PromptTokens: 100}
+	busy, _ := claimAff(t, s, []state.Candidate{{Worker: "w0", Cap: 8}}, scoring.Prompt{Blocks: b, PromptTokens: 100})
+	a := scoring.Prompt{Blocks: b, PromptTokens: 100}
 	for _, tc := range []struct {
 		limit float64
 		want  int
 	}{{0, 0}, {1000, 0}, {120, 1}} {
 		cands := []state.Candidate{
-			{Worker: "w0", Cap: 8, Base: 1, Prefix: 10, PrefillLimit: tc.limit},
-			{Worker: "w1", Cap: 8, Prefix: 10, PrefillLimit: tc.limit},
+			{Worker: "w0", Cap: 8, Base: 1, LiveWeights: scoring.LiveWeights{Miss: 10, PrefillLimit: tc.limit}},
+			{Worker: "w1", Cap: 8, LiveWeights: scoring.LiveWeights{Miss: 10, PrefillLimit: tc.limit}},
 		}
 		id, res := claimAff(t, s, cands, a)
 		if res.Index != tc.want {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
 	redisstore "github.com/llm-router/llm-router/state/redis"
@@ -17,8 +18,9 @@ import (
 )
 
 // TestStoresAgreeOnRandomClaims drives the in-memory store and the Redis
-// claim script through the same random sequence of claims with affinity
-// (prefix families, token counts, load guards, trust), releases and
+// claim script through the same random sequence of claims with live reads
+// (prefix families, token counts, random live coefficient vectors, load
+// guards, trust), releases and
 // learned limits (requests and tokens), and requires the same result from
 // both at every claim: the winner, the live counts, and each candidate's
 // match, token load and whether its match was looked up. The conformance
@@ -58,7 +60,7 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 			switch r := rng.IntN(10); {
 			case r < 6:
 				id := fmt.Sprintf("c%d-%d", seed, op)
-				req := state.ClaimRequest{ID: id, Candidates: randomCandidates(rng, pick), Affinity: randomAffinity(rng)}
+				req := state.ClaimRequest{ID: id, Candidates: randomCandidates(rng, pick), Prompt: randomPrompt(rng)}
 				if rng.IntN(3) == 0 {
 					req.Queue = &state.QueueSpec{Model: "m", Priority: []state.Priority{state.PriorityCritical, state.PriorityStandard, state.PriorityBatch}[rng.IntN(3)], Allow: 6, Replica: "r"}
 				}
@@ -129,16 +131,37 @@ func randomCandidates(rng *rand.Rand, pick func(...float64) float64) []state.Can
 	for _, i := range rng.Perm(6) {
 		out = append(out, state.Candidate{
 			Worker: fmt.Sprintf("w%d", i), Cap: 4,
-			Base: pick(0, 1, 2), Slope: pick(0, 1), Prefix: pick(0, 50, 100), TokenLoad: pick(0, 0.001),
-			PrefillLimit: pick(0, 300), KVBlocks: 64, PrefixTrust: pick(0, 0.5),
+			Base: pick(0, 1, 2), Slope: pick(0, 1), LiveWeights: randomLiveWeights(rng, pick),
 		})
 	}
 	return out
 }
 
-// randomAffinity is a prompt of up to 16 blocks: a leading run shared
+// randomLiveWeights is a random coefficient vector of the live score
+// (scoring.LiveScore): each coefficient, the guard and the trust drawn
+// apart, from round values (ties, exact guard edges) or at random, now and
+// then negative (no lookup skipped), so the script and the Go reference
+// are compared on the generic form rather than on today's terms.
+func randomLiveWeights(rng *rand.Rand, pick func(...float64) float64) scoring.LiveWeights {
+	coef := func(round ...float64) float64 {
+		switch rng.IntN(8) {
+		case 0:
+			return rng.Float64() * round[len(round)-1]
+		case 1:
+			return -rng.Float64() * round[len(round)-1] / 4
+		default:
+			return pick(round...)
+		}
+	}
+	return scoring.LiveWeights{
+		Miss: coef(0, 50, 100), Prefill: coef(0, 0.001, 0.01), Decode: coef(0, 0.001, 0.01), Uncached: coef(0, 0.001, 0.01),
+		PrefillLimit: pick(0, 300, float64(rng.IntN(1000))), Trust: pick(0, 0.5, 1, rng.Float64()), KVBlocks: 64,
+	}
+}
+
+// randomPrompt is a prompt of up to 16 blocks: a leading run shared
 // by one of four families, then blocks of its own.
-func randomAffinity(rng *rand.Rand) state.Affinity {
+func randomPrompt(rng *rand.Rand) scoring.Prompt {
 	n, shared, family := rng.IntN(17), rng.IntN(17), uint64(rng.IntN(4))
 	blocks := make([]uint64, n)
 	for i := range blocks {
@@ -151,7 +174,7 @@ func randomAffinity(rng *rand.Rand) state.Affinity {
 	if rng.IntN(2) == 0 {
 		// Round counts, so that a claim or a grant lands exactly on a token
 		// limit (200, 500, 1000) now and then.
-		return state.Affinity{Blocks: blocks, PromptTokens: 50 * rng.IntN(6), DecodeTokens: 50 * rng.IntN(3)}
+		return scoring.Prompt{Blocks: blocks, PromptTokens: 50 * rng.IntN(6), DecodeTokens: 50 * rng.IntN(3)}
 	}
-	return state.Affinity{Blocks: blocks, PromptTokens: 16*n + rng.IntN(16), DecodeTokens: rng.IntN(300)}
+	return scoring.Prompt{Blocks: blocks, PromptTokens: 16*n + rng.IntN(16), DecodeTokens: rng.IntN(300)}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -35,12 +36,12 @@ func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, state.St
 func predictedHits(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
 	blocks := seqBlocks(1, 8)
-	cands := []state.Candidate{{Worker: "w0", Cap: 8, Prefix: 1}}
+	cands := []state.Candidate{{Worker: "w0", Cap: 8, LiveWeights: scoring.LiveWeights{Miss: 1}}}
 	for _, tc := range []struct {
 		prompt int
 		want   int64
 	}{{200, 0}, {200, 128}, {100, 128 + 99}} { // cumulative
-		id, res := claimAff(t, s, cands, state.Affinity{Blocks: blocks, PromptTokens: tc.prompt})
+		id, res := claimAff(t, s, cands, scoring.Prompt{Blocks: blocks, PromptTokens: tc.prompt})
 		release(t, s, id)
 		snap, err := s.Snapshot(context.Background())
 		if err != nil {
@@ -61,10 +62,10 @@ func prefixTrust(t *testing.T, s state.Store) {
 	matchOn(t, s, "w0", 1024, blocks)
 	pick := func(trust float64) string {
 		cands := []state.Candidate{
-			{Worker: "w0", Cap: 8, Base: 50, Prefix: 100, KVBlocks: 1024, PrefixTrust: trust},
-			{Worker: "w1", Cap: 8, Prefix: 100, KVBlocks: 1024},
+			{Worker: "w0", Cap: 8, Base: 50, LiveWeights: scoring.LiveWeights{Miss: 100, KVBlocks: 1024, Trust: trust}},
+			{Worker: "w1", Cap: 8, LiveWeights: scoring.LiveWeights{Miss: 100, KVBlocks: 1024}},
 		}
-		id, res := claimAff(t, s, cands, state.Affinity{Blocks: blocks})
+		id, res := claimAff(t, s, cands, scoring.Prompt{Blocks: blocks})
 		release(t, s, id)
 		return cands[res.Index].Worker
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -21,7 +22,7 @@ func tokenLimit(t *testing.T, s, peer state.Store) {
 		t.Fatalf("peer sees limit %+v, want 300 tokens", got)
 	}
 	cands := []state.Candidate{{Worker: "w0", Cap: 8}, {Worker: "w1", Cap: 8, Base: 1}}
-	a := state.Affinity{PromptTokens: 100, DecodeTokens: 50}
+	a := scoring.Prompt{PromptTokens: 100, DecodeTokens: 50}
 	var ids []string
 	for i, st := range []state.Store{s, peer, s} {
 		id, res := claimAff(t, st, cands, a)
@@ -38,11 +39,11 @@ func tokenLimit(t *testing.T, s, peer state.Store) {
 		release(t, s, id)
 	}
 	alone := cands[:1]
-	big, res := claimAff(t, peer, alone, state.Affinity{PromptTokens: 900, DecodeTokens: 100})
+	big, res := claimAff(t, peer, alone, scoring.Prompt{PromptTokens: 900, DecodeTokens: 100})
 	if res.Index != 0 {
 		t.Fatalf("an idle worker refused a request past its token limit: %+v", res)
 	}
-	if _, res := claimAff(t, s, alone, state.Affinity{PromptTokens: 1}); res.Index != -1 {
+	if _, res := claimAff(t, s, alone, scoring.Prompt{PromptTokens: 1}); res.Index != -1 {
 		t.Fatalf("a claim past the token limit landed: %+v", res)
 	}
 	release(t, s, big)
@@ -52,15 +53,15 @@ func tokenLimit(t *testing.T, s, peer state.Store) {
 // worker takes a prompt its limit would refuse cold.
 func tokenLimitMatch(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
-	one := []state.Candidate{{Worker: "w0", Cap: 8, KVBlocks: 1024}}
-	warm := state.Affinity{Blocks: seqBlocks(1, 8), PromptTokens: 200}
+	one := []state.Candidate{{Worker: "w0", Cap: 8, LiveWeights: scoring.LiveWeights{KVBlocks: 1024}}}
+	warm := scoring.Prompt{Blocks: seqBlocks(1, 8), PromptTokens: 200}
 	claimAff(t, s, one, warm) // holds 200
 	putLimit(t, s, "w0", state.Limit{Tokens: 300})
 	// 8 blocks (128 tokens) cached: 72 more, 272 in all.
 	if _, res := claimAff(t, s, one, warm); res.Index != 0 || res.Live[0].Match != 8 {
 		t.Fatalf("a warm claim of 72 uncached tokens under the limit: %+v", res)
 	}
-	cold := state.Affinity{Blocks: seqBlocks(100, 8), PromptTokens: 200}
+	cold := scoring.Prompt{Blocks: seqBlocks(100, 8), PromptTokens: 200}
 	if _, res := claimAff(t, s, one, cold); res.Index != -1 {
 		t.Fatalf("a cold claim of 200 tokens past the limit landed: %+v", res)
 	}
@@ -72,10 +73,10 @@ func tokenLimitWaiter(t *testing.T, s state.Store) {
 	register(t, s, workers(1, 8))
 	putLimit(t, s, "w0", state.Limit{Tokens: 300})
 	one := []state.Candidate{{Worker: "w0", Cap: 8}}
-	claimAff(t, s, one, state.Affinity{PromptTokens: 200})
+	claimAff(t, s, one, scoring.Prompt{PromptTokens: 200})
 	n := subscribe(t, s, "r1")
 	res, err := s.Claim(context.Background(), state.ClaimRequest{
-		ID: "waiter-1", Candidates: one, Affinity: state.Affinity{PromptTokens: 150, DecodeTokens: 50},
+		ID: "waiter-1", Candidates: one, Prompt: scoring.Prompt{PromptTokens: 150, DecodeTokens: 50},
 		Queue: &state.QueueSpec{Model: "m", Priority: state.PriorityStandard, Allow: 4, Replica: "r1"},
 	})
 	if err != nil || !res.Queued {

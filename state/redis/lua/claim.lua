@@ -1,16 +1,21 @@
 -- Atomic pick-and-claim, or a place in the model's queue. ARGV (after the
 -- common header): claim id, candidates as one MessagePack array {ids, caps,
--- bases, slopes, mults} (with an affinity, five more: prefix weights,
--- token-load weights, prefill limits, index bounds, prefix trusts), model, queue (0/1),
+-- bases, slopes, mults} (with live reads, seven more: the candidates'
+-- scoring.LiveWeights as miss, prefill, decode and uncached coefficients,
+-- prefill limits, index bounds, match trusts), model, queue (0/1),
 -- priority rank, queue allowance for that rank, replica, waiter lease ms,
--- affinity ('' none, else '1'), prompt block hashes (8 bytes each,
+-- live reads ('' none, else '1'), prompt block hashes (8 bytes each,
 -- concatenated), prompt tokens, decode tokens.
 --
--- With an affinity each evaluated candidate also gets AffinityScore (see
--- state/affinity.go): its match (leading blocks its prefix index holds,
--- by binary search: log2(n) lookups) and its in-flight tokens are read
--- and scored; the winner's index records the blocks and the request's
--- tokens are held on it until the claim ends.
+-- With live reads each evaluated candidate also gets scoring.LiveScore
+-- (scoring/live.go): its match m (leading blocks its prefix index holds,
+-- by binary search: log2(n) lookups) and its in-flight prefill p and
+-- decode d tokens are read, and it scores
+--   miss*(1 - trust*m/n) + prefill*p + decode*d + uncached*u(m)
+-- (u(m) the prompt tokens past m blocks; the miss part 0 with no blocks;
+-- m counts 0 when p + u(m) exceeds a positive prefill limit); the
+-- winner's index records the blocks and the request's tokens are held on
+-- it until the claim ends.
 --
 -- Waiters already queued at this priority or better are served first (a
 -- freed slot goes to them before a newcomer). Otherwise every candidate's
@@ -22,7 +27,7 @@
 -- newest batch waiter.
 -- Returns {outcome (1 claimed, 2 queued, 3 queue full, 0 none available),
 -- index (1-based, -1: none), {live counts}, {1 if available}, queue position,
--- and with an affinity {matches}, {in-flight prefill}, {in-flight decode}
+-- and with live reads {matches}, {in-flight prefill}, {in-flight decode}
 -- per candidate (0 for those not evaluated, match -1 for those whose
 -- match was not looked up because they could not win; empty without)}.
 local id = ARG[1]
@@ -31,14 +36,17 @@ local model, queue, rank, allow, replica, wlease =
   ARG[3], ARG[4] == '1', tonumber(ARG[5]), tonumber(ARG[6]), ARG[7], tonumber(ARG[8])
 local ids, caps, bases, slopes, mults = c[1], c[2], c[3], c[4], c[5]
 local aff = ARG[9] == '1'
-local pw, tw, plim, kvb, trust = c[6], c[7], c[8], c[9], c[10]
+local wm, wp, wd, wu, plim, kvb, trust = c[6], c[7], c[8], c[9], c[10], c[11], c[12]
 local blocks, ptok, dtok = ARG[10] or '', tonumber(ARG[11]) or 0, tonumber(ARG[12]) or 0
 local nb = math.floor(#blocks / 8)
 -- The index keeps the last block of each group of STRIDE (state.IndexStride).
 local STRIDE = 4
 local ng = math.floor(nb / STRIDE)
-local function block(i) return string.sub(blocks, 8 * i - 7, 8 * i) end -- 1-based
-local function group(j) return block(STRIDE * j) end -- 1-based
+-- groups[j] is the last block of group j (1-based), cut once: every
+-- candidate's binary search reads them.
+local groups = {}
+for j = 1, ng do groups[j] = string.sub(blocks, 8 * STRIDE * j - 7, 8 * STRIDE * j) end
+local full = STRIDE * ng -- the longest match the index can find
 local function uncached(m) return math.max(0, ptok - 16 * m) end
 local now = now_ms()
 purge(now)
@@ -77,11 +85,11 @@ end
 -- leading run of every chain it holds part of, so a binary search finds it.
 local function match(w)
   local key = pkey(w)
-  if ng == 0 or not redis.call('ZSCORE', key, group(1)) then return 0 end
+  if ng == 0 or not redis.call('ZSCORE', key, groups[1]) then return 0 end
   local lo, hi = 1, ng
   while lo < hi do
     local mid = math.floor((lo + hi + 1) / 2)
-    if redis.call('ZSCORE', key, group(mid)) then lo = mid else hi = mid - 1 end
+    if redis.call('ZSCORE', key, groups[mid]) then lo = mid else hi = mid - 1 end
   end
   return STRIDE * lo
 end
@@ -95,7 +103,7 @@ local function record(w, bound)
   local args = {}
   for j = 1, ng do
     args[#args + 1] = top - j
-    args[#args + 1] = group(j)
+    args[#args + 1] = groups[j]
     if #args >= 1000 or j == ng then
       redis.call('ZADD', key, unpack(args))
       args = {}
@@ -104,24 +112,29 @@ local function record(w, bound)
   local extra = redis.call('ZCARD', key) - math.max(1, math.floor(bound / STRIDE))
   if extra > 0 then redis.call('ZREMRANGEBYRANK', key, 0, extra - 1) end
 end
--- affinity is AffinityScore for match m, with in-flight prefill p and decode d.
-local function affinity(i, m, p, d)
-  -- AffinityScore: a warm worker past its prefill limit scores as cold.
-  if plim[i] > 0 and p + uncached(m) > plim[i] then m = 0 end
-  local s = tw[i] * (p + d + uncached(m))
-  if nb > 0 then s = s + pw[i] * (1 - trust[i] * m / nb) end
+-- live is scoring.LiveScore for match m, with in-flight prefill p and
+-- decode d.
+local function live(i, m, p, d)
+  -- The prefill guard: a warm worker past its prefill limit scores as cold.
+  local u = uncached(m)
+  if plim[i] > 0 and p + u > plim[i] then m, u = 0, uncached(0) end
+  local s = wp[i] * p + wd[i] * d + wu[i] * u
+  if nb > 0 then s = s + wm[i] * (1 - trust[i] * m / nb) end
   return s
 end
--- Two passes (see AffinityBounds in state/affinity.go): every evaluable
--- candidate's curve and, with an affinity, its score with a full match
+-- Two passes (see scoring.LiveBounds): every evaluable
+-- candidate's curve and, with live reads, its score with a full match
 -- (lo) and with none (hi); then the matches are looked up only for those
 -- whose lo is not above the lowest hi: the others can neither win nor tie.
 local best, bestScore = -1, 0
 local active, avail, matched, pre, dec_ = {}, {}, {}, {}, {}
-local curve, lo, minHi = {}, {}, nil
+-- lo and cold: the score with a full match and with none, kept for a
+-- candidate whose lookup finds one of them.
+local curve, lo, cold, minHi = {}, {}, {}, nil
+local tlim = {}
 -- fits is Limit.TokenRoom for candidate i with match m.
 local function fits(i, m)
-  local l = tonumber(limt[i]) or 0
+  local l = tlim[i]
   return l <= 0 or active[i] == 0 or pre[i] + dec_[i] + uncached(m) + dtok <= l
 end
 for i = 1, #ids do
@@ -134,8 +147,8 @@ for i = 1, #ids do
       curve[i] = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
       if aff then
         local p, d = tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
-        pre[i], dec_[i] = p, d
-        if not fits(i, STRIDE * ng) then
+        pre[i], dec_[i], tlim[i] = p, d, tonumber(limt[i]) or 0
+        if not fits(i, full) then
           -- Past its token limit even with a full match: out.
           curve[i] = nil
         else
@@ -143,9 +156,12 @@ for i = 1, #ids do
           -- skipped. A candidate that fits only with some match does not
           -- bound the others.
           local hi = math.huge
-          if pw[i] >= 0 and tw[i] >= 0 then
-            lo[i] = curve[i] + affinity(i, STRIDE * ng, p, d)
-            if fits(i, 0) then hi = curve[i] + affinity(i, 0, p, d) end
+          if wm[i] >= 0 and wp[i] >= 0 and wd[i] >= 0 and wu[i] >= 0 then
+            lo[i] = curve[i] + live(i, full, p, d)
+            if fits(i, 0) then
+              cold[i] = curve[i] + live(i, 0, p, d)
+              hi = cold[i]
+            end
           end
           if minHi == nil or hi < minHi then minHi = hi end
         end
@@ -162,11 +178,16 @@ for i = 1, #ids do
       matched[i] = -1 -- Live.Unread
       s = nil
     elseif aff then
-      matched[i] = match(ids[i])
-      if fits(i, matched[i]) then
-        s = s + affinity(i, matched[i], pre[i], dec_[i])
-      else
+      local m = match(ids[i])
+      matched[i] = m
+      if not fits(i, m) then
         s = nil
+      elseif m == 0 and cold[i] then
+        s = cold[i]
+      elseif m == full and lo[i] then
+        s = lo[i]
+      else
+        s = s + live(i, m, pre[i], dec_[i])
       end
     end
     if s and (best < 0 or s < bestScore) then
@@ -183,7 +204,7 @@ if best > 0 and not ahead and global_room() then
   if aff then
     tok_hold(id, w, uncached(matched[best]), dtok)
     record(w, kvb[best])
-    -- Affinity.PredictedHits: the tokens the match predicts cached.
+    -- Prompt.PredictedHits: the tokens the match predicts cached.
     local hit = math.min(16 * matched[best], ptok - 1)
     if hit > 0 then redis.call('HINCRBY', K_PHIT, w, hit) end
   end

@@ -27,7 +27,7 @@ end
 
 local function qkey(model) return PREFIX .. 'q:' .. model end
 
--- Token load (see state/affinity.go): per worker in-flight prefill and
+-- Token load (see state/affinity.go, scoring/live.go): per worker in-flight prefill and
 -- decode tokens, and per held claim ("p d") or queued waiter the tokens it
 -- counts, so that whatever ends the claim gives exactly those back.
 local K_TOKP, K_TOKD, K_CTOK, K_WTOK = PREFIX .. 'tokp', PREFIX .. 'tokd', PREFIX .. 'ctok', PREFIX .. 'wtok'

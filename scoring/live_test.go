@@ -1,0 +1,150 @@
+package scoring
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestScoredLiveFromWeights(t *testing.T) {
+	w := worker("a", func(w *Worker) { w.KVBlocks, w.PrefillRate = 1000, 5000 })
+	per := 1 / 16000.0
+	for _, tc := range []struct {
+		name              string
+		prefix, tokenLoad float64
+		slo               time.Duration
+		want              LiveWeights
+		terms             []string
+	}{
+		{"off by default", 0, 0, 2 * time.Second, LiveWeights{}, nil},
+		{"prefix with guard", 3, 0, 2 * time.Second, LiveWeights{Miss: 3, PrefillLimit: 10000, KVBlocks: 1000}, []string{"prefix_miss"}},
+		{"prefix without slo", 3, 0, 0, LiveWeights{Miss: 3, KVBlocks: 1000}, []string{"prefix_miss"}},
+		{"token load", 0, 2, 2 * time.Second, LiveWeights{Prefill: 2 * per, Decode: 2 * per, Uncached: 2 * per, KVBlocks: 1000}, []string{"token_load"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := params()
+			p.Weights.Prefix, p.Weights.TokenLoad, p.TTFTSLO = tc.prefix, tc.tokenLoad, tc.slo
+			s, _ := New(Scored, p)
+			plan := Build(s, Input{Job: Job{Model: "m"}, Workers: []Worker{w}})
+			c := plan.Candidates[0]
+			if c.LiveWeights != tc.want {
+				t.Fatalf("live weights %+v, want %+v", c.LiveWeights, tc.want)
+			}
+			var names []string
+			for _, lt := range c.LiveTerms {
+				names = append(names, lt.Name)
+			}
+			if !slices.Equal(names, tc.terms) {
+				t.Fatalf("live terms %v, want %v", names, tc.terms)
+			}
+			if plan.UsesLive() != tc.want.On() {
+				t.Fatalf("UsesLive %v", plan.UsesLive())
+			}
+		})
+	}
+}
+
+// prefixAndLoad is a candidate with today's two live terms: prefix weight
+// 10, token_load weight 4 over 1000 tokens, prefill guard at 500.
+func prefixAndLoad() Candidate {
+	c := Candidate{LiveWeights: LiveWeights{PrefillLimit: 500}}
+	c.AddLive(LiveTerm{Name: "prefix_miss", Weight: 10, Miss: 1})
+	c.AddLive(LiveTerm{Name: "token_load", Weight: 4, Prefill: 1e-3, Decode: 1e-3, Uncached: 1e-3})
+	return c
+}
+
+func TestLiveScore(t *testing.T) {
+	c := prefixAndLoad()
+	p := Job{PromptTokens: 200, MaxTokens: 50, Blocks: make([]uint64, 10)}.Prompt()
+	for _, tc := range []struct {
+		name string
+		live Live
+		want float64
+	}{
+		// 8 of 10 blocks matched: 128 tokens cached, 72 uncached.
+		{"warm", Live{Match: 8, Prefill: 100, Decode: 30}, 10*0.2 + 4*(100+30+72)/1000.0},
+		{"cold", Live{Prefill: 0, Decode: 0}, 10 + 4*200/1000.0},
+		// 450 + 72 > 500: the match yields, all 200 tokens count.
+		{"saturated", Live{Match: 8, Prefill: 450}, 10 + 4*(450+200)/1000.0},
+		// Not looked up: the terms of no match, an upper bound.
+		{"unread", Live{Prefill: 100, Decode: 30, Unread: true}, 10 + 4*(100+30+200)/1000.0},
+	} {
+		if got := LiveScore(c.LiveWeights, p, tc.live); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		sum := 0.0
+		for _, term := range appendLiveTerms(nil, c, p, tc.live) {
+			sum += term.Contribution()
+		}
+		if math.Abs(sum-tc.want) > 1e-9 {
+			t.Errorf("%s: the breakdown's terms sum to %v, want %v", tc.name, sum, tc.want)
+		}
+	}
+	names := func(l Live) (out []string) {
+		for _, t := range appendLiveTerms(nil, c, p, l) {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	if got := names(Live{Unread: true}); !slices.Contains(got, "prefix_unread") || slices.Contains(got, "prefix_match") {
+		t.Errorf("unread candidate's terms %v: want prefix_unread in place of prefix_match", got)
+	}
+	if got := names(Live{Match: 2}); slices.Contains(got, "prefix_unread") || !slices.Contains(got, "prefix_match") {
+		t.Errorf("looked-up candidate's terms %v", got)
+	}
+	if got := names(Live{Match: 8, Prefill: 450}); !slices.Contains(got, "prefill_guard") {
+		t.Errorf("saturated candidate's terms %v: want prefill_guard", got)
+	}
+	if got := LiveScore(c.LiveWeights, Prompt{PromptTokens: 8}, Live{}); math.Abs(got-4*8/1000.0) > 1e-12 {
+		t.Errorf("no blocks: only token load, got %v", got)
+	}
+}
+
+// TestLiveBounds: every match up to the full one scores within the
+// bounds, for random non-negative coefficients, guards and trusts.
+func TestLiveBounds(t *testing.T) {
+	for i := range 2000 {
+		f := func(k int) float64 { return float64((i*7919+k*104729)%1000) / 100 }
+		w := LiveWeights{Miss: f(1), Prefill: f(2) / 100, Decode: f(3) / 100, Uncached: f(4) / 100, PrefillLimit: 100 * f(5), Trust: f(6) / 10}
+		p := Prompt{Blocks: make([]uint64, i%40), PromptTokens: i % 900}
+		full := 4 * (len(p.Blocks) / 4)
+		pre, dec := i%700, i%300
+		lo, hi := LiveBounds(w, p, full, pre, dec)
+		for m := 0; m <= full; m++ {
+			s := LiveScore(w, p, Live{Match: m, Prefill: pre, Decode: dec})
+			if s < lo-1e-9 || s > hi+1e-9 {
+				t.Fatalf("%+v %+v match %d: %v outside [%v, %v]", w, p, m, s, lo, hi)
+			}
+		}
+	}
+	if lo, hi := LiveBounds(LiveWeights{Prefill: -1}, Prompt{}, 0, 0, 0); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
+		t.Fatalf("a negative coefficient bounds nothing: [%v, %v]", lo, hi)
+	}
+}
+
+func TestPickLiveAndBreakdownAgree(t *testing.T) {
+	warm := Candidate{Worker: "busy-warm", Cap: 8, Curve: Curve{Slope: 10}}
+	warm.AddLive(LiveTerm{Name: "prefix_miss", Weight: 100, Miss: 1})
+	cold := warm
+	cold.Worker = "idle-cold"
+	cands := []Candidate{warm, cold}
+	p := Prompt{PromptTokens: 64, Blocks: []uint64{1, 2, 3, 4}}
+	active := []int{3, 0}
+	live := []Live{{Match: 4}, {}}
+	if i := PickLive(cands, p, active, live, nil); i != 0 {
+		t.Fatalf("picked %d; the full match outweighs 3 in flight", i)
+	}
+	if i := PickLive(cands, p, active, nil, nil); i != 1 {
+		t.Fatalf("without live figures picked %d", i)
+	}
+	for i, l := range BreakdownLive(cands, p, active, live) {
+		want := cands[i].Curve.At(active[i]) + LiveScore(cands[i].LiveWeights, p, live[i])
+		if math.Abs(l.Total-want) > 1e-9 {
+			t.Fatalf("%s: total %v, want %v", l.Worker, l.Total, want)
+		}
+		if len(cands[i].Terms) != 0 {
+			t.Fatal("the plan's terms were modified")
+		}
+	}
+}
