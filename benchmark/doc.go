@@ -3,8 +3,11 @@
 //
 //   - benchmark/compare: the comparisons (llm-bench compare and agree) of
 //     Envoy alone, the router's strategies and the peers' emulations on
-//     one sized fleet, at several loads and seeds, with their validity,
-//     reports and plots; and the sequential and sweep runs;
+//     one sized fleet, at several loads and seeds; and the sequential and
+//     sweep runs;
+//   - benchmark/report: a comparison's record (Report), the rules that
+//     make its runs void, and the JSON, CSVs, Markdown report and plots
+//     written from it;
 //   - benchmark/herd: the herd race (llm-bench herd);
 //   - benchmark/overhead: what the router adds to a request (llm-bench
 //     overhead and noop-extproc);

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
@@ -35,7 +36,7 @@ func Agree(paths []string) ([]Agreement, error) {
 	if len(paths) < 2 {
 		return nil, fmt.Errorf("need at least two reports, got %d", len(paths))
 	}
-	reps := make([]Report, len(paths))
+	reps := make([]report.Report, len(paths))
 	for i, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -90,13 +91,13 @@ func PrintAgreement(w io.Writer, as []Agreement) bool {
 			if i > 0 {
 				cells += "; "
 			}
-			cells += msCell(e)
+			cells += report.MsCell(e)
 		}
 		within := "n/a"
 		if a.WithinKnown {
-			within = yesNo(a.WithinAgree)
+			within = report.YesNo(a.WithinAgree)
 		}
-		fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | %s |\n", a.Setup, 100*a.Load, cells, yesNo(a.Agree), within)
+		fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | %s |\n", a.Setup, 100*a.Load, cells, report.YesNo(a.Agree), within)
 		all = all && a.Agree
 		if a.Agree {
 			agree++

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
@@ -24,7 +25,7 @@ func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	}
 	var paths []string
 	for i, r := range runs {
-		rep := Report{Name: "t", Stats: []stats.Stats{
+		rep := report.Report{Name: "t", Stats: []stats.Stats{
 			{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, r[0], {}}},
 			{Setup: "drifting", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, r[1], {}}},
 			{Setup: "overloaded", Load: 0.8}, // no seeds: left out
@@ -53,7 +54,7 @@ func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	// A report written before the within-seed intervals existed: the
 	// verdict stands, the stricter check is n/a; a setup missing from a
 	// run agrees on nothing.
-	old := Report{Name: "t", Stats: []stats.Stats{
+	old := report.Report{Name: "t", Stats: []stats.Stats{
 		{Setup: "steady", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, {Value: 100, Lo: 90, Hi: 110}, {}}},
 	}}
 	bold, _ := json.Marshal(old)
@@ -67,7 +68,7 @@ func TestAgreeJudgesTheSeedLevelIntervals(t *testing.T) {
 	if !strings.Contains(b.String(), "| yes | n/a |") || !strings.Contains(b.String(), "1 of 2 overlap; 0 of 1 on the intervals") {
 		t.Errorf("table with an old report:\n%s", b.String())
 	}
-	other := Report{Name: "other"}
+	other := report.Report{Name: "other"}
 	bo, _ := json.Marshal(other)
 	_ = os.WriteFile(filepath.Join(dir, "o.json"), bo, 0o600)
 	if _, err := Agree([]string{paths[0], filepath.Join(dir, "o.json")}); err == nil {

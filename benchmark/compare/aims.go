@@ -7,36 +7,17 @@ import (
 	"strings"
 
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
-	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring/emulate"
 )
-
-// Aim is one of the benchmark's targets: a figure of the router's default
-// strategy, usually a ratio to a peer's, with its 95 % interval, and the
-// verdict the interval gives.
-type Aim struct {
-	Name   string         `json:"name"`
-	Load   float64        `json:"load"`
-	Ratio  stats.Estimate `json:"ratio"`
-	Target string         `json:"target"`
-	// Verdict is "met" when the whole interval is on the target's side,
-	// "missed" when the whole interval is on the other side, and "not
-	// settled" when it straddles the target.
-	Verdict string `json:"verdict"`
-	// Detail gives the values compared.
-	Detail string `json:"detail"`
-}
-
-// defaultSetup is the router's default strategy, the one the aims judge.
-var defaultSetup = "router " + config.Default().Strategy
 
 // computeAims evaluates the aims of the scheduling issue at the load
 // closest to want: on a trace with prefix reuse the cache-aware aims, on
 // one without the tail and predictability aims; both the throughput and
 // error aims.
-func computeAims(rep *Report, want float64) []Aim {
-	load, ok := closestLoad(rep.Loads, want)
+func computeAims(rep *report.Report, want float64) []report.Aim {
+	load, ok := report.ClosestLoad(rep.Loads, want)
 	if !ok {
 		return nil
 	}
@@ -46,20 +27,20 @@ func computeAims(rep *Report, want float64) []Aim {
 			at[s.Setup] = s
 		}
 	}
-	us, ok := at[defaultSetup]
+	us, ok := at[report.DefaultSetup]
 	if !ok {
 		return nil
 	}
-	var aims []Aim
+	var aims []report.Aim
 	ratio := func(name, other string, fig func(stats.Stats) stats.Estimate, target float64, unit string) {
 		them, ok := at[other]
 		if !ok {
 			return
 		}
 		r := stats.Ratio(fig(us), fig(them))
-		aims = append(aims, Aim{
+		aims = append(aims, report.Aim{
 			Name: name, Load: load, Ratio: r, Target: fmt.Sprintf("<= %.2g", target), Verdict: stats.AtMost(r, target),
-			Detail: fmt.Sprintf("%s %s vs %s %s", defaultSetup, fmtEst(fig(us), unit), other, fmtEst(fig(them), unit)),
+			Detail: fmt.Sprintf("%s %s vs %s %s", report.DefaultSetup, report.FmtEst(fig(us), unit), other, report.FmtEst(fig(them), unit)),
 		})
 	}
 	p90 := func(s stats.Stats) stats.Estimate { return s.TTFT[1] }
@@ -87,20 +68,20 @@ func computeAims(rep *Report, want float64) []Aim {
 				}
 			}
 			r.Lo, r.Hi = lo, hi
-			aims = append(aims, Aim{
+			aims = append(aims, report.Aim{
 				Name: "prefix hit rate, default / fleet-KV ceiling (the higher of greedy and pooled)", Load: load, Ratio: r, Target: ">= 0.9", Verdict: stats.AtLeast(r, 0.9),
 				Detail: fmt.Sprintf("per seed: %s (interval: min and max over seeds)", joinFloats(r.Seeds, "%.2f")),
 			})
 		}
-		if x3, ok := at[defaultSetup+" x3"]; ok && len(us.HitRate.Seeds) > 0 && len(x3.HitRate.Seeds) > 0 {
+		if x3, ok := at[report.DefaultSetup+" x3"]; ok && len(us.HitRate.Seeds) > 0 && len(x3.HitRate.Seeds) > 0 {
 			aims = append(aims, replicaHitAim(us, x3, load))
 		}
 	} else {
 		ratio("p99 TTFT, default / Envoy LEAST_REQUEST", "envoy LEAST_REQUEST", p99, 0.7, "ms")
 		ratio("p99 TTFT, default / GIE queue+KV emulation", "router "+emulate.QueueKVMaxScore, p99, 1, "ms")
-		aims = append(aims, Aim{
+		aims = append(aims, report.Aim{
 			Name: "goodput (share within both SLOs), default", Load: load, Ratio: us.Good, Target: ">= 0.99", Verdict: stats.AtLeast(us.Good, 0.99),
-			Detail: fmt.Sprintf("%s %s", defaultSetup, fmtEst(us.Good, "")),
+			Detail: fmt.Sprintf("%s %s", report.DefaultSetup, report.FmtEst(us.Good, "")),
 		})
 		best, bestName := stats.Estimate{}, ""
 		for name, s := range at {
@@ -110,9 +91,9 @@ func computeAims(rep *Report, want float64) []Aim {
 		}
 		if bestName != "" {
 			r := stats.Ratio(us.TPSRatio, best)
-			aims = append(aims, Aim{
+			aims = append(aims, report.Aim{
 				Name: "tokens/s p5 / p50, default over the best peer", Load: load, Ratio: r, Target: "> 1", Verdict: stats.AtLeast(r, 1),
-				Detail: fmt.Sprintf("%s %s vs %s %s", defaultSetup, fmtEst(us.TPSRatio, ""), bestName, fmtEst(best, "")),
+				Detail: fmt.Sprintf("%s %s vs %s %s", report.DefaultSetup, report.FmtEst(us.TPSRatio, ""), bestName, report.FmtEst(best, "")),
 			})
 		}
 	}
@@ -126,18 +107,18 @@ func computeAims(rep *Report, want float64) []Aim {
 	}
 	if best > 0 {
 		r := stats.Estimate{Value: us.Throughput / best, Lo: us.Throughput / best, Hi: us.Throughput / best}
-		aims = append(aims, Aim{
+		aims = append(aims, report.Aim{
 			Name: "throughput, default / best configuration", Load: load, Ratio: r, Target: ">= 0.95", Verdict: stats.AtLeast(r, 0.95),
-			Detail: fmt.Sprintf("%s %.2f req/s vs %s %.2f req/s (mean over seeds; no interval)", defaultSetup, us.Throughput, bestName, best),
+			Detail: fmt.Sprintf("%s %.2f req/s vs %s %.2f req/s (mean over seeds; no interval)", report.DefaultSetup, us.Throughput, bestName, best),
 		})
 	}
 	verdict := stats.Met
 	if us.Errors.Value > minErr {
 		verdict = stats.Missed
 	}
-	aims = append(aims, Aim{
+	aims = append(aims, report.Aim{
 		Name: "errors, default vs the fewest of any configuration", Load: load, Ratio: us.Errors, Target: "no more than any peer", Verdict: verdict,
-		Detail: fmt.Sprintf("%s %s; fewest %.2f%%", defaultSetup, fmtEst(us.Errors, "%"), 100*minErr),
+		Detail: fmt.Sprintf("%s %s; fewest %.2f%%", report.DefaultSetup, report.FmtEst(us.Errors, "%"), 100*minErr),
 	})
 	return aims
 }
@@ -145,14 +126,14 @@ func computeAims(rep *Report, want float64) []Aim {
 // ownVariant reports whether a setup is the default strategy itself or a
 // variant of it (replicas, settings): not a peer.
 func ownVariant(name string) bool {
-	return name == defaultSetup || strings.HasPrefix(name, defaultSetup+" ")
+	return name == report.DefaultSetup || strings.HasPrefix(name, report.DefaultSetup+" ")
 }
 
 // replicaHitAim: with three replicas the default's hit rate stays within
 // 2 points of one replica's, since they share one index. The figure is
 // one minus three replicas' hit rate, in points, per seed; its interval
 // the min and max over seeds, like the other hit-rate aim.
-func replicaHitAim(one, three stats.Stats, load float64) Aim {
+func replicaHitAim(one, three stats.Stats, load float64) report.Aim {
 	r := stats.Estimate{}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	n := min(len(one.HitRate.Seeds), len(three.HitRate.Seeds))
@@ -163,31 +144,10 @@ func replicaHitAim(one, three stats.Stats, load float64) Aim {
 		lo, hi = math.Min(lo, d), math.Max(hi, d)
 	}
 	r.Lo, r.Hi = lo, hi
-	return Aim{
+	return report.Aim{
 		Name: "prefix hit rate, default 1 replica minus 3 replicas (points)", Load: load, Ratio: r, Target: "<= 2", Verdict: stats.AtMost(r, 2),
-		Detail: fmt.Sprintf("%s %.1f%% vs x3 %.1f%%; per seed: %s (interval: min and max over seeds)", defaultSetup, 100*one.HitRate.Value, 100*three.HitRate.Value, joinFloats(r.Seeds, "%.1f")),
+		Detail: fmt.Sprintf("%s %.1f%% vs x3 %.1f%%; per seed: %s (interval: min and max over seeds)", report.DefaultSetup, 100*one.HitRate.Value, 100*three.HitRate.Value, joinFloats(r.Seeds, "%.1f")),
 	}
-}
-
-func closestLoad(loads []float64, want float64) (float64, bool) {
-	best, ok := 0.0, false
-	for _, l := range loads {
-		if !ok || math.Abs(l-want) < math.Abs(best-want) {
-			best, ok = l, true
-		}
-	}
-	return best, ok
-}
-
-// fmtEst renders "v [lo, hi]"; unit "ms" rounds to ms, "%" shows percent.
-func fmtEst(e stats.Estimate, unit string) string {
-	switch unit {
-	case "ms":
-		return fmt.Sprintf("%.0f [%.0f, %.0f] ms", e.Value, e.Lo, e.Hi)
-	case "%":
-		return fmt.Sprintf("%.2f%% [%.2f, %.2f]", 100*e.Value, 100*e.Lo, 100*e.Hi)
-	}
-	return fmt.Sprintf("%.3f [%.3f, %.3f]", e.Value, e.Lo, e.Hi)
 }
 
 func joinFloats(xs []float64, format string) string {

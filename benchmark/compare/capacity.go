@@ -6,34 +6,9 @@ import (
 	"slices"
 
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
-
-// Capacity is the fleet's capacity as measured in the run.
-type Capacity struct {
-	// Setup is the configuration probed.
-	Setup string `json:"setup"`
-	// Rate is the capacity, req/s of GPU time.
-	Rate float64 `json:"rate"`
-	// Estimate is the sum of the GPUs' saturation rates alone (virtual
-	// time): the search's starting point, and what perfect balancing
-	// would sustain.
-	Estimate float64 `json:"estimate"`
-	// BoundMs is the median TTFT a sustainable rate stays under.
-	BoundMs  float64 `json:"median_ttft_bound_ms"`
-	Requests int     `json:"probe_requests"`
-	Probes   []Probe `json:"probes"`
-	void     []string
-}
-
-// Probe is one trial rate of the capacity search.
-type Probe struct {
-	Rate        float64 `json:"rate"`
-	TTFTP50     float64 `json:"ttft_p50_ms"`
-	Sustainable bool    `json:"sustainable"`
-	Saturated   bool    `json:"machine_saturated"`
-	Run         *Run    `json:"-"`
-}
 
 // capacityPrecision is the relative width at which the search stops.
 const capacityPrecision = 0.05
@@ -58,8 +33,8 @@ const capacityPrecision = 0.05
 // virtual-time search on one A100 and the Azure conversation trace, 300
 // requests put the 2 s boundary 24 % above the 2,000-request one, and
 // the 500 ms boundary 3 % above it.
-func measureCapacity(ctx context.Context, r *runner, w *loadgen.Workload, o Options) (Capacity, error) {
-	c := Capacity{Setup: o.CapacitySetup.Name, Estimate: fleetEstimate(r.gpus), BoundMs: stats.Ms(o.CapacityTTFT), Requests: o.ProbeRequests}
+func measureCapacity(ctx context.Context, r *runner, w *loadgen.Workload, o Options) (report.Capacity, error) {
+	c := report.Capacity{Setup: o.CapacitySetup.Name, Estimate: fleetEstimate(r.gpus), BoundMs: stats.Ms(o.CapacityTTFT), Requests: o.ProbeRequests}
 	from, to := window(o.ProbeRequests, o.Warmup, o.Tail)
 	probe := func(rate float64) (bool, error) {
 		jobs := w.Jobs(o.ProbeRequests, rate, o.Seeds[0])
@@ -71,9 +46,9 @@ func measureCapacity(ctx context.Context, r *runner, w *loadgen.Workload, o Opti
 		sm := run.Summary
 		ok := sm.TTFTP50 <= c.BoundMs && !slices.Contains(sm.LowerBounds, "ttft_p50_ms") && sm.ErrorRate < 0.01
 		if run.Saturated {
-			c.void = append(c.void, fmt.Sprintf("capacity probe %.2f req/s: %s", rate, voidMachineBusy))
+			c.Void = append(c.Void, fmt.Sprintf("capacity probe %.2f req/s: %s", rate, report.VoidMachineBusy))
 		}
-		c.Probes = append(c.Probes, Probe{Rate: rate, TTFTP50: sm.TTFTP50, Sustainable: ok, Saturated: run.Saturated, Run: run})
+		c.Probes = append(c.Probes, report.Probe{Rate: rate, TTFTP50: sm.TTFTP50, Sustainable: ok, Saturated: run.Saturated, Run: run})
 		logf(o.Log, "capacity probe %6.2f req/s %4.0fs: median TTFT %6.0f ms, %d errors -> %s%s", rate, run.WallSeconds, sm.TTFTP50, sm.Errors, sustainWord(ok), satMark(run.Saturated))
 		return ok, nil
 	}

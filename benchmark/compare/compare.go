@@ -16,6 +16,7 @@ import (
 	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring/emulate"
@@ -67,7 +68,7 @@ type Options struct {
 	// SizingRequests is the length of the virtual-time replays that size
 	// each GPU (SizeFleet).
 	SizingRequests int
-	// CapsForThroughput sizes every cap at capLoad, ignoring the SLO's
+	// CapsForThroughput sizes every cap at report.CapLoad, ignoring the SLO's
 	// inter-token bound; CapsAtMean takes the mean held where the SLO does
 	// not bound a GPU, not the 99th percentile. Both at once is the rule
 	// before 2026-12-01 (SizeFleet).
@@ -120,68 +121,9 @@ func DefaultOptions() Options {
 	}
 }
 
-// Report is everything one comparison measured.
-type Report struct {
-	Name     string      `json:"name"`
-	Command  string      `json:"command"`
-	Machine  string      `json:"machine"`
-	Started  time.Time   `json:"started"`
-	WallTime float64     `json:"wall_seconds"`
-	Workload string      `json:"workload"`
-	Trace    string      `json:"trace"`
-	Fleet    []fleet.GPU `json:"fleet"`
-	// CapITL is the inter-token bound the caps were sized against (0:
-	// none); each GPU says how (fleet.GPU.CapLoad, fleet.GPU.CapHeld).
-	CapITL time.Duration `json:"cap_itl"`
-	// FleetKeys are the gpusim fleet-file keys every GPU ran with.
-	FleetKeys map[string]any `json:"fleet_keys,omitempty"`
-	TimeScale float64        `json:"time_scale"`
-	SLO       stats.SLO      `json:"slo"`
-	Requests  int            `json:"requests_per_run"`
-	Measured  [2]int         `json:"measured_window"` // job indexes [from, to)
-	Seeds     []uint64       `json:"seeds"`
-	Capacity  Capacity       `json:"capacity"`
-	// SeedCapacity is each seed's capacity: the measured one scaled by
-	// the seed's virtual-time fleet estimate over the first seed's.
-	SeedCapacity map[uint64]float64 `json:"seed_capacity"`
-	Loads        []float64          `json:"loads"`
-	Runs         []*Run             `json:"runs"`
-	// Stats are the pooled figures with intervals, per load and setup.
-	Stats []stats.Stats `json:"stats"`
-	// Ceilings are the prefix hit rates the workload allows (traces with
-	// prefix ids only).
-	Ceilings *Ceilings `json:"prefix_ceilings,omitempty"`
-	Aims     []Aim     `json:"aims"`
-	// Overload lists the (load, seed) pairs at which no configuration
-	// kept up with the offered rate (overloaded): named, and left out of
-	// Stats.
-	Overload []string `json:"overload,omitempty"`
-	// Void lists the void runs (saturated capacity probes, then every
-	// comparison run with a Run.Void reason), each with why.
-	Void []string `json:"void,omitempty"`
-	// Budget is the machine's CPU budget against the busiest run, judged
-	// before the runs (machineBudget).
-	Budget *Budget `json:"machine_budget,omitempty"`
-	// Degraded lists the runs that did not schedule the whole fleet
-	// (degradedRouting), with why: they count in the tables, named.
-	Degraded []string `json:"degraded,omitempty"`
-	// HostRef is the host-speed probe's time before the first run, µs.
-	HostRef float64  `json:"host_probe_us"`
-	Notes   []string `json:"notes"`
-	// plotNotes says, by plot file, why a plot has no data (writePlots).
-	plotNotes map[string]string
-}
-
-// estimateSetup names the capacity when it is the fleet estimate.
-const estimateSetup = "fleet estimate (virtual time)"
-
-// sizingSeed draws the jobs that size the fleet: one fixed sample, so
-// every seed and configuration meets the same fleet and the same caps.
-const sizingSeed = 0
-
 // Compare runs every setup at every load and seed on one fleet and one
 // workload.
-func Compare(ctx context.Context, o Options) (*Report, error) {
+func Compare(ctx context.Context, o Options) (*report.Report, error) {
 	started := time.Now()
 	if o.TimeScale <= 0 || o.Requests < 20 || o.Warmup < 0 || o.Tail < 0 || o.Warmup+o.Tail >= 0.9 || len(o.Seeds) == 0 {
 		return nil, errors.New("compare: need time scale > 0, at least 20 requests, warm-up + tail < 0.9, a seed")
@@ -199,7 +141,7 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 	if o.CapsForThroughput {
 		rule.ITL = 0
 	}
-	if err := SizeFleet(gpus, simRequests(w, w.Jobs(o.SizingRequests, 1, sizingSeed)), o.FleetExtra, rule); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(o.SizingRequests, 1, report.SizingSeed)), o.FleetExtra, rule); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "llmr-compare-")
@@ -242,7 +184,7 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 		defer redis.Stop(2 * time.Second)
 		r.redisAddr = redis.Addr
 	}
-	rep := &Report{
+	rep := &report.Report{
 		Name: o.Name, Command: o.Command, Machine: host.Machine(), Started: started, Workload: w.Name(), Trace: w.Source,
 		Fleet: gpus, CapITL: rule.ITL, FleetKeys: extra, TimeScale: o.TimeScale, SLO: o.SLO, Requests: o.Requests, Loads: o.Loads, Seeds: o.Seeds,
 	}
@@ -253,19 +195,19 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 	co.Seeds = o.Seeds[:1]
 	switch {
 	case o.Capacity > 0:
-		rep.Capacity = Capacity{Setup: "given (--capacity)", Rate: o.Capacity, Estimate: fleetEstimate(gpus)}
+		rep.Capacity = report.Capacity{Setup: "given (--capacity)", Rate: o.Capacity, Estimate: fleetEstimate(gpus)}
 	case o.ProbeCapacity:
 		rep.Capacity, err = measureCapacity(ctx, r, w, co)
 		if err != nil {
 			return nil, err
 		}
-		rep.Void = append(rep.Void, rep.Capacity.void...)
+		rep.Void = append(rep.Void, rep.Capacity.Void...)
 	}
 	if rep.SeedCapacity, err = seedCapacities(w, gpus, o, rep.Capacity.Rate); err != nil {
 		return nil, err
 	}
 	if rep.Capacity.Rate == 0 {
-		rep.Capacity = Capacity{Setup: estimateSetup, Rate: rep.SeedCapacity[o.Seeds[0]], Estimate: rep.SeedCapacity[o.Seeds[0]]}
+		rep.Capacity = report.Capacity{Setup: report.EstimateSetup, Rate: rep.SeedCapacity[o.Seeds[0]], Estimate: rep.SeedCapacity[o.Seeds[0]]}
 	}
 	// The median TTFT bound of a sustainable probe is also the one a run
 	// keeps within to have kept up (overloaded).
@@ -304,7 +246,7 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 				rep.Runs = append(rep.Runs, run)
 				sm := run.Summary
 				logf(o.Log, "%-48s %4.0fs  ttft p50 %7.0f p99 %7.0f ms  good %5.1f%%  err %d  hit %4.1f%%  cpu %.2f cores (machine %.2f/%d)  host %.2fx%s",
-					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, run.HostSlowdown, voidMark(run.voidReasons(nil)))
+					label, run.WallSeconds, sm.TTFTP50, sm.TTFTP99, 100*sm.GoodFraction, sm.Errors, 100*run.HitRate, run.Cores, run.MachineCores, run.MachineCPUs, run.HostSlowdown, voidMark(run.VoidReasons(nil)))
 				if why := degradedRouting(sm, fleet.IDs(r.gpus)); why != "" {
 					rep.Degraded = append(rep.Degraded, label+" ("+why+")")
 					logf(o.Log, "%-48s degraded routing: %s", label, why)
@@ -313,7 +255,7 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	rep.Overload = overloaded(rep.Runs, o)
-	rep.markVoid()
+	rep.MarkVoid()
 	rep.Stats = pooledStats(rep.Runs, rep.Measured, o, rep.Overload)
 	rep.Aims = computeAims(rep, 0.8)
 	rep.Notes = compareNotes(o, w)
@@ -321,14 +263,14 @@ func Compare(ctx context.Context, o Options) (*Report, error) {
 		rep.Notes = append([]string{"Before the runs: " + warn + "."}, rep.Notes...)
 	}
 	rep.WallTime = time.Since(started).Seconds()
-	report := ""
+	reportPath := ""
 	if o.ResultsDir != "" {
-		if err := writeCompare(o.ResultsDir, rep); err != nil {
+		if err := report.Write(o.ResultsDir, rep); err != nil {
 			return rep, err
 		}
-		report = filepath.Join(o.ResultsDir, "latest", "report-"+rep.Name+".md")
+		reportPath = filepath.Join(o.ResultsDir, "latest", "report-"+rep.Name+".md")
 	}
-	return rep, rep.voidError(report)
+	return rep, rep.VoidError(reportPath)
 }
 
 // minScrape is the shortest scrape interval the router accepts.

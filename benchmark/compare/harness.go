@@ -15,6 +15,7 @@ import (
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/record"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 )
@@ -188,7 +189,7 @@ func harnessStack(ctx context.Context, o HarnessOptions, w *loadgen.Workload) (u
 	if err != nil {
 		return "", nil, err
 	}
-	if err := SizeFleet(gpus, simRequests(w, w.Jobs(2000, 1, sizingSeed)), nil, DefaultCapRule()); err != nil {
+	if err := SizeFleet(gpus, simRequests(w, w.Jobs(2000, 1, report.SizingSeed)), nil, DefaultCapRule()); err != nil {
 		return "", nil, err
 	}
 	dir, err := os.MkdirTemp("", "llmr-harness-")

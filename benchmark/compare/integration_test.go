@@ -12,6 +12,7 @@ import (
 
 	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -97,8 +98,8 @@ func TestHarnessIntegration(t *testing.T) {
 		o.Loads, o.Requests, o.Capacity, o.SizingRequests, o.Seeds = []float64{0.8}, 30, 500, 200, []uint64{1}
 		o.CapacityTTFT, o.Grace = time.Millisecond, 200*time.Millisecond
 		rep, err := Compare(ctx, o)
-		if !errors.Is(err, ErrVoid) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "report: ") {
-			t.Fatalf("err %v, want a one-line ErrVoid naming the report", err)
+		if !errors.Is(err, report.ErrVoid) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "report: ") {
+			t.Fatalf("err %v, want a one-line report.ErrVoid naming the report", err)
 		}
 		if len(rep.Overload) != 1 || len(rep.Runs) != 1 || len(rep.Runs[0].Void) == 0 || len(rep.Stats[0].Seeds) != 0 {
 			t.Errorf("overload %v, runs %d, stats %+v", rep.Overload, len(rep.Runs), rep.Stats)
@@ -139,6 +140,6 @@ func TestHarnessIntegration(t *testing.T) {
 // alone: a machine shared with other work may void every run (busy, slow,
 // late), and the runs' figures are still checked. Overload is not expected
 // at the loads these tests offer, so it fails them.
-func voidByMachine(err error, rep *Report) bool {
-	return errors.Is(err, ErrVoid) && rep != nil && len(rep.Overload) == 0
+func voidByMachine(err error, rep *report.Report) bool {
+	return errors.Is(err, report.ErrVoid) && rep != nil && len(rep.Overload) == 0
 }

@@ -2,10 +2,8 @@ package compare
 
 import (
 	"bytes"
-	"encoding/csv"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +11,14 @@ import (
 	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 // fakeRuns builds runs of setups at loads with made-up results: each
 // setup's latencies scaled by its factor.
-func fakeRuns(factors map[string]float64, loads []float64) []*Run {
-	var runs []*Run
+func fakeRuns(factors map[string]float64, loads []float64) []*report.Run {
+	var runs []*report.Run
 	for _, load := range loads {
 		for name, f := range factors {
 			var rs []loadgen.Result
@@ -32,8 +31,8 @@ func fakeRuns(factors map[string]float64, loads []float64) []*Run {
 			}
 			s := stats.Summarize(rs, stats.DefaultSLO())
 			s.Setup, s.Load, s.Rate = name, load, 10*load
-			runs = append(runs, &Run{
-				Summary: s, results: rs, MachineCPUs: 2,
+			runs = append(runs, &report.Run{
+				Summary: s, Results: rs, MachineCPUs: 2,
 				CPU:      []host.CPUUse{{Name: "envoy", Cores: 0.1}},
 				Inflight: []fleet.InflightSample{{T: 0, Running: []int{1, 2}}, {T: 1, Running: []int{3, -1}}},
 			})
@@ -43,8 +42,8 @@ func fakeRuns(factors map[string]float64, loads []float64) []*Run {
 }
 
 // fakeReport pools fakeRuns (three seeds each) into a report.
-func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *Report {
-	var runs []*Run
+func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *report.Report {
+	var runs []*report.Run
 	var setups []fleet.Setup
 	for name := range factors {
 		setups = append(setups, fleet.Setup{Name: name})
@@ -56,33 +55,33 @@ func fakeReport(factors map[string]float64, loads []float64, prefixed bool) *Rep
 		}
 	}
 	o := Options{Loads: loads, Setups: setups, SLO: stats.DefaultSLO(), Seeds: []uint64{1, 2, 3}}
-	rep := &Report{
+	rep := &report.Report{
 		Name: "test", Command: "llm-bench compare --test", Machine: "test machine", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Fleet:     []fleet.GPU{{ID: "g0", Profile: "h100-llama2-7b", Cap: 4}, {ID: "g1", Profile: "a40-llama2-7b", Cap: 2}},
 		TimeScale: 1, SLO: stats.DefaultSLO(), Requests: 50, Measured: [2]int{0, 50}, Loads: loads, Runs: runs, Seeds: o.Seeds,
-		Capacity:     Capacity{Setup: "envoy LEAST_REQUEST", Rate: 10, Probes: []Probe{{Rate: 10, TTFTP50: 100, Sustainable: true}}},
+		Capacity:     report.Capacity{Setup: "envoy LEAST_REQUEST", Rate: 10, Probes: []report.Probe{{Rate: 10, TTFTP50: 100, Sustainable: true}}},
 		SeedCapacity: map[uint64]float64{1: 10, 2: 11, 3: 9},
 	}
 	if prefixed {
-		rep.Ceilings = &Ceilings{Trace: 0.366, Unbounded: map[uint64]float64{1: 0.3, 2: 0.3, 3: 0.3}, Fleet: map[uint64]float64{1: 0.25, 2: 0.25, 3: 0.25}, Pooled: map[uint64]float64{1: 0.2, 2: 0.2, 3: 0.2}}
+		rep.Ceilings = &report.Ceilings{Trace: 0.366, Unbounded: map[uint64]float64{1: 0.3, 2: 0.3, 3: 0.3}, Fleet: map[uint64]float64{1: 0.25, 2: 0.25, 3: 0.25}, Pooled: map[uint64]float64{1: 0.2, 2: 0.2, 3: 0.2}}
 	}
 	rep.Stats = pooledStats(runs, rep.Measured, o, nil)
 	rep.Aims = computeAims(rep, 0.8)
 	return rep
 }
 
-func aimNamed(aims []Aim, prefix string) (Aim, bool) {
+func aimNamed(aims []report.Aim, prefix string) (report.Aim, bool) {
 	for _, a := range aims {
 		if strings.HasPrefix(a.Name, prefix) {
 			return a, true
 		}
 	}
-	return Aim{}, false
+	return report.Aim{}, false
 }
 
 func TestComputeAims(t *testing.T) {
 	rep := fakeReport(map[string]float64{
-		defaultSetup: 1, "envoy LEAST_REQUEST": 2, "router queue_kv_max_score": 4, "router round_robin": 1,
+		report.DefaultSetup: 1, "envoy LEAST_REQUEST": 2, "router queue_kv_max_score": 4, "router round_robin": 1,
 	}, []float64{0.6, 0.8}, false)
 	a, ok := aimNamed(rep.Aims, "p99 TTFT, default / Envoy LEAST_REQUEST")
 	if !ok || a.Load != 0.8 || a.Ratio.Value < 0.45 || a.Ratio.Value > 0.55 || a.Verdict != stats.Met {
@@ -96,14 +95,14 @@ func TestComputeAims(t *testing.T) {
 	}
 	// 0.8 of the emulated default scheduler's p99 misses the 0.7 target;
 	// with 150 requests a run the interval may not exclude it: never met.
-	close := fakeReport(map[string]float64{defaultSetup: 1, "envoy LEAST_REQUEST": 1.25}, []float64{0.8}, false)
+	close := fakeReport(map[string]float64{report.DefaultSetup: 1, "envoy LEAST_REQUEST": 1.25}, []float64{0.8}, false)
 	if a, ok := aimNamed(close.Aims, "p99 TTFT, default / Envoy"); !ok || a.Verdict == stats.Met {
 		t.Errorf("0.8 of LEAST_REQUEST: %+v", a)
 	}
 	if computeAims(fakeReport(map[string]float64{"envoy LEAST_REQUEST": 1}, []float64{0.8}, false), 0.8) != nil {
 		t.Error("aims without the default strategy")
 	}
-	pre := fakeReport(map[string]float64{defaultSetup: 1, "envoy LEAST_REQUEST": 5}, []float64{0.8}, true)
+	pre := fakeReport(map[string]float64{report.DefaultSetup: 1, "envoy LEAST_REQUEST": 5}, []float64{0.8}, true)
 	if a, ok := aimNamed(pre.Aims, "p90 TTFT, default / Envoy"); !ok || a.Verdict != stats.Met {
 		t.Errorf("prefix trace, vs LEAST_REQUEST: %+v", a)
 	}
@@ -115,13 +114,13 @@ func TestComputeAims(t *testing.T) {
 
 func TestWriteCompare(t *testing.T) {
 	dir := t.TempDir()
-	rep := fakeReport(map[string]float64{defaultSetup: 1, "envoy LEAST_REQUEST": 2}, []float64{0.6, 0.8, 0.95}, true)
+	rep := fakeReport(map[string]float64{report.DefaultSetup: 1, "envoy LEAST_REQUEST": 2}, []float64{0.6, 0.8, 0.95}, true)
 	rep.Runs[0].Saturated = true
 	rep.Void = []string{"60% seed 1 router scored"}
 	rep.Degraded = []string{"80% seed 2 router queue_kv_max_score (no request served by a40-1)"}
 	rep.HostRef = 130
 	rep.Runs[1].HostSlowdown, rep.Runs[1].HostAttempts = 1.3, []float64{1.4, 1.3, 1.5}
-	if err := writeCompare(dir, rep); err != nil {
+	if err := report.Write(dir, rep); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"report-test.md", "compare-test.json", "compare-test.csv", "ttft-cdf-test.png", "e2e-cdf-test.png", "ttft-p99-vs-load-test.png", "hit-rate-test.png", "inflight-test.png"} {
@@ -131,7 +130,7 @@ func TestWriteCompare(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "latest", "report-test.md"))
-	for _, want := range []string{"llm-bench compare --test", "test machine", "**VOID**", "**Degraded routing** in 1 run(s)", "no request served by a40-1", "## 80% of capacity", "| " + defaultSetup + " |", "## CPU", "## Aims", "ttft-cdf-test.png", "Prefix-cache ceilings", "36.6%", "**Host speed**", "**Host slow**", "requests held there", "1.30 (attempts 1.40, 1.30, 1.50)"} {
+	for _, want := range []string{"llm-bench compare --test", "test machine", "**VOID**", "**Degraded routing** in 1 run(s)", "no request served by a40-1", "## 80% of capacity", "| " + report.DefaultSetup + " |", "## CPU", "## Aims", "ttft-cdf-test.png", "Prefix-cache ceilings", "36.6%", "**Host speed**", "**Host slow**", "requests held there", "1.30 (attempts 1.40, 1.30, 1.50)"} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -139,39 +138,5 @@ func TestWriteCompare(t *testing.T) {
 	csv, _ := os.ReadFile(filepath.Join(dir, "latest", "compare-test.csv"))
 	if lines := strings.Count(string(csv), "\n"); lines != 1+2*3*3 {
 		t.Errorf("compare.csv has %d lines, want header + 18", lines)
-	}
-}
-
-func TestRequestsCSVTracesEachGoodputMiss(t *testing.T) {
-	gaps := func(ms ...int) []time.Duration {
-		out := make([]time.Duration, len(ms))
-		for i, v := range ms {
-			out[i] = time.Duration(v) * time.Millisecond
-		}
-		return out
-	}
-	rep := &Report{SLO: stats.DefaultSLO(), Measured: [2]int{0, 3}, Runs: []*Run{{
-		Summary: stats.Summary{Setup: "router scored", Load: 0.8}, Seed: 2,
-		results: []loadgen.Result{
-			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 3, Node: "a40-0", ITLs: gaps(20, 150)},
-			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 3, Node: "h100-0", ITLs: gaps(20, 30)},
-			{Status: 200, TTFT: 100 * time.Millisecond, Latency: time.Second, Tokens: 1, Node: "h100-1"},
-		},
-	}}}
-	var b bytes.Buffer
-	if err := requestsCSV(&b, rep); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(&b).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := [][]string{}
-	for _, r := range rows {
-		got = append(got, []string{r[10], r[13], r[14]})
-	}
-	want := [][]string{{"worker", "itl_p99_ms", "good"}, {"a40-0", "150.0", "false"}, {"h100-0", "30.0", "true"}, {"h100-1", "", "true"}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("worker, itl_p99_ms, good: %v, want %v", got, want)
 	}
 }

@@ -10,44 +10,10 @@ import (
 	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/host"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 )
-
-// Run is one setup under one load: the summary, the raw results and what
-// the machine did meanwhile.
-type Run struct {
-	Summary stats.Summary `json:"summary"`
-	// Seed is the workload's seed.
-	Seed uint64 `json:"seed"`
-	// HitRate is the fleet's prefix-cache hit rate over the run (every
-	// request, measured or not), tokens: hits / queries of gpusim's
-	// counters.
-	HitRate float64 `json:"prefix_hit_rate"`
-	// CPU is each of our processes' CPU over the run and Cores their
-	// total; MachineCores is the whole machine's busy cores (every process,
-	// ours or not) out of MachineCPUs.
-	CPU          []host.CPUUse `json:"cpu"`
-	Cores        float64       `json:"cores"`
-	MachineCores float64       `json:"machine_busy_cores"`
-	MachineCPUs  int           `json:"machine_cpus"`
-	Saturated    bool          `json:"saturated"`
-	SenderLagMs  float64       `json:"sender_lag_ms"`
-	// HostSlowdown is the host-speed probe's time during the run over its
-	// time before the first run (host.Probe): 1 is as fast, 1.2 a fifth
-	// slower; 0 when not measured. HostAttempts lists every attempt's
-	// slowdown when the run was repeated on a slow host (runSteady).
-	HostSlowdown float64   `json:"host_slowdown"`
-	HostAttempts []float64 `json:"host_attempts,omitempty"`
-	WallSeconds  float64   `json:"wall_seconds"`
-	// Void lists why the run's figures may not be the configuration's
-	// (voidReasons), each with its figure; empty when valid.
-	Void []string `json:"void,omitempty"`
-	// Inflight samples each GPU's running and waiting requests.
-	Inflight []fleet.InflightSample `json:"inflight,omitempty"`
-	// results are every job's result in GPU time, measured or not.
-	results []loadgen.Result
-}
 
 // runner runs setups one after the other against one fleet.
 type runner struct {
@@ -75,14 +41,9 @@ type runner struct {
 	repeats int
 }
 
-// saturationShare is the share of the machine's cores busy (with anything)
-// above which a run is void: the proxies or the clients may have waited for
-// a core, so differences between setups could be the machine's.
-const saturationShare = 0.85
-
 // run starts s on an idle fleet, sends jobs open-loop, measures jobs
 // [from, to) and stops s.
-func (r *runner) run(ctx context.Context, s fleet.Setup, jobs []loadgen.Job, from, to int, label string, firstTokenOnly bool) (*Run, error) {
+func (r *runner) run(ctx context.Context, s fleet.Setup, jobs []loadgen.Job, from, to int, label string, firstTokenOnly bool) (*report.Run, error) {
 	if err := fleet.WaitIdle(ctx, r.gpus, 10*time.Minute); err != nil {
 		return nil, err
 	}
@@ -132,17 +93,17 @@ func (r *runner) run(ctx context.Context, s fleet.Setup, jobs []loadgen.Job, fro
 	if err != nil {
 		return nil, err
 	}
-	run := &Run{
+	run := &report.Run{
 		Summary:      stats.Summarize(gpuTime[from:to], r.slo),
 		CPU:          cpu,
 		Cores:        cores,
 		MachineCores: busy * float64(runtime.NumCPU()),
 		MachineCPUs:  runtime.NumCPU(),
-		Saturated:    busy > saturationShare,
+		Saturated:    busy > report.SaturationShare,
 		SenderLagMs:  stats.Ms(lag),
 		WallSeconds:  wall.Seconds(),
 		Inflight:     inflight,
-		results:      gpuTime,
+		Results:      gpuTime,
 	}
 	if r.hostRef > 0 && probed > 0 {
 		run.HostSlowdown = float64(probed) / float64(r.hostRef)
@@ -154,14 +115,10 @@ func (r *runner) run(ctx context.Context, s fleet.Setup, jobs []loadgen.Job, fro
 	return run, nil
 }
 
-// hostSlow reports whether the host was slower than host.SlowLimit during
-// the run.
-func (r *Run) hostSlow() bool { return r.HostSlowdown > host.SlowLimit }
-
 // runSteady is run, repeated while the host-speed probe says the host was
 // slow (steady).
-func (r *runner) runSteady(ctx context.Context, s fleet.Setup, jobs []loadgen.Job, from, to int, label string, log io.Writer) (*Run, error) {
-	return steady(func() (*Run, error) { return r.run(ctx, s, jobs, from, to, label, false) }, &r.repeats, label, log)
+func (r *runner) runSteady(ctx context.Context, s fleet.Setup, jobs []loadgen.Job, from, to int, label string, log io.Writer) (*report.Run, error) {
+	return steady(func() (*report.Run, error) { return r.run(ctx, s, jobs, from, to, label, false) }, &r.repeats, label, log)
 }
 
 // steady calls attempt, again while the run it returns was on a slow host,
@@ -170,8 +127,8 @@ func (r *runner) runSteady(ctx context.Context, s fleet.Setup, jobs []loadgen.Jo
 // time limit); it keeps the attempt on the fastest host
 // and lists every attempt's slowdown. The choice reads only the probe,
 // never the run's latencies, so it cannot favour a configuration.
-func steady(attempt func() (*Run, error), budget *int, label string, log io.Writer) (*Run, error) {
-	var best *Run
+func steady(attempt func() (*report.Run, error), budget *int, label string, log io.Writer) (*report.Run, error) {
+	var best *report.Run
 	var tried []float64
 	for n := 0; ; n++ {
 		run, err := attempt()
@@ -182,7 +139,7 @@ func steady(attempt func() (*Run, error), budget *int, label string, log io.Writ
 		if best == nil || run.HostSlowdown < best.HostSlowdown {
 			best = run
 		}
-		if !run.hostSlow() || n == host.Retries || *budget <= 0 {
+		if !run.HostSlow() || n == host.Retries || *budget <= 0 {
 			break
 		}
 		*budget--

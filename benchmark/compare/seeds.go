@@ -9,6 +9,7 @@ import (
 	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
@@ -81,35 +82,9 @@ func simRequests(w *loadgen.Workload, jobs []loadgen.Job) []gpusim.SimRequest {
 	return reqs
 }
 
-// Ceilings are the prefix hit rates a workload allows, in tokens, as
-// gpusim counts them (hits / prompt tokens, at most (prompt-1)/16 blocks a
-// request).
-type Ceilings struct {
-	// Trace is the ceiling over the whole trace with an unbounded cache
-	// (every repeated block a hit): the trace's own figure.
-	Trace float64 `json:"trace_unbounded"`
-	// Unbounded is the same over each seed's run (its window of the trace:
-	// earlier turns of its conversations may fall before it), per seed.
-	Unbounded map[uint64]float64 `json:"run_unbounded"`
-	// Fleet is what the fleet's real KV capacity allows, as the benchmark
-	// issue defines it: an offline replay of each seed's run that sends
-	// every request to the GPU holding most of its prefix (ties to the GPU
-	// with fewest requests so far), ignoring load, each GPU's cache its
-	// profile's KV blocks, evicting least recently used.
-	Fleet map[uint64]float64 `json:"run_fleet_kv"`
-	// Pooled is the same replay with one LRU cache as large as the whole
-	// fleet's KV: what a placement that never duplicated a block and never
-	// left a GPU's cache idle would keep. It is the practical reference;
-	// the greedy Fleet replay is not one: piling every request that shares
-	// a popular prefix onto one GPU thrashes that GPU's cache while the
-	// others hold little, and on the Mooncake trace round robin beats it.
-	// (Neither is a strict bound: LRU is not the optimal eviction.)
-	Pooled map[uint64]float64 `json:"run_fleet_kv_pooled"`
-}
-
 // prefixCeilings computes the Ceilings of o's runs.
-func prefixCeilings(w *loadgen.Workload, gpus []fleet.GPU, o Options) *Ceilings {
-	c := &Ceilings{Unbounded: map[uint64]float64{}, Fleet: map[uint64]float64{}, Pooled: map[uint64]float64{}}
+func prefixCeilings(w *loadgen.Workload, gpus []fleet.GPU, o Options) *report.Ceilings {
+	c := &report.Ceilings{Unbounded: map[uint64]float64{}, Fleet: map[uint64]float64{}, Pooled: map[uint64]float64{}}
 	c.Trace = unboundedHitRate(w, w.AllJobs())
 	for _, seed := range o.Seeds {
 		jobs := w.Jobs(o.Requests, 1, seed)
@@ -193,11 +168,11 @@ func fleetHitRate(w *loadgen.Workload, gpus []fleet.GPU, jobs []loadgen.Job, ext
 // served at full goodput, and dropped them, with the figures that showed
 // the difference. A setup that falls behind where another keeps up is
 // losing by its scheduling, which is what the comparison measures.
-func overloaded(runs []*Run, o Options) []string {
+func overloaded(runs []*report.Run, o Options) []string {
 	var pairs []string
 	kept := map[string]bool{}
 	for _, r := range runs {
-		key := overloadKey(r.Summary.Load, r.Seed)
+		key := report.OverloadKey(r.Summary.Load, r.Seed)
 		if !slices.Contains(pairs, key) {
 			pairs = append(pairs, key)
 		}
@@ -220,13 +195,9 @@ func keptUp(s stats.Summary, bound time.Duration) bool {
 	return len(s.LowerBounds) == 0 && s.OK > 0 && s.ErrorRate < 0.01 && stats.MsDuration(s.TTFTP50) <= bound
 }
 
-func overloadKey(load float64, seed uint64) string {
-	return fmt.Sprintf("%.0f%% seed %d", 100*load, seed)
-}
-
 // pooledStats computes every setup's Stats at every load over the seeds
 // that were not overloaded there.
-func pooledStats(runs []*Run, measured [2]int, o Options, overload []string) []stats.Stats {
+func pooledStats(runs []*report.Run, measured [2]int, o Options, overload []string) []stats.Stats {
 	var out []stats.Stats
 	rng := rand.New(rand.NewPCG(7, 11))
 	for _, load := range o.Loads {
@@ -236,10 +207,10 @@ func pooledStats(runs []*Run, measured [2]int, o Options, overload []string) []s
 			var hits []float64
 			thr := 0.0
 			for _, r := range runs {
-				if r.Summary.Setup != s.Name || r.Summary.Load != load || slices.Contains(overload, overloadKey(load, r.Seed)) {
+				if r.Summary.Setup != s.Name || r.Summary.Load != load || slices.Contains(overload, report.OverloadKey(load, r.Seed)) {
 					continue
 				}
-				strata = append(strata, r.results[measured[0]:measured[1]])
+				strata = append(strata, r.Results[measured[0]:measured[1]])
 				st.Seeds = append(st.Seeds, r.Seed)
 				hits = append(hits, r.HitRate)
 				thr += r.Summary.Throughput

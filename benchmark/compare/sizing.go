@@ -13,23 +13,14 @@ import (
 	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
-)
-
-// capLoad is the share of a GPU's saturation rate at which its cap is
-// sized, unless the inter-token SLO needs a lower one (capLoadStep,
-// capLoadMin); capGoodShare is the share of requests that must meet it.
-const (
-	capLoad      = 0.9
-	capLoadStep  = 0.05
-	capLoadMin   = 0.3
-	capGoodShare = 0.99
 )
 
 // CapRule is how SizeFleet sizes caps.
 type CapRule struct {
 	// ITL is the inter-token SLO the caps fit; 0: none (every GPU sized
-	// at capLoad).
+	// at report.CapLoad).
 	ITL time.Duration
 	// Mean takes the mean number of requests held (Little's law) where
 	// the SLO does not bound the GPU, instead of the 99th percentile.
@@ -45,9 +36,10 @@ func DefaultCapRule() CapRule { return CapRule{ITL: stats.DefaultSLO().ITL} }
 // median TTFT under 2 s (gpusim.FindSaturation). The cap (the router's
 // max_concurrency) follows rule:
 //
-//   - a GPU whose requests meet the inter-token SLO (rule.ITL) at capLoad
-//     (90 %) of its saturation rate gets the 99th percentile, weighted by
-//     time, of the requests it holds there: room for bursts. Their mean
+//   - a GPU whose requests meet the inter-token SLO (rule.ITL) at
+//     report.CapLoad (90 %) of its saturation rate gets the 99th
+//     percentile, weighted by time, of the requests it holds there: room
+//     for bursts. Their mean
 //     there (Little's law, rate × mean end-to-end latency; rule.Mean) is
 //     what the rule took until 2026-12-01: a cap at the mean binds
 //     whenever arrivals bunch up, and on the Azure trace it held requests
@@ -98,15 +90,15 @@ func SizeFleet(gpus []fleet.GPU, reqs []gpusim.SimRequest, extra map[string]any,
 }
 
 // sizeCap is SizeFleet's cap rule for one profile: the highest load from
-// capLoad down at which capGoodShare of the requests meet itlSLO (0: at
-// capLoad; capLoadMin if none does, said in stat), and the requests held
-// there: the 99th percentile with bursts at capLoad, else the mean
-// (Little's law). The load returned is rounded to the step for reports;
+// report.CapLoad down at which report.CapGoodShare of the requests meet
+// itlSLO (0: at report.CapLoad; report.CapLoadMin if none does, said in
+// stat), and the requests held there: the 99th percentile with bursts at
+// report.CapLoad, else the mean (Little's law). The load returned is rounded to the step for reports;
 // the replays use the unrounded one.
 func sizeCap(cfg gpusim.Config, reqs []gpusim.SimRequest, saturation float64, rule CapRule) (held int, load float64, stat string, err error) {
 	itlSLO, bursts := rule.ITL, !rule.Mean
 	cfg.StreamSummary = itlSLO > 0 // record the token times
-	for load = capLoad; ; load -= capLoadStep {
+	for load = report.CapLoad; ; load -= report.CapLoadStep {
 		rate := load * saturation
 		res, _, err := gpusim.Simulate(cfg, gpusim.Rescale(reqs, rate))
 		if err != nil {
@@ -125,12 +117,12 @@ func sizeCap(cfg gpusim.Config, reqs []gpusim.SimRequest, saturation float64, ru
 			}
 		}
 		n = max(n, 1)
-		meets := itlSLO <= 0 || float64(good)/float64(n) >= capGoodShare
-		shown := math.Round(load/capLoadStep) * capLoadStep
-		if bursts && meets && load == capLoad {
+		meets := itlSLO <= 0 || float64(good)/float64(n) >= report.CapGoodShare
+		shown := math.Round(load/report.CapLoadStep) * report.CapLoadStep
+		if bursts && meets && load == report.CapLoad {
 			return max(1, heldQuantile(res, 0.99)), shown, "p99", nil
 		}
-		if meets || load-capLoadStep < capLoadMin-1e-9 {
+		if meets || load-report.CapLoadStep < report.CapLoadMin-1e-9 {
 			stat = "mean"
 			if !meets {
 				stat = "mean, SLO unmet"

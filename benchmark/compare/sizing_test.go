@@ -9,6 +9,7 @@ import (
 	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 )
@@ -65,11 +66,11 @@ func TestSizeFleetFitsTheITLSLO(t *testing.T) {
 	free, slo, tight := size(0), size(stats.DefaultSLO().ITL), size(time.Millisecond)
 	for i := range free {
 		t.Logf("%s: cap %d at %.2f; with the SLO %d at %.2f; with 1 ms %d at %.2f", free[i].ID, free[i].Cap, free[i].CapLoad, slo[i].Cap, slo[i].CapLoad, tight[i].Cap, tight[i].CapLoad)
-		if free[i].CapLoad != capLoad || slo[i].Cap > free[i].Cap || slo[i].SaturationRate != free[i].SaturationRate {
+		if free[i].CapLoad != report.CapLoad || slo[i].Cap > free[i].Cap || slo[i].SaturationRate != free[i].SaturationRate {
 			t.Errorf("%s: without an SLO %+v, with %+v", free[i].ID, free[i], slo[i])
 		}
-		if math.Abs(tight[i].CapLoad-capLoadMin) > 1e-9 || tight[i].Cap >= free[i].Cap || tight[i].CapHeld != "mean, SLO unmet" {
-			t.Errorf("%s: a 1 ms SLO no GPU meets sized %+v, want the floor load %.2f", tight[i].ID, tight[i], capLoadMin)
+		if math.Abs(tight[i].CapLoad-report.CapLoadMin) > 1e-9 || tight[i].Cap >= free[i].Cap || tight[i].CapHeld != "mean, SLO unmet" {
+			t.Errorf("%s: a 1 ms SLO no GPU meets sized %+v, want the floor load %.2f", tight[i].ID, tight[i], report.CapLoadMin)
 		}
 	}
 }
@@ -138,10 +139,10 @@ func TestSizeFleetLeavesRoomForBurstsOnlyWhereTheSLODoesNotBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("h100 %d -> %d, a40 %d -> %d", mean[0].Cap, burst[0].Cap, mean[1].Cap, burst[1].Cap)
-	if mean[0].CapLoad != capLoad || burst[0].Cap <= mean[0].Cap {
+	if mean[0].CapLoad != report.CapLoad || burst[0].Cap <= mean[0].Cap {
 		t.Errorf("h100: mean cap %d at %.2f, burst cap %d", mean[0].Cap, mean[0].CapLoad, burst[0].Cap)
 	}
-	if mean[1].CapLoad >= capLoad || burst[1].Cap != mean[1].Cap {
+	if mean[1].CapLoad >= report.CapLoad || burst[1].Cap != mean[1].Cap {
 		t.Errorf("a40: mean cap %d at %.2f, burst cap %d", mean[1].Cap, mean[1].CapLoad, burst[1].Cap)
 	}
 }

@@ -12,20 +12,20 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/fleet"
-	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
 func TestOverloadedOnlyWhenNoSetupKeptUp(t *testing.T) {
 	o := Options{CapacityTTFT: 500 * time.Millisecond}
-	run := func(seed uint64, setup string, s stats.Summary) *Run {
+	run := func(seed uint64, setup string, s stats.Summary) *report.Run {
 		s.Setup, s.Load = setup, 0.8
 		if s.OK == 0 && s.Errors == 0 {
 			s.OK = 100
 		}
-		return &Run{Seed: seed, Summary: s}
+		return &report.Run{Seed: seed, Summary: s}
 	}
-	runs := []*Run{
+	runs := []*report.Run{
 		// Seed 1: a cache-aware setup keeps up where Envoy drowns.
 		run(1, "envoy LEAST_REQUEST", stats.Summary{TTFTP50: 9000, LowerBounds: []string{"ttft_p99_ms"}}),
 		run(1, "router prefix_overlap_min_cost", stats.Summary{TTFTP50: 300}),
@@ -41,26 +41,12 @@ func TestOverloadedOnlyWhenNoSetupKeptUp(t *testing.T) {
 	}
 }
 
-func TestRunVoidReasons(t *testing.T) {
-	valid := &Run{Seed: 1, Summary: stats.Summary{Load: 0.8}, MachineCPUs: 2, MachineCores: 1, SenderLagMs: 30, HostSlowdown: 1.05}
-	if why := valid.voidReasons(nil); len(why) != 0 {
-		t.Errorf("valid run void: %v", why)
-	}
-	bad := &Run{Seed: 1, Summary: stats.Summary{Load: 0.8}, Saturated: true, MachineCPUs: 2, MachineCores: 1.9, SenderLagMs: 250, HostSlowdown: 1.4}
-	why := strings.Join(bad.voidReasons([]string{"80% seed 1"}), "; ")
-	for _, want := range []string{"machine busy (1.90 of 2 cores)", "host slow (1.40x)", "sender late (250 ms)", "overload"} {
-		if !strings.Contains(why, want) {
-			t.Errorf("reasons %q lack %q", why, want)
-		}
-	}
-}
-
 // overloadAll marks every (load, seed) of rep overloaded, as a comparison
 // whose every seed no configuration kept up with, and pools again.
-func overloadAll(rep *Report) {
+func overloadAll(rep *report.Report) {
 	rep.Overload = nil
 	for _, r := range rep.Runs {
-		if k := overloadKey(r.Summary.Load, r.Seed); !slices.Contains(rep.Overload, k) {
+		if k := report.OverloadKey(r.Summary.Load, r.Seed); !slices.Contains(rep.Overload, k) {
 			rep.Overload = append(rep.Overload, k)
 		}
 	}
@@ -70,12 +56,12 @@ func overloadAll(rep *Report) {
 			setups = append(setups, fleet.Setup{Name: r.Summary.Setup})
 		}
 	}
-	rep.markVoid()
+	rep.MarkVoid()
 	rep.Stats = pooledStats(rep.Runs, rep.Measured, Options{Loads: rep.Loads, Setups: setups, SLO: rep.SLO}, rep.Overload)
 	rep.Aims = computeAims(rep, 0.8)
 }
 
-// compareFiles are the files writeCompare publishes for a comparison
+// compareFiles are the files Write publishes for a comparison
 // named name.
 func compareFiles(name string) []string {
 	var out []string
@@ -87,43 +73,43 @@ func compareFiles(name string) []string {
 }
 
 func TestWriteCompareEmptyVoidAndSmall(t *testing.T) {
-	oneValue := fakeReport(map[string]float64{defaultSetup: 1}, []float64{0.8}, true)
+	oneValue := fakeReport(map[string]float64{report.DefaultSetup: 1}, []float64{0.8}, true)
 	for _, r := range oneValue.Runs {
-		for i := range r.results {
-			r.results[i].TTFT, r.results[i].Latency = 5*time.Millisecond, 5*time.Millisecond
+		for i := range r.Results {
+			r.Results[i].TTFT, r.Results[i].Latency = 5*time.Millisecond, 5*time.Millisecond
 		}
 	}
-	oneValue.Stats = pooledStats(oneValue.Runs, oneValue.Measured, Options{Loads: oneValue.Loads, Setups: []fleet.Setup{{Name: defaultSetup}}, SLO: oneValue.SLO}, nil)
-	allVoid := fakeReport(map[string]float64{defaultSetup: 1, "envoy LEAST_REQUEST": 2}, []float64{0.6, 0.8}, true)
+	oneValue.Stats = pooledStats(oneValue.Runs, oneValue.Measured, Options{Loads: oneValue.Loads, Setups: []fleet.Setup{{Name: report.DefaultSetup}}, SLO: oneValue.SLO}, nil)
+	allVoid := fakeReport(map[string]float64{report.DefaultSetup: 1, "envoy LEAST_REQUEST": 2}, []float64{0.6, 0.8}, true)
 	overloadAll(allVoid)
-	busy := fakeReport(map[string]float64{defaultSetup: 1}, []float64{0.8}, false)
+	busy := fakeReport(map[string]float64{report.DefaultSetup: 1}, []float64{0.8}, false)
 	for _, r := range busy.Runs {
 		r.Saturated, r.MachineCores = true, 1.95
 	}
-	busy.markVoid()
-	noRuns := fakeReport(map[string]float64{defaultSetup: 1}, []float64{0.8}, false)
+	busy.MarkVoid()
+	noRuns := fakeReport(map[string]float64{report.DefaultSetup: 1}, []float64{0.8}, false)
 	noRuns.Runs, noRuns.Stats, noRuns.Aims = nil, nil, nil
 
 	for _, tc := range []struct {
 		name string
-		rep  *Report
+		rep  *report.Report
 		// notes is how many plots say they have no data; voidWant is a
 		// word the void error must hold ("" when the comparison is valid).
 		notes    int
 		voidWant string
 		mdWant   []string
 	}{
-		{"empty", &Report{Name: "empty"}, 5, "no run was made", []string{"## Runs", "no valid data"}},
+		{"empty", &report.Report{Name: "empty"}, 5, "no run was made", []string{"## Runs", "no valid data"}},
 		{"no-runs", noRuns, 5, "no run was made", []string{"No configuration has figures at this load", "Not judged"}},
 		{"all-void", allVoid, 4, "all 12 runs void (overload in 12)", []string{"**VOID comparison**", "lower --loads", "No configuration has figures at this load", "**VOID**: overload", "Not judged", "no valid data"}},
 		{"machine-busy", busy, 0, "--time-scale", []string{"**VOID comparison**", "machine busy (1.95 of 2 cores)"}},
-		{"one-setup-one-load", fakeReport(map[string]float64{defaultSetup: 1}, []float64{0.8}, false), 0, "", []string{"**Valid**", "## 80% of capacity"}},
-		{"one-value", oneValue, 0, "", []string{"| " + defaultSetup + " | 5 [5, 5] |"}},
+		{"one-setup-one-load", fakeReport(map[string]float64{report.DefaultSetup: 1}, []float64{0.8}, false), 0, "", []string{"**Valid**", "## 80% of capacity"}},
+		{"one-value", oneValue, 0, "", []string{"| " + report.DefaultSetup + " | 5 [5, 5] |"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			tc.rep.Name = tc.name
-			if err := writeCompare(dir, tc.rep); err != nil {
+			if err := report.Write(dir, tc.rep); err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range compareFiles(tc.name) {
@@ -131,8 +117,8 @@ func TestWriteCompareEmptyVoidAndSmall(t *testing.T) {
 					t.Errorf("latest/%s: %v", f, err)
 				}
 			}
-			if len(tc.rep.plotNotes) != tc.notes {
-				t.Errorf("plot notes %v, want %d", tc.rep.plotNotes, tc.notes)
+			if len(tc.rep.PlotNotes) != tc.notes {
+				t.Errorf("plot notes %v, want %d", tc.rep.PlotNotes, tc.notes)
 			}
 			md, err := os.ReadFile(filepath.Join(dir, "latest", "report-"+tc.name+".md"))
 			if err != nil {
@@ -143,70 +129,17 @@ func TestWriteCompareEmptyVoidAndSmall(t *testing.T) {
 					t.Errorf("report lacks %q", want)
 				}
 			}
-			err = tc.rep.voidError("r.md")
+			err = tc.rep.VoidError("r.md")
 			switch {
 			case tc.voidWant == "" && err != nil:
 				t.Errorf("valid comparison: %v", err)
-			case tc.voidWant != "" && (!errors.Is(err, ErrVoid) || !strings.Contains(err.Error(), tc.voidWant) || !strings.HasSuffix(err.Error(), "report: r.md")):
-				t.Errorf("void error %v, want ErrVoid naming %q and the report", err, tc.voidWant)
+			case tc.voidWant != "" && (!errors.Is(err, report.ErrVoid) || !strings.Contains(err.Error(), tc.voidWant) || !strings.HasSuffix(err.Error(), "report: r.md")):
+				t.Errorf("void error %v, want report.ErrVoid naming %q and the report", err, tc.voidWant)
 			}
 			if err != nil && strings.Contains(err.Error(), "\n") {
 				t.Errorf("void error is not one line: %q", err)
 			}
 		})
-	}
-}
-
-func TestPlotsWithoutData(t *testing.T) {
-	dir := t.TempDir()
-	failed := &Run{Summary: stats.Summary{Setup: "s"}, results: []loadgen.Result{{Status: 503}, {Err: "cut", Cut: true}}}
-	one := &Run{Summary: stats.Summary{Setup: "s", Load: 0.8}, results: []loadgen.Result{{Status: 200, TTFT: time.Millisecond, Latency: time.Millisecond}}}
-	ttft := func(r loadgen.Result) (time.Duration, bool) { return r.TTFT, r.OK() }
-	for _, tc := range []struct {
-		name     string
-		draw     func(path string) (string, error)
-		wantNote bool
-	}{
-		{"cdf-none", func(p string) (string, error) { return cdfPlot(p, "t", "x", nil, [2]int{0, 0}, ttft) }, true},
-		{"cdf-failed", func(p string) (string, error) { return cdfPlot(p, "t", "x", []*Run{failed}, [2]int{0, 2}, ttft) }, true},
-		{"cdf-one-point", func(p string) (string, error) { return cdfPlot(p, "t", "x", []*Run{one}, [2]int{0, 1}, ttft) }, false},
-		{"cdf-window-past-results", func(p string) (string, error) { return cdfPlot(p, "t", "x", []*Run{one}, [2]int{5, 9}, ttft) }, false},
-		{"load-empty", func(p string) (string, error) { return loadPlot(p, &Report{}) }, true},
-		{"load-one-point", func(p string) (string, error) {
-			return loadPlot(p, &Report{Runs: []*Run{one}, Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}, TTFT: [3]stats.Estimate{{}, {}, {Value: 40}}}}})
-		}, false},
-		{"load-zero", func(p string) (string, error) {
-			return loadPlot(p, &Report{Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}})
-		}, false},
-		{"hit-empty", func(p string) (string, error) { return hitPlot(p, &Report{}, 0.8) }, true},
-		{"hit-zero", func(p string) (string, error) {
-			return hitPlot(p, &Report{Stats: []stats.Stats{{Setup: "s", Load: 0.8, Seeds: []uint64{1}}}}, 0.8)
-		}, false},
-		{"inflight-none", func(p string) (string, error) { return inflightPlot(p, nil, nil) }, true},
-		{"inflight-no-samples", func(p string) (string, error) { return inflightPlot(p, []fleet.GPU{{ID: "g"}}, []*Run{failed}) }, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(dir, tc.name+".png")
-			note, err := tc.draw(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if (note != "") != tc.wantNote {
-				t.Errorf("note %q, want one: %v", note, tc.wantNote)
-			}
-			if st, err := os.Stat(path); err != nil || st.Size() == 0 {
-				t.Errorf("no plot written: %v", err)
-			}
-		})
-	}
-}
-
-func TestMarkdownOfEmptyReport(t *testing.T) {
-	var b bytes.Buffer
-	(&Report{}).Markdown(&b)
-	(&Report{Capacity: Capacity{Setup: "given (--capacity)", Probes: []Probe{{Rate: 1}}}}).Markdown(&b)
-	if !strings.Contains(b.String(), "## Runs") {
-		t.Errorf("markdown:\n%s", b.String())
 	}
 }
 
@@ -231,7 +164,7 @@ func TestMachineBudget(t *testing.T) {
 	if full.FitScale != 0 || !strings.Contains(full.Warning(o.TimeScale), "already busy") {
 		t.Errorf("busy machine: %+v %q", full, full.Warning(o.TimeScale))
 	}
-	var none *Budget
+	var none *report.Budget
 	if none.Warning(1) != "" {
 		t.Error("no budget warns")
 	}

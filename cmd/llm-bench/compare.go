@@ -12,6 +12,7 @@ import (
 	"github.com/llm-router/llm-router/benchmark/compare"
 	"github.com/llm-router/llm-router/benchmark/fleet"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 )
 
 // parseFloats reads "0.6,0.8,0.95".
@@ -173,11 +174,11 @@ func compareCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	o.Command = "llm-bench compare " + strings.Join(args, " ")
 	o.Progress, o.Log = stderr, stderr
 	rep, err := compare.Compare(ctx, o)
-	if err != nil && !errors.Is(err, compare.ErrVoid) {
+	if err != nil && !errors.Is(err, report.ErrVoid) {
 		return err
 	}
 	// A void comparison still prints its whole report, then fails with
 	// the cause and the option that fixes it.
-	rep.Markdown(stdout)
+	report.WriteMarkdown(stdout, rep)
 	return err
 }

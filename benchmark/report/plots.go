@@ -1,4 +1,4 @@
-package compare
+package report
 
 import (
 	"fmt"
@@ -23,18 +23,18 @@ import (
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
-// writePlots draws the comparison's figures into dir under names: the
+// WritePlots draws the comparison's figures into dir under names: the
 // TTFT and E2E CDFs, p99 TTFT against load, hit rate per setup and the
 // in-flight requests per GPU. The latency plots read the runs the tables
 // pool (no overloaded seed). A plot with no valid data is still written,
 // as a panel saying why, so that latest/ never keeps an earlier
-// comparison's plot under its name; rep.plotNotes records why for the
+// comparison's plot under its name; rep.PlotNotes records why for the
 // report.
-func writePlots(dir string, rep *Report, mainLoad float64, names []string) error {
-	rep.plotNotes = map[string]string{}
+func WritePlots(dir string, rep *Report, mainLoad float64, names []string) error {
+	rep.PlotNotes = map[string]string{}
 	note := func(name, why string, err error) error {
 		if why != "" {
-			rep.plotNotes[name] = why
+			rep.PlotNotes[name] = why
 		}
 		return err
 	}
@@ -42,7 +42,7 @@ func writePlots(dir string, rep *Report, mainLoad float64, names []string) error
 	load := mainLoad
 	if len(main) > 0 {
 		load = main[0].Summary.Load
-	} else if l, ok := closestLoad(rep.Loads, mainLoad); ok {
+	} else if l, ok := ClosestLoad(rep.Loads, mainLoad); ok {
 		load = l
 	}
 	title := fmt.Sprintf("%s, %.0f%% of capacity, seeds pooled", rep.Name, 100*load)
@@ -80,7 +80,7 @@ func writePlots(dir string, rep *Report, mainLoad float64, names []string) error
 func pooledRuns(rep *Report) []*Run {
 	var out []*Run
 	for _, r := range rep.Runs {
-		if !slices.Contains(rep.Overload, overloadKey(r.Summary.Load, r.Seed)) {
+		if !slices.Contains(rep.Overload, OverloadKey(r.Summary.Load, r.Seed)) {
 			out = append(out, r)
 		}
 	}
@@ -200,7 +200,7 @@ func cdfPlot(path, title, xlabel string, runs []*Run, win [2]int, pick func(load
 			setups = append(setups, name)
 			pooled[name] = nil
 		}
-		rs := r.results
+		rs := r.Results
 		if win[0] < win[1] && win[1] <= len(rs) {
 			rs = rs[win[0]:win[1]]
 		}

@@ -1,4 +1,4 @@
-package compare
+package report
 
 import (
 	"encoding/csv"
@@ -16,10 +16,10 @@ import (
 	"github.com/llm-router/llm-router/benchmark/stats"
 )
 
-// writeCompare writes the comparison's JSON, CSVs, plots and report into
+// Write writes the comparison's JSON, CSVs, plots and report into
 // a run folder and publishes them to latest/, every file named after the
 // comparison (compare-<name>.json, report-<name>.md, ...).
-func writeCompare(results string, rep *Report) error {
+func Write(results string, rep *Report) error {
 	dir, err := record.Folder(results, "compare-"+rep.Name, rep.Started)
 	if err != nil {
 		return err
@@ -35,7 +35,7 @@ func writeCompare(results string, rep *Report) error {
 	if err := record.WriteFile(filepath.Join(dir, n("requests", ".csv")), func(w io.Writer) error { return requestsCSV(w, rep) }); err != nil {
 		return err
 	}
-	if err := writePlots(dir, rep, 0.8, files[3:]); err != nil {
+	if err := WritePlots(dir, rep, 0.8, files[3:]); err != nil {
 		return fmt.Errorf("plots: %w", err)
 	}
 	if err := record.WriteFile(filepath.Join(dir, files[2]), func(w io.Writer) error { rep.markdown(w, files[3:]); return nil }); err != nil {
@@ -74,7 +74,7 @@ func requestsCSV(w io.Writer, rep *Report) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"setup", "load", "seed", "index", "measured", "start_ms", "ttft_ms", "e2e_ms", "tokens", "status", "worker", "cut", "error", "itl_p99_ms", "good"})
 	for _, r := range rep.Runs {
-		for i, res := range r.results {
+		for i, res := range r.Results {
 			m := i >= rep.Measured[0] && i < rep.Measured[1]
 			itlP99 := "" // no gaps: under two tokens, or not streamed
 			if len(res.ITLs) > 0 {
@@ -92,8 +92,8 @@ func requestsCSV(w io.Writer, rep *Report) error {
 	return cw.Error()
 }
 
-// Markdown writes the report with the default plot names.
-func (r *Report) Markdown(w io.Writer) {
+// WriteMarkdown writes r's report with the default plot names.
+func WriteMarkdown(w io.Writer, r *Report) {
 	n := func(base string) string { return base + "-" + r.Name + ".png" }
 	r.markdown(w, []string{n("ttft-cdf"), n("e2e-cdf"), n("ttft-p99-vs-load"), n("hit-rate"), n("inflight")})
 }
@@ -113,14 +113,14 @@ func (r *Report) markdown(w io.Writer, plots []string) {
 	fmt.Fprintf(w, "- **Time scale**: %g (times are GPU time)\n", r.TimeScale)
 	lo, hi := blockRange(r.Stats)
 	fmt.Fprintf(w, "- **Intervals**: [lo, hi] is a 95%% two-level bootstrap interval (%d replicates, each drawing the seeds with replacement, so that the spread between runs is in it, then rebuilding each drawn seed's measured requests from blocks of consecutive ones, since neighbours in time share a queue; ratios pair the seed draws; each seed's block length chosen from its own autocorrelation by the Politis–White rule: %d to %d requests in this run); the per-seed values and blocks are in compare-%s.json\n", stats.Replicates, lo, hi, r.Name)
-	if err := r.voidError(""); err != nil && len(r.Runs) > 0 {
+	if err := r.VoidError(""); err != nil && len(r.Runs) > 0 {
 		fmt.Fprintf(w, "\n> **VOID comparison**: every run was void, so nothing below measures the configurations. %s.\n", strings.TrimPrefix(err.Error(), ErrVoid.Error()+": "))
 	}
 	if len(r.Void) > 0 {
 		fmt.Fprintf(w, "\n> **VOID**: %d run(s) void: %s. Why a run is void: machine busy (over %.0f%% of the machine's cores busy, with anything), host slow (the host-speed probe over %.0f%% slower through every attempt), sender late (a request sent over %v after its arrival time), overload (no configuration kept up with that load and seed). Overloaded runs are left out of the tables and aims; the others are counted, and their latency differences may be the machine's, not the configurations'. Every run's own figures are in the Runs table.\n",
-			len(r.Void), strings.Join(r.Void, "; "), 100*saturationShare, 100*(host.SlowLimit-1), senderLagLimit)
+			len(r.Void), strings.Join(r.Void, "; "), 100*SaturationShare, 100*(host.SlowLimit-1), senderLagLimit)
 	} else {
-		fmt.Fprintf(w, "\n**Valid**: no run was void: the machine stayed below %.0f%% of its cores busy, the host at speed and the sender on time in every run (see the Runs and CPU tables).\n", 100*saturationShare)
+		fmt.Fprintf(w, "\n**Valid**: no run was void: the machine stayed below %.0f%% of its cores busy, the host at speed and the sender on time in every run (see the Runs and CPU tables).\n", 100*SaturationShare)
 	}
 	if warn := r.Budget.Warning(r.TimeScale); warn != "" {
 		fmt.Fprintf(w, "\n> **Machine budget**, judged before the runs: %s.\n", warn)
@@ -131,7 +131,7 @@ func (r *Report) markdown(w io.Writer, plots []string) {
 	}
 	var slow []string
 	for _, run := range r.Runs {
-		if run.hostSlow() {
+		if run.HostSlow() {
 			slow = append(slow, fmt.Sprintf("%.0f%% seed %d %s", 100*run.Summary.Load, run.Seed, run.Summary.Setup))
 		}
 	}
@@ -167,20 +167,20 @@ func (r *Report) markdown(w io.Writer, plots []string) {
 		statsTables(w, st)
 	}
 	if len(r.Aims) == 0 {
-		fmt.Fprintf(w, "\n## Aims\n\nNot judged: the default strategy (%s) has no figures at the load they are judged at.\n", defaultSetup)
+		fmt.Fprintf(w, "\n## Aims\n\nNot judged: the default strategy (%s) has no figures at the load they are judged at.\n", DefaultSetup)
 	} else {
 		fmt.Fprintf(w, "\n## Aims\n\nJudged by the interval: met when all of it is on the target's side, missed when all of it is on the other, not settled otherwise.\n\n")
 		fmt.Fprintln(w, "| aim | load | value [95% interval] | target | verdict | values |")
 		fmt.Fprintln(w, "|---|---|---|---|---|---|")
 		for _, a := range r.Aims {
-			fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | **%s** | %s |\n", a.Name, 100*a.Load, fmtEst(a.Ratio, ""), a.Target, a.Verdict, a.Detail)
+			fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | **%s** | %s |\n", a.Name, 100*a.Load, FmtEst(a.Ratio, ""), a.Target, a.Verdict, a.Detail)
 		}
 	}
 	r.runsTable(w)
 	r.cpuTable(w)
 	fmt.Fprintf(w, "\n## Plots\n\n")
 	for _, p := range plots {
-		if why := r.plotNotes[p]; why != "" {
+		if why := r.PlotNotes[p]; why != "" {
 			fmt.Fprintf(w, "%s: %s.\n\n", p, why)
 		}
 		fmt.Fprintf(w, "![%s](%s)\n\n", strings.TrimSuffix(p, ".png"), p)
@@ -199,12 +199,12 @@ func (r *Report) fleetSection(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %.2f | %d | %.0f%% | %s |\n", g.ID, g.Profile, g.SaturationRate, g.Cap, 100*g.CapLoad, g.CapHeld)
 	}
 	fmt.Fprintf(w, "\nCap rule (gpusim alone, virtual time, one fixed sample of the trace, seed %d, whatever the seeds compared): each GPU is sized at %.0f%% of its saturation rate, or at a lower share (in steps of %.0f points, down to %.0f%%) where fewer than %.0f%% of its requests would keep their p99 inter-token gap within %v (\"sized at\"; no bound when it is 0); its cap is the 99th percentile, weighted by time, of the requests it holds there when it was sized at %.0f%%, room for bursts, or their mean (Little's law) when the SLO lowered its load or the run asked for means (\"requests held there\"). The peers' emulations run uncapped.\n",
-		sizingSeed, 100*capLoad, 100*capLoadStep, 100*capLoadMin, 100*capGoodShare, r.CapITL, 100*capLoad)
+		SizingSeed, 100*CapLoad, 100*CapLoadStep, 100*CapLoadMin, 100*CapGoodShare, r.CapITL, 100*CapLoad)
 }
 
 func (r *Report) capacitySection(w io.Writer) {
 	c := r.Capacity
-	if c.Setup == estimateSetup {
+	if c.Setup == EstimateSetup {
 		fmt.Fprintf(w, "\n## Capacity\n\nEach seed's capacity is its fleet estimate: the sum of every GPU's saturation rate alone on the seed's requests (the highest rate keeping the median TTFT ≤ 2 s, gpusim in virtual time), what a perfect balancer would sustain. It is deterministic, so repeated comparisons offer the same rates; `--probe-capacity` measures it through real runs instead. %s.\n", seedRates(r.Seeds, r.SeedCapacity))
 		return
 	}
@@ -218,7 +218,7 @@ func (r *Report) capacitySection(w io.Writer) {
 		fmt.Fprintln(w, "| probe rate req/s | median TTFT ms | sustainable | machine saturated |")
 		fmt.Fprintln(w, "|---|---|---|---|")
 		for _, p := range c.Probes {
-			fmt.Fprintf(w, "| %.2f | %.0f | %s | %s |\n", p.Rate, p.TTFTP50, yesNo(p.Sustainable), yesNo(p.Saturated))
+			fmt.Fprintf(w, "| %.2f | %.0f | %s | %s |\n", p.Rate, p.TTFTP50, YesNo(p.Sustainable), YesNo(p.Saturated))
 		}
 	}
 	fmt.Fprintf(w, "\nEach other seed's capacity is this one times the ratio of the seeds' fleet estimates (the sum of every GPU's saturation rate alone on the seed's requests, gpusim in virtual time): %s.\n", seedRates(r.Seeds, r.SeedCapacity))
@@ -233,7 +233,7 @@ func statsTables(w io.Writer, st []stats.Stats) {
 		fmt.Fprintf(w, "| %s |", s.Setup)
 		for _, e := range [][3]stats.Estimate{s.TTFT, s.E2E, s.ITL} {
 			for _, x := range e {
-				fmt.Fprintf(w, " %s |", msCell(x))
+				fmt.Fprintf(w, " %s |", MsCell(x))
 			}
 		}
 		fmt.Fprintln(w)
@@ -257,7 +257,8 @@ func statsTables(w io.Writer, st []stats.Stats) {
 	fmt.Fprintln(w, "\ntok/s: each request's decode rate after its first token; p5 / p50 is the predictability figure (1 is perfectly steady). good: share of measured requests within both SLOs. completed req/s: mean over seeds. prefix hit rate: gpusim's counters over each run, mean [min, max] over seeds. A setup whose errors exceed the fewest by more than its interval is marked: it may win on latency by rejecting work.")
 }
 
-func msCell(e stats.Estimate) string { return fmt.Sprintf("%.0f [%.0f, %.0f]", e.Value, e.Lo, e.Hi) }
+// MsCell renders a milliseconds estimate as a table cell: "v [lo, hi]".
+func MsCell(e stats.Estimate) string { return fmt.Sprintf("%.0f [%.0f, %.0f]", e.Value, e.Lo, e.Hi) }
 
 func pctCell(e stats.Estimate) string {
 	return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*e.Value, 100*e.Lo, 100*e.Hi)
@@ -312,7 +313,7 @@ func (r *Report) runsTable(w io.Writer) {
 		if len(run.Void) > 0 {
 			void = "**VOID**: " + strings.Join(run.Void, ", ")
 		}
-		fmt.Fprintf(w, "| %s | %.2f | %s | %s | %s | %.1f%% | %d | %d | %.1f%% | %.0f | %s |\n", runLabel(run), s.Rate,
+		fmt.Fprintf(w, "| %s | %.2f | %s | %s | %s | %.1f%% | %d | %d | %.1f%% | %.0f | %s |\n", RunLabel(run), s.Rate,
 			cell("ttft_p50_ms", s.TTFTP50), cell("ttft_p99_ms", s.TTFTP99), cell("e2e_p99_ms", s.E2EP99), 100*s.GoodFraction, s.Errors, s.Unfinished, 100*run.HitRate, run.SenderLagMs, void)
 	}
 }
@@ -352,11 +353,12 @@ func (r *Report) cpuTable(w io.Writer) {
 			}
 			fmt.Fprint(w, cell)
 		}
-		fmt.Fprintf(w, " %.2f | %.2f / %d | %s | %s |\n", run.Cores, run.MachineCores, run.MachineCPUs, yesNo(run.Saturated), hostCell(run))
+		fmt.Fprintf(w, " %.2f | %.2f / %d | %s | %s |\n", run.Cores, run.MachineCores, run.MachineCPUs, YesNo(run.Saturated), hostCell(run))
 	}
 }
 
-func yesNo(b bool) string {
+// YesNo renders b as a table cell.
+func YesNo(b bool) string {
 	if b {
 		return "yes"
 	}

@@ -1,4 +1,4 @@
-package compare
+package report
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // A run is void when its figures may describe something other than the
 // configuration's scheduling. The reasons, each with its rule:
 //
-//   - machine busy: over saturationShare of the machine's cores were busy
+//   - machine busy: over SaturationShare of the machine's cores were busy
 //     (with anything) during the run, so the proxies or the clients may
 //     have waited for a core;
 //   - host slow: the host-speed probe (host.Probe) read the host over
@@ -32,7 +32,7 @@ import (
 // A comparison whose every run is void measured nothing: Compare still
 // writes the whole report, and returns ErrVoid with the cause and the knob.
 const (
-	voidMachineBusy = "machine busy"
+	VoidMachineBusy = "machine busy"
 	voidHostSlow    = "host slow"
 	voidSenderLate  = "sender late"
 	voidOverload    = "overload"
@@ -48,22 +48,22 @@ const senderLagLimit = 100 * time.Millisecond
 // it.
 var ErrVoid = errors.New("comparison void")
 
-// voidReasons lists why run is void, each reason with its figure; none
+// VoidReasons lists why run is void, each reason with its figure; none
 // when it is valid. overload is the comparison's overloaded (load, seed)
 // pairs.
-func (r *Run) voidReasons(overload []string) []string {
+func (r *Run) VoidReasons(overload []string) []string {
 	var why []string
 	if r.Saturated {
-		why = append(why, fmt.Sprintf("%s (%.2f of %d cores)", voidMachineBusy, r.MachineCores, r.MachineCPUs))
+		why = append(why, fmt.Sprintf("%s (%.2f of %d cores)", VoidMachineBusy, r.MachineCores, r.MachineCPUs))
 	}
-	if r.hostSlow() {
+	if r.HostSlow() {
 		why = append(why, fmt.Sprintf("%s (%.2fx)", voidHostSlow, r.HostSlowdown))
 	}
 	if stats.MsDuration(r.SenderLagMs) > senderLagLimit {
 		why = append(why, fmt.Sprintf("%s (%.0f ms)", voidSenderLate, r.SenderLagMs))
 	}
 	for _, o := range overload {
-		if o == overloadKey(r.Summary.Load, r.Seed) {
+		if o == OverloadKey(r.Summary.Load, r.Seed) {
 			why = append(why, voidOverload)
 			break
 		}
@@ -71,26 +71,26 @@ func (r *Run) voidReasons(overload []string) []string {
 	return why
 }
 
-// runLabel names a run as the log and the report do.
-func runLabel(r *Run) string {
+// RunLabel names a run as the log and the report do.
+func RunLabel(r *Run) string {
 	return fmt.Sprintf("%.0f%% seed %d %s", 100*r.Summary.Load, r.Seed, r.Summary.Setup)
 }
 
-// markVoid fills every run's Void and the report's Void list (after the
+// MarkVoid fills every run's Void and the report's Void list (after the
 // capacity probes' entries, which are already there).
-func (rep *Report) markVoid() {
+func (rep *Report) MarkVoid() {
 	for _, run := range rep.Runs {
-		run.Void = run.voidReasons(rep.Overload)
+		run.Void = run.VoidReasons(rep.Overload)
 		if len(run.Void) > 0 {
-			rep.Void = append(rep.Void, runLabel(run)+": "+strings.Join(run.Void, ", "))
+			rep.Void = append(rep.Void, RunLabel(run)+": "+strings.Join(run.Void, ", "))
 		}
 	}
 }
 
-// voidError is ErrVoid with its cause and knob when every run of the
+// VoidError is ErrVoid with its cause and knob when every run of the
 // comparison was void (or there was none), nil otherwise. report is where
 // the report was written ("" when it was not).
-func (rep *Report) voidError(report string) error {
+func (rep *Report) VoidError(report string) error {
 	counts := map[string]int{}
 	for _, run := range rep.Runs {
 		if len(run.Void) == 0 {
@@ -103,12 +103,12 @@ func (rep *Report) voidError(report string) error {
 	}
 	n := len(rep.Runs)
 	var msg string
-	switch machine := counts[voidMachineBusy] + counts[voidHostSlow] + counts[voidSenderLate]; {
+	switch machine := counts[VoidMachineBusy] + counts[voidHostSlow] + counts[voidSenderLate]; {
 	case n == 0:
 		msg = "no run was made"
 	case machine > 0:
 		var parts []string
-		for _, k := range []string{voidMachineBusy, voidHostSlow, voidSenderLate, voidOverload} {
+		for _, k := range []string{VoidMachineBusy, voidHostSlow, voidSenderLate, voidOverload} {
 			if counts[k] > 0 {
 				parts = append(parts, fmt.Sprintf("%s in %d", k, counts[k]))
 			}
@@ -118,8 +118,8 @@ func (rep *Report) voidError(report string) error {
 	default:
 		msg = fmt.Sprintf("%s void (overload in %d): no configuration kept up with the offered rate at any load and seed; lower --loads or give a --capacity below %.2f req/s",
 			allRuns(n), counts[voidOverload], rep.Capacity.Rate)
-		if rep.TimeScale < shortTimeScale {
-			msg += fmt.Sprintf(", or raise --time-scale to %g or more (below it the host may slow the simulated GPUs)", shortTimeScale)
+		if rep.TimeScale < ShortTimeScale {
+			msg += fmt.Sprintf(", or raise --time-scale to %g or more (below it the host may slow the simulated GPUs)", ShortTimeScale)
 		}
 	}
 	if report != "" {
@@ -138,7 +138,7 @@ func allRuns(n int) string {
 // busyBefore is " (N cores of M busy before the first run)" when other
 // work already held the machine near its void line, "" otherwise.
 func busyBefore(rep *Report) string {
-	if b := rep.Budget; b != nil && b.Have <= stackCores {
+	if b := rep.Budget; b != nil && b.Have <= StackCores {
 		return fmt.Sprintf(" (%.2f of %d cores busy before the first run)", b.IdleBusy, runtime.NumCPU())
 	}
 	return ""
@@ -163,13 +163,13 @@ func fitScaleHint(rep *Report) string {
 // alone about 0.2 cores and 0.3 ms. The heaviest is the budget, since one
 // void run voids its seed's comparison.
 const (
-	stackCores    = 0.45
-	cpuPerRequest = 1500 * time.Microsecond
+	StackCores    = 0.45
+	CPUPerRequest = 1500 * time.Microsecond
 )
 
-// shortTimeScale is the presets' time scale in their short version, the
+// ShortTimeScale is the presets' time scale in their short version, the
 // smallest the simulated GPUs were calibrated against.
-const shortTimeScale = 0.15
+const ShortTimeScale = 0.15
 
 // Budget is the machine's CPU budget against the busiest run a comparison
 // will offer, computed before the runs start.
@@ -177,9 +177,9 @@ type Budget struct {
 	// WallRate is the busiest run's offered rate in requests a second of
 	// wall time: its load times its seed's capacity, over the time scale.
 	WallRate float64 `json:"wall_rate"`
-	// Need is the cores the stack is expected to use then (stackCores and
-	// cpuPerRequest); Have is what the machine gives before a run is
-	// void: saturationShare of its cores less what was busy before the
+	// Need is the cores the stack is expected to use then (StackCores and
+	// CPUPerRequest); Have is what the machine gives before a run is
+	// void: SaturationShare of its cores less what was busy before the
 	// first run (IdleBusy).
 	Need     float64 `json:"cores_needed"`
 	Have     float64 `json:"cores_available"`
@@ -187,24 +187,6 @@ type Budget struct {
 	// FitScale is the smallest time scale at which the busiest run fits
 	// (0: none fits, the machine is busy already).
 	FitScale float64 `json:"fit_time_scale"`
-}
-
-// machineBudget is the budget of o's busiest run on the host, idleBusy
-// cores being busy before the first run.
-func machineBudget(o Options, seedCapacity map[uint64]float64, idleBusy float64) *Budget {
-	peak := 0.0
-	for _, load := range o.Loads {
-		for _, seed := range o.Seeds {
-			peak = max(peak, load*seedCapacity[seed])
-		}
-	}
-	b := &Budget{WallRate: peak / o.TimeScale, IdleBusy: idleBusy}
-	b.Need = stackCores + b.WallRate*cpuPerRequest.Seconds()
-	b.Have = saturationShare*float64(runtime.NumCPU()) - idleBusy
-	if room := b.Have - stackCores; room > 0 {
-		b.FitScale = peak * cpuPerRequest.Seconds() / room
-	}
-	return b
 }
 
 // Warning is a sentence for the log and the report when the busiest run
@@ -219,37 +201,4 @@ func (b *Budget) Warning(timeScale float64) string {
 	}
 	return fmt.Sprintf("the busiest run offers %.0f requests a second of wall time at time scale %g; the stack needs about %.2f cores for it, and the host gives %.2f before a run is void (%.2f busy before the first run): expect void runs; %s",
 		b.WallRate, timeScale, b.Need, max(b.Have, 0), b.IdleBusy, fix)
-}
-
-// unroutedShare is the share of a run's successful requests that may name
-// no worker before the run counts as degraded (a few may lose the header
-// to a retry's race; a router that fails open loses it on all).
-const unroutedShare = 0.01
-
-// degradedRouting says how a run did not schedule the whole fleet, ""
-// when it did: successful requests that name no worker (x-routed-node
-// absent: the router did not answer them, so Envoy's fail-open path
-// routed them), or GPUs that served no request at all. At the loads
-// compared every GPU serves some requests under any configuration that
-// sees the whole fleet; one that serves none points at workers the
-// configuration never considered (not scraped, not healthy, or starved).
-func degradedRouting(s stats.Summary, gpus []string) string {
-	var why []string
-	named := 0
-	for _, n := range s.PerWorker {
-		named += n
-	}
-	if un := s.OK - named; s.OK > 0 && float64(un) > unroutedShare*float64(s.OK) {
-		why = append(why, fmt.Sprintf("%d of %d successful requests name no worker", un, s.OK))
-	}
-	var idle []string
-	for _, g := range gpus {
-		if s.PerWorker[g] == 0 {
-			idle = append(idle, g)
-		}
-	}
-	if len(idle) > 0 && named > 0 {
-		why = append(why, "no request served by "+strings.Join(idle, ", "))
-	}
-	return strings.Join(why, "; ")
 }
