@@ -45,17 +45,18 @@ type Report struct {
 	Ceilings *Ceilings `json:"prefix_ceilings,omitempty"`
 	Aims     []Aim     `json:"aims"`
 	// Overload lists the (load, seed) pairs at which no configuration
-	// kept up with the offered rate (overloaded): named, and left out of
-	// Stats.
+	// kept up with the offered rate (compare's overloaded): named, and
+	// left out of Stats.
 	Overload []string `json:"overload,omitempty"`
 	// Void lists the void runs (saturated capacity probes, then every
 	// comparison run with a Run.Void reason), each with why.
 	Void []string `json:"void,omitempty"`
 	// Budget is the machine's CPU budget against the busiest run, judged
-	// before the runs (machineBudget).
+	// before the runs (compare's machineBudget).
 	Budget *Budget `json:"machine_budget,omitempty"`
 	// Degraded lists the runs that did not schedule the whole fleet
-	// (degradedRouting), with why: they count in the tables, named.
+	// (compare's degradedRouting), with why: they count in the tables,
+	// named.
 	Degraded []string `json:"degraded,omitempty"`
 	// HostRef is the host-speed probe's time before the first run, µs.
 	HostRef float64  `json:"host_probe_us"`
@@ -86,7 +87,7 @@ type Run struct {
 	// HostSlowdown is the host-speed probe's time during the run over its
 	// time before the first run (host.Probe): 1 is as fast, 1.2 a fifth
 	// slower; 0 when not measured. HostAttempts lists every attempt's
-	// slowdown when the run was repeated on a slow host (runSteady).
+	// slowdown when the run was repeated on a slow host (compare's runSteady).
 	HostSlowdown float64   `json:"host_slowdown"`
 	HostAttempts []float64 `json:"host_attempts,omitempty"`
 	WallSeconds  float64   `json:"wall_seconds"`

@@ -18,19 +18,20 @@ import (
 //     have waited for a core;
 //   - host slow: the host-speed probe (host.Probe) read the host over
 //     host.SlowLimit slower than before the first run through every
-//     attempt (runSteady);
+//     attempt (compare's runSteady);
 //   - sender late: the load generator sent a request over senderLagLimit
 //     after its arrival time, so it was starved of CPU and the loop was not
 //     open;
 //   - overload: no configuration kept up with the arrivals of the run's
-//     load and seed (overloaded).
+//     load and seed (compare's overloaded).
 //
 // Void runs stay in the report with their own figures, marked. Overloaded
 // ones are left out of the tables and aims (their figures describe the
 // overload); the others stay in the tables, named in the report's header,
 // as the machine's share of a difference cannot be taken out of them.
-// A comparison whose every run is void measured nothing: Compare still
-// writes the whole report, and returns ErrVoid with the cause and the knob.
+// A comparison whose every run is void measured nothing: compare.Compare
+// still writes the whole report, and returns ErrVoid with the cause and
+// the knob.
 const (
 	VoidMachineBusy = "machine busy"
 	voidHostSlow    = "host slow"
@@ -43,9 +44,9 @@ const (
 // bench runs were at most 32 ms late, most under 5.
 const senderLagLimit = 100 * time.Millisecond
 
-// ErrVoid is what Compare returns, beside its complete report, when every
-// run was void; the error's text names the cause and the option that fixes
-// it.
+// ErrVoid is what compare.Compare returns, beside its complete report,
+// when every run was void; the error's text names the cause and the
+// option that fixes it.
 var ErrVoid = errors.New("comparison void")
 
 // VoidReasons lists why run is void, each reason with its figure; none
