@@ -119,6 +119,14 @@ type Scheduler struct {
 	firstSeen map[string]time.Time // when each worker first appeared; nil until the first snapshot
 }
 
+// Defaults of the scheduler's settings: the config's refresh_interval and
+// ema_alpha defaults read them, and New falls back to them for callers
+// that set none, so each default is written once.
+const (
+	DefaultRefreshInterval = 100 * time.Millisecond
+	DefaultEMAAlpha        = 0.2
+)
+
 // New builds a scheduler; call Refresh (or Run) before Admit.
 func New(store Store, opts Options) (*Scheduler, error) {
 	strategy, err := newStrategy(opts.Strategy, opts.Params)
@@ -138,10 +146,10 @@ func New(store Store, opts Options) (*Scheduler, error) {
 		opts.Lease = state.DefaultLease
 	}
 	if opts.RefreshInterval <= 0 {
-		opts.RefreshInterval = 100 * time.Millisecond
+		opts.RefreshInterval = DefaultRefreshInterval
 	}
 	if opts.EMAAlpha <= 0 {
-		opts.EMAAlpha = 0.2
+		opts.EMAAlpha = DefaultEMAAlpha
 	}
 	if opts.Queue.MaxSize > 0 {
 		// No fallback here: the defaults live in the config (one place).

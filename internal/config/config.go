@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 )
@@ -364,10 +365,10 @@ func Default() Config {
 		MaxBodyBytes:          4 << 20,
 		ShutdownGrace:         Duration(30 * time.Second),
 		ShutdownDelay:         Duration(time.Second),
-		EMAAlpha:              0.2,
+		EMAAlpha:              scheduler.DefaultEMAAlpha,
 		DecisionLogSize:       10000,
 		DecisionLogCandidates: 8,
-		RefreshInterval:       Duration(100 * time.Millisecond),
+		RefreshInterval:       Duration(scheduler.DefaultRefreshInterval),
 		ClaimLease:            Duration(state.DefaultLease),
 		AtomicClaim:           true,
 		Redis:                 Redis{KeyPrefix: "llmr", Timeout: Duration(300 * time.Millisecond), PoolSize: 64},

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -33,10 +34,10 @@ var Keys = slices.Concat([]Key{
 	{Path: "max_body_bytes", Env: "MAX_BODY_BYTES", Default: "4194304", Doc: "largest request body accepted; larger gets 413", apply: setInt64(func(c *Config) *int64 { return &c.MaxBodyBytes })},
 	{Path: "shutdown_grace", Env: "SHUTDOWN_GRACE_SECONDS", Default: "30s", Doc: "how long open ext_proc streams may finish after SIGTERM", apply: setDuration(func(c *Config) *Duration { return &c.ShutdownGrace })},
 	{Path: "shutdown_delay", Env: "SHUTDOWN_DELAY_SECONDS", Default: "1s", Doc: "after SIGTERM, how long to keep serving with health NOT_SERVING before refusing new requests; above the rendered Envoy's detection time (2 failed checks 250ms apart), so that no request meets a replica that refuses it. In Kubernetes, also above the endpoint propagation time", apply: setDuration(func(c *Config) *Duration { return &c.ShutdownDelay })},
-	{Path: "ema_alpha", Env: "EMA_ALPHA", Default: "0.2", Doc: "smoothing of the latency, TTFT and tokens/s moving averages", apply: setFloat(func(c *Config) *float64 { return &c.EMAAlpha })},
+	{Path: "ema_alpha", Env: "EMA_ALPHA", Default: strconv.FormatFloat(scheduler.DefaultEMAAlpha, 'g', -1, 64), Doc: "smoothing of the latency, TTFT and tokens/s moving averages", apply: setFloat(func(c *Config) *float64 { return &c.EMAAlpha })},
 	{Path: "decision_log_size", Env: "DECISION_LOG_SIZE", Default: "10000", Doc: "decisions kept for explain", apply: setInt(func(c *Config) *int { return &c.DecisionLogSize })},
 	{Path: "decision_log_candidates", Env: "DECISION_LOG_CANDIDATES", Default: "8", Doc: "candidates written in each decision's log line, the best by total (explain has them all); 0 writes all", apply: setInt(func(c *Config) *int { return &c.DecisionLogCandidates })},
-	{Path: "refresh_interval", Env: "REFRESH_INTERVAL_SECONDS", Default: "100ms", Doc: "how often the worker snapshot used for scoring is reread (never the in-flight counts, which the claim reads atomically)", apply: setDuration(func(c *Config) *Duration { return &c.RefreshInterval })},
+	{Path: "refresh_interval", Env: "REFRESH_INTERVAL_SECONDS", Default: scheduler.DefaultRefreshInterval.String(), Doc: "how often the worker snapshot used for scoring is reread (never the in-flight counts, which the claim reads atomically)", apply: setDuration(func(c *Config) *Duration { return &c.RefreshInterval })},
 	{Path: "claim_lease", Env: "CLAIM_LEASE_SECONDS", Default: state.DefaultLease.String(), Doc: "lease of each claim, renewed every third of it while the request lives; a dead replica's claims stop counting after it (500ms to 30s)", apply: setDuration(func(c *Config) *Duration { return &c.ClaimLease })},
 	{Path: "atomic_claim", Env: "ATOMIC_CLAIM", Default: "true", Doc: "false claims the worker picked on the cached snapshot without re-reading live counts: the herd race, for the herd benchmark only", apply: setBool(func(c *Config) *bool { return &c.AtomicClaim })},
 	{Path: "telemetry.scrape_interval", Env: "SCRAPE_INTERVAL_SECONDS", Default: "500ms", Doc: "how often each worker's own metrics are read (by one replica at a time)", apply: setDuration(func(c *Config) *Duration { return &c.Telemetry.ScrapeInterval })},
