@@ -2,19 +2,27 @@ package scoring
 
 import "math"
 
-// The live part of a candidate's score is a linear form over figures only
-// the store reads, inside the atomic claim, next to the in-flight count:
-// the prompt's prefix match m (leading blocks of n the worker's index
-// holds), the worker's in-flight prefill p and decode d tokens, and the
-// request's uncached prompt u(m) = max(0, prompt_tokens − BlockTokens·m).
-// The store adds to the curve
+// The live part of a candidate's score is a form over figures only the
+// store reads, inside the atomic claim, next to the in-flight count: the
+// prompt's prefix match m (leading blocks of n the worker's index holds),
+// the worker's in-flight prefill p and decode d tokens, the prefill still
+// ahead of a new request q (the uncached prompt tokens of in-flight
+// requests that have not had their first token), and the request's
+// uncached prompt u(m) = max(0, prompt_tokens − BlockTokens·m). The store
+// adds to the curve
 //
 //	Miss·(1 − trust·m/n) + Prefill·p + Decode·d + Uncached·u(m)
+//	  + Ahead·q + AheadDecode·(q + u(m))·d
 //
 // where the Miss part is 0 when the prompt has no blocks, and m counts as 0
 // when PrefillLimit > 0 and p + u(m) > PrefillLimit (the prefill guard,
-// "sticky until saturated"). LiveScore is the one evaluation of this form;
-// the memory store calls it and claim.lua computes exactly the same.
+// "sticky until saturated"). The last two terms are the latency model's
+// time to first token (scoring/latency: the prefill the request waits for,
+// and how the decodes sharing each step slow it). A candidate whose curve
+// plus live score passes a positive Ceiling is not available: the
+// prediction strategy's TTFT objective. LiveScore is the one evaluation
+// of this form; the memory store calls it and claim.lua computes exactly
+// the same.
 //
 // A live term is a named weight times a unit coefficient vector
 // (LiveTerm); a candidate's LiveWeights hold the sum over its terms (see
@@ -32,6 +40,13 @@ type LiveWeights struct {
 	Prefill  float64 // of each in-flight prefill token
 	Decode   float64 // of each in-flight decode token
 	Uncached float64 // of each of the request's uncached prompt tokens
+	// Ahead is of each prefill token ahead of the request (Live.Ahead);
+	// AheadDecode of each unit of (Live.Ahead + uncached)·Live.Decode.
+	Ahead       float64
+	AheadDecode float64
+	// Ceiling (0: none) is the most the candidate's curve plus live score
+	// may be: past it the claim skips the candidate as if it were full.
+	Ceiling float64
 	// PrefillLimit is the in-flight prefill past which the match counts 0
 	// (0: never).
 	PrefillLimit float64
@@ -45,8 +60,13 @@ type LiveWeights struct {
 
 // On reports whether the claim must read the live figures.
 func (w LiveWeights) On() bool {
-	return w.Miss != 0 || w.Prefill != 0 || w.Decode != 0 || w.Uncached != 0
+	return w.Miss != 0 || w.Prefill != 0 || w.Decode != 0 || w.Uncached != 0 ||
+		w.Ahead != 0 || w.AheadDecode != 0
 }
+
+// Over reports whether total, a candidate's curve plus live score, passes
+// its Ceiling.
+func (w LiveWeights) Over(total float64) bool { return w.Ceiling > 0 && total > w.Ceiling }
 
 // MatchTrust is the factor on the match the Miss part counts: Trust, or 1
 // when it is unset or out of 0..1.
@@ -70,7 +90,9 @@ func LiveScore(w LiveWeights, p Prompt, l Live) float64 {
 	if w.Guarded(p, m, l.Prefill) {
 		m = 0
 	}
-	s := w.Prefill*float64(l.Prefill) + w.Decode*float64(l.Decode) + w.Uncached*float64(p.Uncached(m))
+	u := float64(p.Uncached(m))
+	s := w.Prefill*float64(l.Prefill) + w.Decode*float64(l.Decode) + w.Uncached*u +
+		w.Ahead*float64(l.Ahead) + w.AheadDecode*(float64(l.Ahead)+u)*float64(l.Decode)
 	if n := len(p.Blocks); n > 0 {
 		s += w.Miss * (1 - w.MatchTrust()*float64(m)/float64(n))
 	}
@@ -86,12 +108,15 @@ func LiveScore(w LiveWeights, p Prompt, l Live) float64 {
 // not above the lowest curve plus hi of all: the others can neither win
 // nor tie. The bound holds for non-negative coefficients; with a negative
 // one, lo and hi are infinite and nothing is skipped.
-func LiveBounds(w LiveWeights, p Prompt, full, prefill, decode int) (lo, hi float64) {
-	if w.Miss < 0 || w.Prefill < 0 || w.Decode < 0 || w.Uncached < 0 {
+func LiveBounds(w LiveWeights, p Prompt, full int, l Live) (lo, hi float64) {
+	if w.Miss < 0 || w.Prefill < 0 || w.Decode < 0 || w.Uncached < 0 || w.Ahead < 0 || w.AheadDecode < 0 {
 		return math.Inf(-1), math.Inf(1)
 	}
-	lo = LiveScore(w, p, Live{Match: full, Prefill: prefill, Decode: decode})
-	hi = LiveScore(w, p, Live{Prefill: prefill, Decode: decode})
+	l.Unread = false
+	l.Match = full
+	lo = LiveScore(w, p, l)
+	l.Match = 0
+	hi = LiveScore(w, p, l)
 	return lo, hi
 }
 
@@ -104,11 +129,13 @@ type LiveTerm struct {
 	Name                            string
 	Weight                          float64
 	Miss, Prefill, Decode, Uncached float64
+	Ahead, AheadDecode              float64
 }
 
 // Term evaluates t for the decision log, under w's guard and trust.
 func (t LiveTerm) Term(w LiveWeights, p Prompt, l Live) Term {
-	unit := LiveWeights{Miss: t.Miss, Prefill: t.Prefill, Decode: t.Decode, Uncached: t.Uncached, PrefillLimit: w.PrefillLimit, Trust: w.Trust}
+	unit := LiveWeights{Miss: t.Miss, Prefill: t.Prefill, Decode: t.Decode, Uncached: t.Uncached,
+		Ahead: t.Ahead, AheadDecode: t.AheadDecode, PrefillLimit: w.PrefillLimit, Trust: w.Trust}
 	return Term{Name: t.Name, Weight: t.Weight, Value: LiveScore(unit, p, l)}
 }
 
@@ -120,6 +147,8 @@ func (c *Candidate) AddLive(t LiveTerm) {
 	c.LiveWeights.Prefill += t.Weight * t.Prefill
 	c.LiveWeights.Decode += t.Weight * t.Decode
 	c.LiveWeights.Uncached += t.Weight * t.Uncached
+	c.LiveWeights.Ahead += t.Weight * t.Ahead
+	c.LiveWeights.AheadDecode += t.Weight * t.AheadDecode
 }
 
 // Prompt is what a claim tells the store about the request's prompt: the
@@ -158,6 +187,10 @@ type Live struct {
 	Match   int // leading prompt blocks the worker's index holds
 	Prefill int // in-flight prefill tokens, all replicas
 	Decode  int // in-flight decode tokens, all replicas
+	// Ahead is the in-flight prefill tokens of requests that have not had
+	// their first token (all replicas): the prefill a new request waits
+	// behind. Prefill counts the same tokens until their requests end.
+	Ahead int
 	// Unread: the store did not look the match up, since even a full
 	// match could not have made this candidate win (LiveBounds); Match
 	// is then 0 and the score that of no match: an upper bound.

@@ -110,7 +110,7 @@ func TestLiveBounds(t *testing.T) {
 		p := Prompt{Blocks: make([]uint64, i%40), PromptTokens: i % 900}
 		full := 4 * (len(p.Blocks) / 4)
 		pre, dec := i%700, i%300
-		lo, hi := LiveBounds(w, p, full, pre, dec)
+		lo, hi := LiveBounds(w, p, full, Live{Prefill: pre, Decode: dec})
 		for m := 0; m <= full; m++ {
 			s := LiveScore(w, p, Live{Match: m, Prefill: pre, Decode: dec})
 			if s < lo-1e-9 || s > hi+1e-9 {
@@ -118,7 +118,7 @@ func TestLiveBounds(t *testing.T) {
 			}
 		}
 	}
-	if lo, hi := LiveBounds(LiveWeights{Prefill: -1}, Prompt{}, 0, 0, 0); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
+	if lo, hi := LiveBounds(LiveWeights{Prefill: -1}, Prompt{}, 0, Live{}); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
 		t.Fatalf("a negative coefficient bounds nothing: [%v, %v]", lo, hi)
 	}
 }
@@ -146,5 +146,64 @@ func TestPickLiveAndBreakdownAgree(t *testing.T) {
 		if len(cands[i].Terms) != 0 {
 			t.Fatal("the plan's terms were modified")
 		}
+	}
+}
+
+// TestLiveScoreAhead: the latency model's time to first token as a live
+// form, a0 + a1·(q + u) + a2·d + a3·(q + u)·d, each part by hand.
+func TestLiveScoreAhead(t *testing.T) {
+	const a1, a2, a3 = 2e-4, 1e-5, 3e-9
+	c := Candidate{}
+	c.AddLive(LiveTerm{Name: "predicted_ttft", Weight: 1, Ahead: a1, Uncached: a1, Decode: a2, AheadDecode: a3})
+	p := Job{PromptTokens: 1000, Blocks: make([]uint64, 62)}.Prompt()
+	for _, tc := range []struct {
+		name string
+		live Live
+		u    float64
+	}{
+		{"cold", Live{Ahead: 3000, Decode: 20000}, 1000},
+		{"warm", Live{Match: 60, Ahead: 3000, Decode: 20000}, 1000 - 16*60},
+		{"idle", Live{}, 1000},
+	} {
+		q, d := float64(tc.live.Ahead), float64(tc.live.Decode)
+		want := a1*(q+tc.u) + a2*d + a3*(q+tc.u)*d
+		if got := LiveScore(c.LiveWeights, p, tc.live); math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", tc.name, got, want)
+		}
+		sum := 0.0
+		for _, term := range appendLiveTerms(nil, c, p, tc.live) {
+			sum += term.Contribution()
+		}
+		if math.Abs(sum-want) > 1e-12 {
+			t.Errorf("%s: terms sum to %v, want %v", tc.name, sum, want)
+		}
+		lo, hi := LiveBounds(c.LiveWeights, p, 60, tc.live)
+		if s := LiveScore(c.LiveWeights, p, tc.live); s < lo-1e-12 || s > hi+1e-12 {
+			t.Errorf("%s: %v outside bounds [%v, %v]", tc.name, s, lo, hi)
+		}
+	}
+}
+
+// TestPickCeiling: a candidate past its ceiling is skipped as if full, and
+// none left is -1.
+func TestPickCeiling(t *testing.T) {
+	cands := []Candidate{
+		{Worker: "a", Cap: 10, Curve: Curve{Base: 1}, LiveWeights: LiveWeights{Ahead: 1e-3, Ceiling: 2}},
+		{Worker: "b", Cap: 10, Curve: Curve{Base: 1.5}, LiveWeights: LiveWeights{Ahead: 1e-3, Ceiling: 2}},
+	}
+	active := []int{0, 0}
+	// a scores 1 + 1.5 = 2.5 > 2; b 1.5 + 0.1.
+	if got := PickLive(cands, Prompt{}, active, []Live{{Ahead: 1500}, {Ahead: 100}}, nil); got != 1 {
+		t.Errorf("PickLive = %d, want 1 (a is past its ceiling)", got)
+	}
+	if got := PickLive(cands, Prompt{}, active, []Live{{Ahead: 1500}, {Ahead: 900}}, nil); got != -1 {
+		t.Errorf("PickLive = %d, want -1 (both past)", got)
+	}
+	if got := Pick(cands, active, nil); got != 0 {
+		t.Errorf("Pick = %d, want 0 (curves under the ceiling)", got)
+	}
+	cands[0].Curve.Base = 2.5
+	if got := Pick(cands, active, nil); got != 1 {
+		t.Errorf("Pick = %d, want 1 (a's curve past its ceiling)", got)
 	}
 }

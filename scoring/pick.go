@@ -2,8 +2,9 @@ package scoring
 
 // Pick is the reference evaluation of a plan against live in-flight counts:
 // among candidates with active[i] < Cap (and available[i], when given), the
-// lowest Curve.At(active[i]) wins, ties going to the lower index. It returns
-// -1 when every candidate is full. The stores implement exactly this inside
+// lowest Curve.At(active[i]) wins, ties going to the lower index, unless
+// it passes the candidate's LiveWeights.Ceiling. It returns -1 when every
+// candidate is full. The stores implement exactly this inside
 // their atomic claim.
 func Pick(cands []Candidate, active []int, available []bool) int {
 	best := -1
@@ -13,6 +14,9 @@ func Pick(cands []Candidate, active []int, available []bool) int {
 			continue
 		}
 		s := c.Curve.At(active[i])
+		if c.LiveWeights.Over(s) {
+			continue
+		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s
 		}
@@ -48,6 +52,9 @@ func PickLive(cands []Candidate, p Prompt, active []int, live []Live, available 
 		s := c.Curve.At(active[i])
 		if live != nil {
 			s += LiveScore(c.LiveWeights, p, live[i])
+		}
+		if c.LiveWeights.Over(s) {
+			continue
 		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s

@@ -148,3 +148,34 @@ type LimitWriter interface {
 	// restarts empty, starts again from its configured cap.
 	PutLimits(ctx context.Context, ls map[string]Limit) error
 }
+
+// Latencies keeps each worker's latency-model statistics per model
+// (scoring/latency.Stats), shared by every replica: they are sums, so
+// replicas add to them in any order and all fit the same model. A snapshot
+// shows them in Worker.LatencyStats. Every store uses
+// latency.DefaultConfig: the sums mean nothing under another.
+//
+// Not yet part of Store: the backends implement it next.
+type Latencies interface {
+	// AddLatency adds each contribution to its worker's stats for its
+	// model as latency.Config.Add does (rebased to the stored epoch when
+	// its own differs; empty stats take the contribution's epoch), each
+	// atomically; contributions for unknown workers are dropped. Stats
+	// whose newest weight would pass latency's bound are first rebased to
+	// the contribution's time (Config.NeedsRebase), so that weights never
+	// overflow. A worker that leaves the fleet (Deregister, a lapsed
+	// lease) loses its stats; one whose engine restarts keeps them (the
+	// same GPU: the fast fit follows any change within seconds).
+	AddLatency(ctx context.Context, cs []LatencyContribution) error
+}
+
+// FirstTokener is told when a request has its first token. Not yet part of
+// Claimer: the backends implement it next.
+type FirstTokener interface {
+	// FirstToken marks claim id's request as past its first token: its
+	// uncached prompt stops counting as prefill ahead on its worker
+	// (Worker.AheadTokens, scoring.Live.Ahead). Only the first call for a
+	// claim counts; an unknown or released claim is ignored. Release, a
+	// lapsed lease and Move keep the count right whether or not it came.
+	FirstToken(ctx context.Context, id string) error
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/latency"
 )
 
 // WorkerSpec is a worker's static description, from config or registration.
@@ -71,6 +72,10 @@ type Worker struct {
 	// In-flight tokens held by claims with a Prompt (all replicas).
 	PrefillTokens int `json:"prefill_tokens"`
 	DecodeTokens  int `json:"decode_tokens"`
+	// AheadTokens is the part of PrefillTokens whose requests have not had
+	// their first token (FirstTokener): the prefill a new request waits
+	// behind.
+	AheadTokens int `json:"ahead_tokens"`
 	// PrefixBlocks is the size of the worker's prefix index (at most its
 	// kv_blocks).
 	PrefixBlocks int `json:"prefix_blocks"`
@@ -83,6 +88,8 @@ type Worker struct {
 	Limit     Limit     `json:"limit"`
 	Stats     Stats     `json:"stats"`
 	Telemetry Telemetry `json:"telemetry"`
+	// LatencyStats are the latency model's statistics by model (Latencies).
+	LatencyStats map[string]latency.Stats `json:"latency_stats,omitempty"`
 	// Registered workers joined through the admin API and must heartbeat
 	// before LeaseExpires; the others come from the config.
 	Registered   bool      `json:"registered,omitempty"`
@@ -286,6 +293,14 @@ type Release struct {
 	TTFT         time.Duration
 	TokensPerSec float64
 	Alpha        float64
+}
+
+// LatencyContribution is what one measured request adds to its worker's
+// latency statistics for its model (latency.Config.Contribution).
+type LatencyContribution struct {
+	Worker string
+	Model  string
+	Stats  latency.Stats
 }
 
 // Errors shared by both stores.

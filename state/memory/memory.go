@@ -212,7 +212,7 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 				res.Live[i] = scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens} // its load says why
 				continue
 			}
-			lo, hi := scoring.LiveBounds(c.LiveWeights, req.Prompt, state.FullMatch(req.Prompt), w.PrefillTokens, w.DecodeTokens)
+			lo, hi := scoring.LiveBounds(c.LiveWeights, req.Prompt, state.FullMatch(req.Prompt), scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens})
 			e.lo = e.score + lo
 			if w.tokenRoom(req.Prompt.Need(0)) {
 				minHi = min(minHi, e.score+hi)
