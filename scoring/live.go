@@ -18,9 +18,10 @@ import "math"
 // when PrefillLimit > 0 and p + u(m) > PrefillLimit (the prefill guard,
 // "sticky until saturated"). The last two terms are the latency model's
 // time to first token (scoring/latency: the prefill the request waits for,
-// and how the decodes sharing each step slow it). A candidate whose curve
-// plus live score passes a positive Ceiling is not available: the
-// prediction strategy's TTFT objective. LiveScore is the one evaluation
+// and how the decodes sharing each step slow it). A candidate whose live
+// score passes a positive Ceiling is not available: a strategy bounds what
+// its live form predicts (the time to first token against its objective)
+// and keeps the rest of its cost in the curve. LiveScore is the one evaluation
 // of this form; the memory store calls it and claim.lua computes exactly
 // the same.
 //
@@ -44,8 +45,8 @@ type LiveWeights struct {
 	// AheadDecode of each unit of (Live.Ahead + uncached)·Live.Decode.
 	Ahead       float64
 	AheadDecode float64
-	// Ceiling (0: none) is the most the candidate's curve plus live score
-	// may be: past it the claim skips the candidate as if it were full.
+	// Ceiling (0: none) is the most the candidate's live score (not its
+	// curve) may be: past it the claim skips the candidate as if full.
 	Ceiling float64
 	// PrefillLimit is the in-flight prefill past which the match counts 0
 	// (0: never).
@@ -64,9 +65,9 @@ func (w LiveWeights) On() bool {
 		w.Ahead != 0 || w.AheadDecode != 0
 }
 
-// Over reports whether total, a candidate's curve plus live score, passes
-// its Ceiling.
-func (w LiveWeights) Over(total float64) bool { return w.Ceiling > 0 && total > w.Ceiling }
+// Over reports whether live, a candidate's live score, passes its
+// Ceiling.
+func (w LiveWeights) Over(live float64) bool { return w.Ceiling > 0 && live > w.Ceiling }
 
 // MatchTrust is the factor on the match the Miss part counts: Trust, or 1
 // when it is unset or out of 0..1.

@@ -184,26 +184,22 @@ func TestLiveScoreAhead(t *testing.T) {
 	}
 }
 
-// TestPickCeiling: a candidate past its ceiling is skipped as if full, and
-// none left is -1.
+// TestPickCeiling: a candidate whose live score passes its ceiling is
+// skipped as if full, whatever its curve, and none left is -1.
 func TestPickCeiling(t *testing.T) {
 	cands := []Candidate{
-		{Worker: "a", Cap: 10, Curve: Curve{Base: 1}, LiveWeights: LiveWeights{Ahead: 1e-3, Ceiling: 2}},
-		{Worker: "b", Cap: 10, Curve: Curve{Base: 1.5}, LiveWeights: LiveWeights{Ahead: 1e-3, Ceiling: 2}},
+		{Worker: "a", Cap: 10, Curve: Curve{Base: 1}, LiveWeights: LiveWeights{Ahead: 1e-3, Ceiling: 1}},
+		{Worker: "b", Cap: 10, Curve: Curve{Base: 5}, LiveWeights: LiveWeights{Ahead: 1e-3, Ceiling: 1}},
 	}
 	active := []int{0, 0}
-	// a scores 1 + 1.5 = 2.5 > 2; b 1.5 + 0.1.
+	// a's live score 1.5 passes 1; b's 0.1 does not, though its total is higher.
 	if got := PickLive(cands, Prompt{}, active, []Live{{Ahead: 1500}, {Ahead: 100}}, nil); got != 1 {
 		t.Errorf("PickLive = %d, want 1 (a is past its ceiling)", got)
 	}
-	if got := PickLive(cands, Prompt{}, active, []Live{{Ahead: 1500}, {Ahead: 900}}, nil); got != -1 {
+	if got := PickLive(cands, Prompt{}, active, []Live{{Ahead: 1500}, {Ahead: 1100}}, nil); got != -1 {
 		t.Errorf("PickLive = %d, want -1 (both past)", got)
 	}
-	if got := Pick(cands, active, nil); got != 0 {
-		t.Errorf("Pick = %d, want 0 (curves under the ceiling)", got)
-	}
-	cands[0].Curve.Base = 2.5
-	if got := Pick(cands, active, nil); got != 1 {
-		t.Errorf("Pick = %d, want 1 (a's curve past its ceiling)", got)
+	if got := PickLive(cands, Prompt{}, active, []Live{{Ahead: 900}, {Ahead: 100}}, nil); got != 0 {
+		t.Errorf("PickLive = %d, want 0 (both under: the lower total)", got)
 	}
 }

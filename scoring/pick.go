@@ -2,9 +2,8 @@ package scoring
 
 // Pick is the reference evaluation of a plan against live in-flight counts:
 // among candidates with active[i] < Cap (and available[i], when given), the
-// lowest Curve.At(active[i]) wins, ties going to the lower index, unless
-// it passes the candidate's LiveWeights.Ceiling. It returns -1 when every
-// candidate is full. The stores implement exactly this inside
+// lowest Curve.At(active[i]) wins, ties going to the lower index. It
+// returns -1 when every candidate is full. The stores implement exactly this inside
 // their atomic claim.
 func Pick(cands []Candidate, active []int, available []bool) int {
 	best := -1
@@ -14,9 +13,6 @@ func Pick(cands []Candidate, active []int, available []bool) int {
 			continue
 		}
 		s := c.Curve.At(active[i])
-		if c.LiveWeights.Over(s) {
-			continue
-		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s
 		}
@@ -40,8 +36,9 @@ type Line struct {
 }
 
 // PickLive is Pick with each candidate's LiveWeights scored on the live
-// figures the claim read (live may be nil: no live part); the stores
-// implement exactly this.
+// figures the claim read (live may be nil: no live part), skipping those
+// whose live score passes their Ceiling; the stores implement exactly
+// this.
 func PickLive(cands []Candidate, p Prompt, active []int, live []Live, available []bool) int {
 	best := -1
 	bestScore := 0.0
@@ -51,10 +48,11 @@ func PickLive(cands []Candidate, p Prompt, active []int, live []Live, available 
 		}
 		s := c.Curve.At(active[i])
 		if live != nil {
-			s += LiveScore(c.LiveWeights, p, live[i])
-		}
-		if c.LiveWeights.Over(s) {
-			continue
+			l := LiveScore(c.LiveWeights, p, live[i])
+			if c.LiveWeights.Over(l) {
+				continue
+			}
+			s += l
 		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s
