@@ -118,14 +118,15 @@ func ceiling(obj Objectives, m latency.Model, a0 float64, tpot latency.Predictio
 // IdleTTFT is the least TTFT any eligible worker is predicted to give j
 // when idle, its whole prompt uncached (a request granted from the queue
 // is counted so): once a request has waited its TTFT objective less this,
-// no worker can meet the objective any more. ok is false when no
-// eligible worker's model is known.
+// no worker can meet the objective any more. ok is false when some
+// eligible worker's TTFT model is Unknown: it enforces no objective, so
+// the request can always go there.
 func (s predicted) IdleTTFT(j Job, eligible []Worker) (best time.Duration, ok bool) {
 	for i := range eligible {
 		m := s.model(j, &eligible[i])
 		p := m.PredictTTFT(latency.Features{Uncached: j.PromptTokens, Output: j.DecodeTokens()})
 		if p.Unknown {
-			continue
+			return 0, false
 		}
 		if !ok || p.Value < best {
 			best, ok = p.Value, true

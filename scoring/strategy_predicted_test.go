@@ -182,12 +182,15 @@ func TestPredictedIdleTTFT(t *testing.T) {
 	j := Job{Model: "m", PromptTokens: 1000}
 	unknown := handModel(0.1)
 	unknown.TTFT.Unknown = true
-	best, ok := ia.IdleTTFT(j, []Worker{predictedWorker("a", handModel(2)), predictedWorker("b", handModel(1)), predictedWorker("c", unknown)})
+	best, ok := ia.IdleTTFT(j, []Worker{predictedWorker("a", handModel(2)), predictedWorker("b", handModel(1))})
 	// b idle, its whole prompt uncached: 0.05 + 0.2·1.
 	if !ok || best != 250*time.Millisecond {
-		t.Fatalf("idle ttft %v %v, want 250ms from the known workers", best, ok)
+		t.Fatalf("idle ttft %v %v, want 250ms", best, ok)
 	}
-	if _, ok := ia.IdleTTFT(j, []Worker{predictedWorker("c", unknown), worker("d")}); ok {
-		t.Fatal("unknown models bounded the wait")
+	if _, ok := ia.IdleTTFT(j, []Worker{predictedWorker("b", handModel(1)), predictedWorker("c", unknown)}); ok {
+		t.Fatal("a worker with an unknown model bounded the wait")
+	}
+	if _, ok := ia.IdleTTFT(j, []Worker{predictedWorker("b", handModel(1)), worker("d")}); ok {
+		t.Fatal("a worker with no model bounded the wait")
 	}
 }
