@@ -139,16 +139,21 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.Array("excluded", excluded(d.Excluded)),
 		zap.Object("learned_caps", learned[int](d.LearnedCaps)),
 		zap.Object("learned_token_caps", learned[int64](d.LearnedTokenCaps)),
-		zap.Object("prediction", (*predictionLog)(d.Prediction)),
+		predictionField(d.Prediction),
 	)
+}
+
+// predictionField logs the prediction when there is one.
+func predictionField(p *Prediction) zap.Field {
+	if p == nil {
+		return zap.Skip()
+	}
+	return zap.Object("prediction", (*predictionLog)(p))
 }
 
 type predictionLog Prediction
 
 func (p *predictionLog) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	if p == nil {
-		return nil
-	}
 	enc.AddFloat64("ttft_seconds", p.TTFTSeconds)
 	enc.AddFloat64("tpot_seconds", p.TPOTSeconds)
 	if p.TTFTUnknown {
