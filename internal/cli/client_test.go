@@ -228,6 +228,7 @@ func TestPrintDecision(t *testing.T) {
 				TPOT: scheduler.NewObjective(50*time.Millisecond, scheduler.SLODefault),
 			},
 			Prediction: &scheduler.Prediction{TTFTSeconds: 0.42, TPOTSeconds: 0.021, TPOTUnknown: true, CeilingSeconds: 0.95},
+			Unknown:    []string{"predicted_tpot"},
 			Candidates: []scoring.Line{{Worker: "w1", Active: 1, Cap: 64, ActiveWeight: 0.1, Total: 2.52, Terms: []scoring.Term{
 				{Name: "predicted_ttft", Value: 0.4}, {Name: "predicted_tpot", Value: 0.021, Unknown: true}, {Name: "ttft_prefill", Weight: 0.0002, Value: 1400},
 			}}},

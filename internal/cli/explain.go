@@ -181,7 +181,11 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 		fmt.Fprintln(w, "note      live counts changed the choice the cached snapshot would have made (the atomic claim at work)")
 	}
 	if len(d.Unknown) > 0 {
-		fmt.Fprintf(w, "unknown   %s (no fresh signal: counted as 0, see ? below)\n", strings.Join(d.Unknown, ", "))
+		why := "no fresh signal: counted as 0"
+		if d.Strategy == scoring.Predicted {
+			why = "too little history: the prior's figures"
+		}
+		fmt.Fprintf(w, "unknown   %s (%s, see ? below)\n", strings.Join(d.Unknown, ", "), why)
 	}
 	if len(d.Candidates) == 0 {
 		fmt.Fprintln(w, "\nno candidates")
