@@ -199,7 +199,7 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		}
 		res.Active[i] = w.InFlight
 		res.Available[i] = w.available()
-		if !res.Available[i] || w.InFlight >= w.capFor(c.Cap) {
+		if !res.Available[i] || w.full(c.Cap) {
 			continue
 		}
 		e := eval{w: w, score: c.Score(w.InFlight)}
@@ -283,18 +283,26 @@ func (w *memWorker) available() bool {
 	return (w.Health == scoring.Healthy || w.Health == scoring.Recovering) && !w.Draining
 }
 
-// capFor is the worker's cap given its health and learned limit: a
-// recovering worker takes one request at a time (a probe).
+// capFor is the worker's cap in force given configured cap c, its health
+// and its learned limit (0: none, as for c): a recovering worker takes one
+// request at a time (a probe).
 func (w *memWorker) capFor(c int) int {
 	c = state.CapWith(c, w.Limit.Value)
-	if w.Health == scoring.Recovering {
-		return min(c, 1)
+	if w.Health == scoring.Recovering && c != 1 {
+		return 1
 	}
 	return c
 }
 
+// full reports whether the worker is at the cap in force for configured
+// cap c.
+func (w *memWorker) full(c int) bool {
+	c = w.capFor(c)
+	return c > 0 && w.InFlight >= c
+}
+
 func (w *memWorker) free() bool {
-	return w.available() && w.InFlight < w.capFor(w.Spec.MaxConcurrency)
+	return w.available() && !w.full(w.Spec.MaxConcurrency)
 }
 
 // Release gives the claim back once, folds the measurements into the

@@ -121,8 +121,8 @@ func (m *Store) pumpWorker(id string, now time.Time) {
 }
 
 // pumpModel grants free slots among the model's workers to its waiters,
-// least loaded (in-flight over the cap in force) first, ties to the
-// lowest worker id.
+// least loaded (in-flight over the cap in force; 0 with no cap) first,
+// ties to the fewest in flight, then to the lowest worker id.
 func (m *Store) pumpModel(model string, now time.Time) {
 	for len(m.queues[model]) > 0 && m.globalRoom() {
 		head := m.queues[model][0]
@@ -133,10 +133,13 @@ func (m *Store) pumpModel(model string, now time.Time) {
 			if !w.free() || !slices.Contains(w.Spec.Models, model) || !w.tokenRoom(head.tok.need()) {
 				continue
 			}
-			// Load against the cap in force (a learned limit lowers it);
-			// ties to the lowest id, as the scripts' pump_model (prelude.lua).
-			l := float64(w.InFlight) / float64(w.capFor(w.Spec.MaxConcurrency))
-			if best == nil || l < load || (l == load && id < best.Spec.ID) {
+			// Load against the cap in force (a learned limit lowers it),
+			// as the scripts' pump_model (prelude.lua).
+			l := 0.0
+			if c := w.capFor(w.Spec.MaxConcurrency); c > 0 {
+				l = float64(w.InFlight) / float64(c)
+			}
+			if best == nil || l < load || (l == load && (w.InFlight < best.InFlight || (w.InFlight == best.InFlight && id < best.Spec.ID))) {
 				best, load = w, l
 			}
 		}

@@ -28,7 +28,7 @@ import (
 // every key a script touches is still in its pool's slot. Per shard:
 //
 //	{P}:workers        hash  worker id → spec JSON (the registry)
-//	{P}:cap            hash  worker id → max_concurrency
+//	{P}:cap            hash  worker id → max_concurrency (0: none)
 //	{P}:health         hash  worker id → healthy | unhealthy | recovering
 //	{P}:drain          hash  worker id → "1" while draining
 //	{P}:ok             hash  worker id → "1" when healthy and not draining

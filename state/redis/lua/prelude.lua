@@ -120,11 +120,12 @@ local K_LIM, K_LIMTOK, K_LIMST = PREFIX .. 'lim', PREFIX .. 'limtok', PREFIX .. 
 -- compared with the engine's own prefix-cache hits).
 local K_PHIT = PREFIX .. 'phitp'
 
--- effective_cap is a worker's cap given its availability and learned
--- limit lim (nil or 0: none): a recovering worker takes one request at a
--- time.
+-- effective_cap is a worker's cap given its availability, configured cap
+-- (0: none) and learned limit lim (nil or 0: none), math.huge when neither
+-- bounds it: a recovering worker takes one request at a time.
 local function effective_cap(ok, cap, lim)
   lim = tonumber(lim) or 0
+  if cap <= 0 then cap = math.huge end
   if lim > 0 and lim < cap then cap = lim end
   if ok == 'r' then return math.min(cap, 1) end
   return cap
@@ -227,12 +228,16 @@ local function pump_model(model, now)
     if redis.call('ZCARD', q) == 0 or not global_room() then return end
     local head = redis.call('ZRANGE', q, 0, 0)[1]
     local need = waiter_need(head)
-    local bestW, bestLoad = nil, nil
+    local bestW, bestLoad, bestA = nil, nil, nil
     for _, w in ipairs(redis.call('SMEMBERS', PREFIX .. 'model:' .. model)) do
       local ok, a, cap = free(w)
-      -- Ties to the lowest id: SMEMBERS has no order (Memory.pumpModel).
-      if ok and tok_room(w, a, need) and (not bestLoad or a / cap < bestLoad or (a / cap == bestLoad and w < bestW)) then
-        bestW, bestLoad = w, a / cap
+      -- Load 0 with no cap (a / math.huge); ties to the fewest in flight,
+      -- then to the lowest id: SMEMBERS has no order (Memory.pumpModel).
+      if ok and tok_room(w, a, need) then
+        local load = a / cap
+        if not bestLoad or load < bestLoad or (load == bestLoad and (a < bestA or (a == bestA and w < bestW))) then
+          bestW, bestLoad, bestA = w, load, a
+        end
       end
     end
     if not bestW then return end
