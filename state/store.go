@@ -63,12 +63,14 @@ type Snapshotter interface {
 
 // Claimer claims workers for requests and gives them back.
 type Claimer interface {
+	FirstTokener
 	// Claim reads the live in-flight counts of the candidates, evaluates
 	// each candidate's score curve at its live count, skips workers at
 	// their cap (lowered by a learned Limit, and by its token limit when
-	// the claim reads live figures), draining or not healthy, and the
-	// whole fleet at Limits.GlobalCap, and claims the lowest, all in one
-	// atomic step. No other claim, on any replica, can interleave with it:
+	// the claim reads live figures), past their ceiling (a live score
+	// above LiveWeights.Ceiling, as if full), draining or not healthy, and
+	// the whole fleet at Limits.GlobalCap, and claims the lowest, all in
+	// one atomic step. No other claim, on any replica, can interleave with it:
 	// simultaneous requests never all land on the same idle worker. With
 	// nothing available and req.Queue set, the request joins its model's
 	// queue under req.ID instead (ClaimResult.Queued), or is refused
@@ -169,8 +171,7 @@ type Latencies interface {
 	AddLatency(ctx context.Context, cs []LatencyContribution) error
 }
 
-// FirstTokener is told when a request has its first token. Not yet part of
-// Claimer: the backends implement it next.
+// FirstTokener is told when a request has its first token.
 type FirstTokener interface {
 	// FirstToken marks claim id's request as past its first token: its
 	// uncached prompt stops counting as prefill ahead on its worker

@@ -230,8 +230,10 @@ type ClaimRequest struct {
 	// Prompt (zero: none) has the store read each candidate's prefix
 	// match and token load, score them, record the prompt's blocks in the
 	// winner's index and hold the request's tokens on it until the claim
-	// ends (release, lapsed lease). A queued waiter's tokens are held
-	// from its grant, all of its prompt counted as uncached.
+	// ends (release, lapsed lease), its uncached prompt also as prefill
+	// ahead (Worker.AheadTokens) until FirstToken. A queued waiter's
+	// tokens are held from its grant, all of its prompt counted as
+	// uncached.
 	Prompt scoring.Prompt
 }
 

@@ -204,17 +204,22 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		}
 		e := eval{w: w, score: c.Score(w.InFlight)}
 		if aff {
-			// A learned token limit: a candidate that cannot take the
-			// request even with a full match is out; one that can only
-			// with some match does not bound the others (its hi is not
-			// sure to be reachable).
-			if !w.tokenRoom(req.Prompt.Need(state.FullMatch(req.Prompt))) {
-				res.Live[i] = scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens} // its load says why
+			// A learned token limit or the ceiling: a candidate that
+			// cannot take the request even with a full match is out; one
+			// that can only with some match does not bound the others (its
+			// hi is not sure to be reachable).
+			full := state.FullMatch(req.Prompt)
+			if !w.tokenRoom(req.Prompt.Need(full)) {
+				res.Live[i] = w.load() // its load says why
 				continue
 			}
-			lo, hi := scoring.LiveBounds(c.LiveWeights, req.Prompt, state.FullMatch(req.Prompt), scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens})
+			lo, hi := scoring.LiveBounds(c.LiveWeights, req.Prompt, full, w.load())
+			if c.LiveWeights.Over(lo) {
+				res.Live[i] = w.load()
+				continue
+			}
 			e.lo = e.score + lo
-			if w.tokenRoom(req.Prompt.Need(0)) {
+			if w.tokenRoom(req.Prompt.Need(0)) && !c.LiveWeights.Over(hi) {
 				minHi = min(minHi, e.score+hi)
 			}
 		}
@@ -229,14 +234,19 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		s := e.score
 		if aff {
 			if e.lo > minHi {
-				res.Live[i] = scoring.Live{Prefill: e.w.PrefillTokens, Decode: e.w.DecodeTokens, Unread: true}
+				res.Live[i] = e.w.load()
+				res.Live[i].Unread = true
 				continue
 			}
 			res.Live[i] = e.w.live(req.Prompt.Blocks)
 			if !e.w.tokenRoom(req.Prompt.Need(res.Live[i].Match)) {
 				continue
 			}
-			s += scoring.LiveScore(c.LiveWeights, req.Prompt, res.Live[i])
+			l := scoring.LiveScore(c.LiveWeights, req.Prompt, res.Live[i])
+			if c.LiveWeights.Over(l) {
+				continue
+			}
+			s += l
 		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s
@@ -247,7 +257,8 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		c := req.Candidates[best]
 		var tok claimTokens
 		if aff {
-			tok = claimTokens{prefill: req.Prompt.Uncached(res.Live[best].Match), decode: req.Prompt.DecodeTokens}
+			u := req.Prompt.Uncached(res.Live[best].Match)
+			tok = claimTokens{prefill: u, decode: req.Prompt.DecodeTokens, ahead: u}
 			m.workers[c.Worker].recordBlocks(req.Prompt.Blocks, c.IndexBound())
 			m.workers[c.Worker].PredictedHitTokens += req.Prompt.PredictedHits(res.Live[best].Match)
 		}
@@ -268,7 +279,7 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 	m.seq++
 	w := &memWaiter{
 		id: req.ID, model: q.Model, replica: q.Replica, priority: q.Priority.OrStandard(), seq: m.seq, expiry: now.Add(m.limits.Lease),
-		tok: claimTokens{prefill: req.Prompt.PromptTokens, decode: req.Prompt.DecodeTokens},
+		tok: claimTokens{prefill: req.Prompt.PromptTokens, decode: req.Prompt.DecodeTokens, ahead: req.Prompt.PromptTokens},
 	}
 	m.waiters[req.ID] = w
 	queue := m.queues[q.Model]
@@ -367,15 +378,13 @@ func (m *Store) Move(_ context.Context, id, to string) error {
 	now := m.now()
 	if src, ok := m.workers[from]; ok {
 		src.InFlight = max(0, src.InFlight-1)
-		src.PrefillTokens = max(0, src.PrefillTokens-c.tok.prefill)
-		src.DecodeTokens = max(0, src.DecodeTokens-c.tok.decode)
+		src.addTokens(c.tok, -1)
 		// Envoy moved the request because it failed there.
 		src.Stats.Errors++
 		m.healthEvent(src, false, true, now)
 	}
 	dst.InFlight++
-	dst.PrefillTokens += c.tok.prefill
-	dst.DecodeTokens += c.tok.decode
+	dst.addTokens(c.tok, 1)
 	c.worker = to
 	m.pumpWorker(from, now)
 	return nil
@@ -471,7 +480,7 @@ func (m *Store) Seed(snap state.Snapshot, claims map[string]string, oursAtSnap m
 		w.InFlight = max(0, w.InFlight-oursAtSnap[w.Spec.ID])
 		// Seeded claims carry no tokens, so the snapshot's token counts
 		// could never be given back here: start from none.
-		w.PrefillTokens, w.DecodeTokens = 0, 0
+		w.PrefillTokens, w.DecodeTokens, w.AheadTokens = 0, 0, 0
 		m.total += w.InFlight
 		m.workers[w.Spec.ID] = &memWorker{Worker: w}
 		m.order = append(m.order, w.Spec.ID)

@@ -40,8 +40,7 @@ func (m *Store) globalRoom() bool { return m.limits.GlobalCap <= 0 || m.total < 
 func (m *Store) hold(id, worker string, now time.Time, tok claimTokens) {
 	w := m.workers[worker]
 	w.InFlight++
-	w.PrefillTokens += tok.prefill
-	w.DecodeTokens += tok.decode
+	w.addTokens(tok, 1)
 	m.total++
 	m.claims[id] = &memClaim{worker: worker, expiry: now.Add(m.limits.Lease), tok: tok}
 }
@@ -56,8 +55,7 @@ func (m *Store) unhold(id string) (string, bool) {
 	m.total = max(0, m.total-1)
 	if w, ok := m.workers[c.worker]; ok {
 		w.InFlight = max(0, w.InFlight-1)
-		w.PrefillTokens = max(0, w.PrefillTokens-c.tok.prefill)
-		w.DecodeTokens = max(0, w.DecodeTokens-c.tok.decode)
+		w.addTokens(c.tok, -1)
 	}
 	return c.worker, true
 }

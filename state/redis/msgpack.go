@@ -9,8 +9,9 @@ import (
 
 // packCandidates encodes candidates for claim.lua as one MessagePack array
 // of five arrays {ids, caps, bases, slopes, mults}, and with live reads
-// seven more, the candidates' scoring.LiveWeights {miss, prefill, decode,
-// uncached coefficients, prefill limits, index bounds, match trusts}
+// ten more, the candidates' scoring.LiveWeights {miss, prefill, decode,
+// uncached coefficients, prefill limits, index bounds, match trusts, ahead
+// and ahead-decode coefficients, ceilings}
 // (read only by claims that carry a Prompt): Redis's Lua decodes it in C,
 // far cheaper than script arguments per candidate. Numbers are float64
 // (Lua numbers are doubles), so the script computes with exactly the
@@ -32,6 +33,9 @@ func packCandidates(cs []state.Candidate, live bool) string {
 			func(c state.Candidate) float64 { return c.LiveWeights.PrefillLimit },
 			func(c state.Candidate) float64 { return float64(c.IndexBound()) },
 			func(c state.Candidate) float64 { return c.LiveWeights.MatchTrust() },
+			func(c state.Candidate) float64 { return c.LiveWeights.Ahead },
+			func(c state.Candidate) float64 { return c.LiveWeights.AheadDecode },
+			func(c state.Candidate) float64 { return c.LiveWeights.Ceiling },
 		)
 	}
 	b := make([]byte, 0, 16+n*(24+len(fields)*9))

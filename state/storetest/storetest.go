@@ -42,6 +42,8 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s state.Stor
 	})
 	runQueue(t, newStore, newPeer)
 	runAffinity(t, newStore, newPeer)
+	runAhead(t, newStore, newPeer)
+	runCeiling(t, newStore)
 	runHealth(t, newStore, newPeer)
 	runLimits(t, newStore, newPeer)
 	t.Run("RegisteredWorkersLeaveWhenHeartbeatsStop", func(t *testing.T) { registeredWorkers(t, newStore(t, def)) })

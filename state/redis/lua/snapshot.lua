@@ -5,7 +5,7 @@
 -- registered workers' leases (id, expiry ms)..., in-flight prefill tokens
 -- (id, n)..., in-flight decode tokens (id, n)..., prefix index sizes in
 -- the order of the workers list, learned limits (id, limiter json)...,
--- predicted prefix hit tokens (id, n)...}.
+-- predicted prefix hit tokens (id, n)..., prefill ahead tokens (id, n)...}.
 local now = now_ms()
 purge(now)
 local workers = redis.call('HGETALL', K_WORKERS)
@@ -29,4 +29,4 @@ local leases = redis.call('ZRANGE', K_WKLEASES, 0, -1, 'WITHSCORES')
 return {now, workers, redis.call('HGETALL', K_INFLIGHT), redis.call('HGETALL', K_HEALTH),
   redis.call('HGETALL', K_DRAIN), stats, queues, tele, leases,
   redis.call('HGETALL', PREFIX .. 'tokp'), redis.call('HGETALL', PREFIX .. 'tokd'), pblocks,
-  redis.call('HGETALL', K_LIMST), redis.call('HGETALL', K_PHIT)}
+  redis.call('HGETALL', K_LIMST), redis.call('HGETALL', K_PHIT), redis.call('HGETALL', K_TOKA)}
