@@ -28,6 +28,7 @@ type Store interface {
 	Queue
 	Monitor
 	LimitWriter
+	Latencies
 }
 
 // Fleet is the worker registry: who serves what, and whether it may take
@@ -156,18 +157,19 @@ type LimitWriter interface {
 // replicas add to them in any order and all fit the same model. A snapshot
 // shows them in Worker.LatencyStats. Every store uses
 // latency.DefaultConfig: the sums mean nothing under another.
-//
-// Not yet part of Store: the backends implement it next.
 type Latencies interface {
 	// AddLatency adds each contribution to its worker's stats for its
 	// model as latency.Config.Add does (rebased to the stored epoch when
 	// its own differs; empty stats take the contribution's epoch), each
-	// atomically; contributions for unknown workers are dropped. Stats
+	// atomically; contributions for unknown workers, or of another layout
+	// (sums not latency.Size long), are dropped. Stats
 	// whose newest weight would pass latency's bound are first rebased to
-	// the contribution's time (Config.NeedsRebase), so that weights never
+	// the time of the add (Config.NeedsRebase), so that weights never
 	// overflow. A worker that leaves the fleet (Deregister, a lapsed
 	// lease) loses its stats; one whose engine restarts keeps them (the
-	// same GPU: the fast fit follows any change within seconds).
+	// same GPU: the fast fit follows any change within seconds). They are
+	// soft state, like learned limits: a Redis that restarts empty
+	// starts them again.
 	AddLatency(ctx context.Context, cs []LatencyContribution) error
 }
 

@@ -133,6 +133,7 @@ func (m *Store) Snapshot(_ context.Context) (state.Snapshot, error) {
 		mw := m.workers[id]
 		w := mw.Worker
 		w.Spec.Models = slices.Clone(w.Spec.Models)
+		w.LatencyStats = cloneLatency(w.LatencyStats)
 		if mw.index != nil {
 			w.PrefixBlocks = state.IndexStride * mw.index.len()
 		}
@@ -481,6 +482,7 @@ func (m *Store) Seed(snap state.Snapshot, claims map[string]string, oursAtSnap m
 		// Seeded claims carry no tokens, so the snapshot's token counts
 		// could never be given back here: start from none.
 		w.PrefillTokens, w.DecodeTokens, w.AheadTokens = 0, 0, 0
+		w.LatencyStats = cloneLatency(w.LatencyStats)
 		m.total += w.InFlight
 		m.workers[w.Spec.ID] = &memWorker{Worker: w}
 		m.order = append(m.order, w.Spec.ID)

@@ -88,3 +88,80 @@ func packBlocks(blocks []uint64) string {
 	}
 	return string(b)
 }
+
+// decoder reads the few MessagePack types Redis's cmsgpack writes for an
+// array of a string and numbers; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil || n > len(d.b) {
+		d.err = errPacked
+		return make([]byte, min(n, 8)) // enough for every caller to read on
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) uint(n int) uint64 {
+	var v uint64
+	for _, c := range d.take(n) {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+func (d *decoder) arrayLen() int {
+	switch t := d.take(1)[0]; {
+	case t&0xf0 == 0x90:
+		return int(t & 0x0f)
+	case t == 0xdc:
+		return int(d.uint(2))
+	case t == 0xdd:
+		return int(d.uint(4))
+	}
+	d.err = errPacked
+	return 0
+}
+
+func (d *decoder) str() string {
+	var n int
+	switch t := d.take(1)[0]; {
+	case t&0xe0 == 0xa0:
+		n = int(t & 0x1f)
+	case t == 0xd9 || t == 0xc4:
+		n = int(d.uint(1))
+	case t == 0xda || t == 0xc5:
+		n = int(d.uint(2))
+	case t == 0xdb || t == 0xc6:
+		n = int(d.uint(4))
+	default:
+		d.err = errPacked
+	}
+	return string(d.take(n))
+}
+
+func (d *decoder) number() float64 {
+	switch t := d.take(1)[0]; {
+	case t <= 0x7f:
+		return float64(t)
+	case t >= 0xe0:
+		return float64(int8(t))
+	case t == 0xca:
+		return float64(math.Float32frombits(uint32(d.uint(4))))
+	case t == 0xcb:
+		return math.Float64frombits(d.uint(8))
+	case t >= 0xcc && t <= 0xcf:
+		return float64(d.uint(1 << (t - 0xcc)))
+	case t >= 0xd0 && t <= 0xd3:
+		n := 1 << (t - 0xd0)
+		v := d.uint(n)
+		shift := 64 - 8*n
+		return float64(int64(v<<shift) >> shift)
+	}
+	d.err = errPacked
+	return 0
+}

@@ -45,6 +45,8 @@ import (
 //	{P}:tokp, :tokd    hash  worker id → in-flight prefill / decode tokens
 //	{P}:toka           hash  worker id → prefill ahead: the uncached prompt
 //	                         tokens of claims before their first token
+//	{P}:lat:<id>       hash  model → the worker's latency-model statistics
+//	                         (see latency.go)
 //	{P}:ctok           hash  claim id → "prefill decode ahead" it holds
 //	{P}:wtok           hash  waiter id → "prefill decode" it will hold
 type Store struct {

@@ -46,7 +46,7 @@ func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, e
 	if err != nil {
 		return state.Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 15 {
+	if len(res) != 16 {
 		return state.Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
 	leases := pairs(res[8])
@@ -57,6 +57,7 @@ func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, e
 	tokp, tokd, toka := pairs(res[9]), pairs(res[10]), pairs(res[14])
 	pblocks, _ := res[11].([]any)
 	statsLists, _ := res[5].([]any)
+	latLists, _ := res[15].([]any)
 	limits := parseLimits(pairs(res[12]))
 	predicted := pairs(res[13])
 	snap := state.Snapshot{At: time.UnixMilli(now)}
@@ -74,6 +75,9 @@ func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, e
 		w.PredictedHitTokens, _ = strconv.ParseInt(lookup(predicted, kv[0]), 10, 64)
 		if i < len(statsLists) {
 			w.Stats = parseStats(pairs(statsLists[i]))
+		}
+		if i < len(latLists) {
+			w.LatencyStats = parseLatency(pairs(latLists[i]))
 		}
 		if i < len(pblocks) {
 			n, _ := pblocks[i].(int64)

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s state.Stor
 	runAffinity(t, newStore, newPeer)
 	runAhead(t, newStore, newPeer)
 	runCeiling(t, newStore)
+	runLatency(t, newStore, newPeer)
 	runHealth(t, newStore, newPeer)
 	runLimits(t, newStore, newPeer)
 	t.Run("RegisteredWorkersLeaveWhenHeartbeatsStop", func(t *testing.T) { registeredWorkers(t, newStore(t, def)) })

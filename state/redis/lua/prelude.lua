@@ -263,7 +263,8 @@ local function deregister(id)
     redis.call('HDEL', k, id)
   end
   redis.call('ZREM', K_WKLEASES, id)
-  redis.call('DEL', PREFIX .. 'stats:' .. id, PREFIX .. 'tm:' .. id, PREFIX .. 'hstate:' .. id, PREFIX .. 'mon:' .. id, pkey(id))
+  redis.call('DEL', PREFIX .. 'stats:' .. id, PREFIX .. 'tm:' .. id, PREFIX .. 'hstate:' .. id, PREFIX .. 'mon:' .. id, pkey(id),
+    PREFIX .. 'lat:' .. id)
   return true
 end
 
