@@ -300,8 +300,8 @@ func (w *memWorker) available() bool {
 // request at a time (a probe).
 func (w *memWorker) capFor(c int) int {
 	c = state.CapWith(c, w.Limit.Value)
-	if w.Health == scoring.Recovering && c != 1 {
-		return 1
+	if w.Health == scoring.Recovering {
+		return 1 // whatever the cap, or with none
 	}
 	return c
 }
