@@ -9,12 +9,12 @@ import (
 )
 
 // learnedCaps returns the learned concurrency limits of the model's
-// workers that are below their configured caps, and their learned token
+// workers that are below their configured caps (or have none), and their learned token
 // limits (nil: none).
 func (v *view) learnedCaps(model string) (caps map[string]int, tokens map[string]int64) {
 	for _, j := range v.byModel[model] {
 		w := v.snap.Workers[j]
-		if l := w.Limit.Value; l > 0 && l < w.Spec.MaxConcurrency {
+		if l := w.Limit.Value; l > 0 && (w.Spec.MaxConcurrency <= 0 || l < w.Spec.MaxConcurrency) {
 			if caps == nil {
 				caps = map[string]int{}
 			}

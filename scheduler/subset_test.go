@@ -69,3 +69,31 @@ func TestFallbacksFollowTheScores(t *testing.T) {
 		h.Finish(Outcome{Status: 200})
 	}
 }
+
+// A worker with no configured cap (0) is never full: it stays a fallback
+// however much it holds.
+func TestFallbacksWithoutCaps(t *testing.T) {
+	ctx := context.Background()
+	s, _, _ := newTestScheduler(t, "scored", spec("a", "m", 0), spec("b", "m", 0))
+	var held []*Ticket
+	for range 3 {
+		tk, err := s.Admit(ctx, Request{ID: "load", Model: "m", Subset: []string{"a:80"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, tk)
+	}
+	tk, err := s.Admit(ctx, Request{ID: "probe", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Worker() != "b" {
+		t.Fatalf("picked %s, want b (a holds three)", tk.Worker())
+	}
+	if fb := tk.Fallbacks(5); !slices.Equal(fb, []string{"a"}) {
+		t.Fatalf("fallbacks %v, want [a] (no cap: never full)", fb)
+	}
+	for _, h := range append(held, tk) {
+		h.Finish(Outcome{Status: 200})
+	}
+}

@@ -65,7 +65,7 @@ func (t *Ticket) Fallbacks(n int) []string {
 	worker := t.Worker()
 	lines := make([]scoring.Line, 0, len(t.Decision.Candidates))
 	for _, l := range t.Decision.Candidates {
-		if l.Worker != worker && !l.Full && l.Active < l.Cap {
+		if l.Worker != worker && !l.Full {
 			lines = append(lines, l)
 		}
 	}

@@ -135,8 +135,10 @@ type LiveTerm struct {
 
 // Term evaluates t for the decision log, under w's guard and trust.
 func (t LiveTerm) Term(w LiveWeights, p Prompt, l Live) Term {
-	unit := LiveWeights{Miss: t.Miss, Prefill: t.Prefill, Decode: t.Decode, Uncached: t.Uncached,
-		Ahead: t.Ahead, AheadDecode: t.AheadDecode, PrefillLimit: w.PrefillLimit, Trust: w.Trust}
+	unit := LiveWeights{
+		Miss: t.Miss, Prefill: t.Prefill, Decode: t.Decode, Uncached: t.Uncached,
+		Ahead: t.Ahead, AheadDecode: t.AheadDecode, PrefillLimit: w.PrefillLimit, Trust: w.Trust,
+	}
 	return Term{Name: t.Name, Weight: t.Weight, Value: LiveScore(unit, p, l)}
 }
 

@@ -1,7 +1,7 @@
 package scoring
 
 // Pick is the reference evaluation of a plan against live in-flight counts:
-// among candidates with active[i] < Cap (and available[i], when given), the
+// among candidates not Full at active[i] (and available[i], when given), the
 // lowest Curve.At(active[i]) wins, ties going to the lower index. It
 // returns -1 when every candidate is full. The stores implement exactly this inside
 // their atomic claim.
@@ -9,7 +9,7 @@ func Pick(cands []Candidate, active []int, available []bool) int {
 	best := -1
 	bestScore := 0.0
 	for i, c := range cands {
-		if active[i] >= c.Cap || (available != nil && !available[i]) {
+		if c.Full(active[i]) || (available != nil && !available[i]) {
 			continue
 		}
 		s := c.Curve.At(active[i])
@@ -19,6 +19,10 @@ func Pick(cands []Candidate, active []int, available []bool) int {
 	}
 	return best
 }
+
+// Full reports whether the candidate is at its Cap with active in-flight
+// requests; a Cap of 0 is none, never full.
+func (c Candidate) Full(active int) bool { return c.Cap > 0 && active >= c.Cap }
 
 // Line is one candidate's line in a decision breakdown: the terms that do
 // not depend on the live count (shared with the plan, never modified), the
@@ -43,7 +47,7 @@ func PickLive(cands []Candidate, p Prompt, active []int, live []Live, available 
 	best := -1
 	bestScore := 0.0
 	for i, c := range cands {
-		if active[i] >= c.Cap || (available != nil && !available[i]) {
+		if c.Full(active[i]) || (available != nil && !available[i]) {
 			continue
 		}
 		s := c.Curve.At(active[i])
@@ -78,7 +82,7 @@ func BreakdownLive(cands []Candidate, p Prompt, active []int, live []Live) []Lin
 		if i < len(active) {
 			a = active[i]
 		}
-		l := Line{Worker: c.Worker, Active: a, Cap: c.Cap, Full: a >= c.Cap, ActiveWeight: c.Curve.Slope, Terms: c.Terms, Total: c.Curve.At(a)}
+		l := Line{Worker: c.Worker, Active: a, Cap: c.Cap, Full: c.Full(a), ActiveWeight: c.Curve.Slope, Terms: c.Terms, Total: c.Curve.At(a)}
 		if i < len(live) && len(c.LiveTerms) > 0 {
 			// A new slice: the plan's terms are shared, never modified.
 			l.Terms = append(make([]Term, 0, len(c.Terms)+len(c.LiveTerms)+3), c.Terms...)

@@ -271,3 +271,18 @@ func BenchmarkScoredPlan64(b *testing.B) {
 		Pick(plan.Candidates, active, nil)
 	}
 }
+
+// A Cap of 0 is no configured ceiling: never full.
+func TestPickNoCap(t *testing.T) {
+	cands := []Candidate{{Worker: "x", Cap: 2, Curve: Curve{Slope: 1}}, {Worker: "y", Curve: Curve{Base: 50, Slope: 1}}}
+	if i := Pick(cands, []int{2, 1000}, nil); i != 1 {
+		t.Fatalf("picked %d, want the worker with no cap", i)
+	}
+	if i := PickLive(cands, Prompt{}, []int{2, 1000}, nil, nil); i != 1 {
+		t.Fatalf("PickLive picked %d, want the worker with no cap", i)
+	}
+	bd := Breakdown(cands, []int{2, 1000})
+	if !bd[0].Full || bd[1].Full {
+		t.Fatalf("full flags %v %v, want true false", bd[0].Full, bd[1].Full)
+	}
+}

@@ -80,7 +80,9 @@ type Worker struct {
 	Draining bool
 	// Joining: the worker appeared moments ago and Envoy may not have its
 	// cluster yet; it takes requests once the join delay has passed.
-	Joining        bool
+	Joining bool
+	// MaxConcurrency is the worker's cap in force (0: none; see
+	// Candidate.Cap).
 	MaxConcurrency int
 	// Active is the in-flight count from the snapshot. Strategies use it only
 	// for explanation; the store evaluates curves on the live count.
@@ -187,9 +189,12 @@ func (t Term) Contribution() float64 {
 // depend on the live in-flight count.
 type Candidate struct {
 	Worker string
-	Cap    int
-	Curve  Curve
-	Terms  []Term
+	// Cap is the in-flight count at which the candidate is full (Full).
+	// 0 is no configured ceiling: only a learned limit, which the store
+	// applies, bounds the worker.
+	Cap   int
+	Curve Curve
+	Terms []Term
 	// LiveTerms are scored by the store from live figures and added to the
 	// curve; LiveWeights is their sum with the guard, trust and index
 	// bound (see AddLive).

@@ -19,7 +19,8 @@ import "encoding/json"
 // as an opaque blob (internal/caps computes all three and owns the blob's
 // format).
 type Limit struct {
-	// Value is the learned limit, 1..max_concurrency; 0: none learned, the
+	// Value is the learned limit, 1..max_concurrency (any positive count
+	// when the worker has no configured cap); 0: none learned, the
 	// configured cap applies.
 	Value int `json:"value"`
 	// Tokens is the learned in-flight token limit (see TokenRoom); 0: none.
@@ -41,10 +42,11 @@ func (l Limit) TokenRoom(inFlight, held, need int) bool {
 	return l.Tokens <= 0 || inFlight == 0 || int64(held)+int64(need) <= l.Tokens
 }
 
-// CapWith is cap lowered to a learned limit l (0: none).
+// CapWith is cap lowered to a learned limit l; 0 is none for either, so
+// with no configured cap the learned limit alone bounds (0: neither).
 func CapWith(cap, l int) int {
-	if l > 0 && l < cap {
+	if l > 0 && (cap <= 0 || l < cap) {
 		return l
 	}
-	return cap
+	return max(cap, 0)
 }

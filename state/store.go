@@ -28,6 +28,7 @@ type Store interface {
 	Queue
 	Monitor
 	LimitWriter
+	Latencies
 }
 
 // Fleet is the worker registry: who serves what, and whether it may take
@@ -63,12 +64,14 @@ type Snapshotter interface {
 
 // Claimer claims workers for requests and gives them back.
 type Claimer interface {
+	FirstTokener
 	// Claim reads the live in-flight counts of the candidates, evaluates
 	// each candidate's score curve at its live count, skips workers at
 	// their cap (lowered by a learned Limit, and by its token limit when
-	// the claim reads live figures), draining or not healthy, and the
-	// whole fleet at Limits.GlobalCap, and claims the lowest, all in one
-	// atomic step. No other claim, on any replica, can interleave with it:
+	// the claim reads live figures), past their ceiling (a live score
+	// above LiveWeights.Ceiling, as if full), draining or not healthy, and
+	// the whole fleet at Limits.GlobalCap, and claims the lowest, all in
+	// one atomic step. No other claim, on any replica, can interleave with it:
 	// simultaneous requests never all land on the same idle worker. With
 	// nothing available and req.Queue set, the request joins its model's
 	// queue under req.ID instead (ClaimResult.Queued), or is refused
@@ -154,23 +157,23 @@ type LimitWriter interface {
 // replicas add to them in any order and all fit the same model. A snapshot
 // shows them in Worker.LatencyStats. Every store uses
 // latency.DefaultConfig: the sums mean nothing under another.
-//
-// Not yet part of Store: the backends implement it next.
 type Latencies interface {
 	// AddLatency adds each contribution to its worker's stats for its
 	// model as latency.Config.Add does (rebased to the stored epoch when
 	// its own differs; empty stats take the contribution's epoch), each
-	// atomically; contributions for unknown workers are dropped. Stats
+	// atomically; contributions for unknown workers, or of another layout
+	// (sums not latency.Size long), are dropped. Stats
 	// whose newest weight would pass latency's bound are first rebased to
-	// the contribution's time (Config.NeedsRebase), so that weights never
+	// the time of the add (Config.NeedsRebase), so that weights never
 	// overflow. A worker that leaves the fleet (Deregister, a lapsed
 	// lease) loses its stats; one whose engine restarts keeps them (the
-	// same GPU: the fast fit follows any change within seconds).
+	// same GPU: the fast fit follows any change within seconds). They are
+	// soft state, like learned limits: a Redis that restarts empty
+	// starts them again.
 	AddLatency(ctx context.Context, cs []LatencyContribution) error
 }
 
-// FirstTokener is told when a request has its first token. Not yet part of
-// Claimer: the backends implement it next.
+// FirstTokener is told when a request has its first token.
 type FirstTokener interface {
 	// FirstToken marks claim id's request as past its first token: its
 	// uncached prompt stops counting as prefill ahead on its worker

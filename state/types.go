@@ -10,12 +10,15 @@ import (
 
 // WorkerSpec is a worker's static description, from config or registration.
 type WorkerSpec struct {
-	ID             string   `json:"id"`
-	Address        string   `json:"address"`
-	Models         []string `json:"models"`
-	Zone           string   `json:"zone,omitempty"`
-	Region         string   `json:"region,omitempty"`
-	MaxConcurrency int      `json:"max_concurrency"`
+	ID      string   `json:"id"`
+	Address string   `json:"address"`
+	Models  []string `json:"models"`
+	Zone    string   `json:"zone,omitempty"`
+	Region  string   `json:"region,omitempty"`
+	// MaxConcurrency is the configured cap on the worker's in-flight
+	// requests. 0 is no configured ceiling: only a learned Limit (if any)
+	// bounds the worker, so a fleet can leave its caps to the limiter.
+	MaxConcurrency int `json:"max_concurrency"`
 	// Telemetry: the engine's metrics format (vllm, sglang, llamacpp,
 	// trtllm, none), where to scrape and check it (defaults: the address's
 	// /metrics and /health), and an optional DCGM exporter and GPU label.
@@ -150,10 +153,12 @@ type Snapshot struct {
 // Lower wins; ties go to the earlier candidate.
 type Candidate struct {
 	Worker string
-	Cap    int
-	Base   float64
-	Slope  float64
-	Mult   float64
+	// Cap is the configured cap (0: none, as WorkerSpec.MaxConcurrency);
+	// the store lowers it to the worker's learned Limit.
+	Cap   int
+	Base  float64
+	Slope float64
+	Mult  float64
 	// LiveWeights is the live part, scored on the figures the claim reads;
 	// its KVBlocks bounds the worker's prefix index (0: DefaultKVBlocks).
 	LiveWeights scoring.LiveWeights
@@ -225,8 +230,10 @@ type ClaimRequest struct {
 	// Prompt (zero: none) has the store read each candidate's prefix
 	// match and token load, score them, record the prompt's blocks in the
 	// winner's index and hold the request's tokens on it until the claim
-	// ends (release, lapsed lease). A queued waiter's tokens are held
-	// from its grant, all of its prompt counted as uncached.
+	// ends (release, lapsed lease), its uncached prompt also as prefill
+	// ahead (Worker.AheadTokens) until FirstToken. A queued waiter's
+	// tokens are held from its grant, all of its prompt counted as
+	// uncached.
 	Prompt scoring.Prompt
 }
 

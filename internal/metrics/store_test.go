@@ -30,6 +30,7 @@ func (failingStore) Claim(context.Context, state.ClaimRequest) (state.ClaimResul
 func (failingStore) Release(context.Context, state.Release) (bool, error) { return true, nil }
 func (failingStore) Renew(context.Context, []string, []string) error      { return nil }
 func (failingStore) Move(context.Context, string, string) error           { return errDown }
+func (failingStore) FirstToken(context.Context, string) error             { return nil }
 
 func (failingStore) Cancel(context.Context, string) (state.WaiterStatus, error) {
 	return state.WaiterStatus{}, nil

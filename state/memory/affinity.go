@@ -2,6 +2,7 @@ package memory
 
 import (
 	"container/list"
+	"context"
 
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
@@ -75,9 +76,10 @@ func (x *lruIndex) record(blocks []uint64, bound int) {
 func (x *lruIndex) len() int { return x.order.Len() }
 
 // claimTokens are the tokens a held claim (or a queued waiter, whose tokens
-// apply when it is granted) counts on its worker.
+// apply when it is granted) counts on its worker: ahead is the part of
+// prefill still counted as prefill ahead (until the first token).
 type claimTokens struct {
-	prefill, decode int
+	prefill, decode, ahead int
 }
 
 func (t claimTokens) need() int { return t.prefill + t.decode }
@@ -87,12 +89,24 @@ func (t claimTokens) need() int { return t.prefill + t.decode }
 
 // live reads the worker's prefix match for blocks and its token load.
 func (w *memWorker) live(blocks []uint64) scoring.Live {
-	l := scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens}
+	l := w.load()
 	if w.index != nil {
 		groups := len(blocks) / state.IndexStride
 		l.Match = state.IndexStride * matchLen(groups, func(j int) bool { return w.index.has(blocks[state.IndexStride*j+state.IndexStride-1]) })
 	}
 	return l
+}
+
+// load is the worker's token load, with no match read.
+func (w *memWorker) load() scoring.Live {
+	return scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens, Ahead: w.AheadTokens}
+}
+
+// addTokens adds (or with sign -1, gives back) t to the worker's counts.
+func (w *memWorker) addTokens(t claimTokens, sign int) {
+	w.PrefillTokens = max(0, w.PrefillTokens+sign*t.prefill)
+	w.DecodeTokens = max(0, w.DecodeTokens+sign*t.decode)
+	w.AheadTokens = max(0, w.AheadTokens+sign*t.ahead)
 }
 
 // tokenRoom: the worker's learned token limit admits need more tokens.
@@ -109,4 +123,20 @@ func (w *memWorker) recordBlocks(blocks []uint64, bound int) {
 		w.index = newLRUIndex()
 	}
 	w.index.record(strided(blocks), max(1, bound/state.IndexStride))
+}
+
+// FirstToken stops counting claim id's uncached prompt as prefill ahead on
+// its worker; only the first call counts, unknown claims are ignored.
+func (m *Store) FirstToken(_ context.Context, id string) error {
+	m.lock()
+	defer m.unlock()
+	c, ok := m.claims[id]
+	if !ok || c.tok.ahead == 0 {
+		return nil
+	}
+	if w, ok := m.workers[c.worker]; ok {
+		w.AheadTokens = max(0, w.AheadTokens-c.tok.ahead)
+	}
+	c.tok.ahead = 0
+	return nil
 }

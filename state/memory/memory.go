@@ -133,6 +133,7 @@ func (m *Store) Snapshot(_ context.Context) (state.Snapshot, error) {
 		mw := m.workers[id]
 		w := mw.Worker
 		w.Spec.Models = slices.Clone(w.Spec.Models)
+		w.LatencyStats = cloneLatency(w.LatencyStats)
 		if mw.index != nil {
 			w.PrefixBlocks = state.IndexStride * mw.index.len()
 		}
@@ -199,22 +200,27 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		}
 		res.Active[i] = w.InFlight
 		res.Available[i] = w.available()
-		if !res.Available[i] || w.InFlight >= w.capFor(c.Cap) {
+		if !res.Available[i] || w.full(c.Cap) {
 			continue
 		}
 		e := eval{w: w, score: c.Score(w.InFlight)}
 		if aff {
-			// A learned token limit: a candidate that cannot take the
-			// request even with a full match is out; one that can only
-			// with some match does not bound the others (its hi is not
-			// sure to be reachable).
-			if !w.tokenRoom(req.Prompt.Need(state.FullMatch(req.Prompt))) {
-				res.Live[i] = scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens} // its load says why
+			// A learned token limit or the ceiling: a candidate that
+			// cannot take the request even with a full match is out; one
+			// that can only with some match does not bound the others (its
+			// hi is not sure to be reachable).
+			full := state.FullMatch(req.Prompt)
+			if !w.tokenRoom(req.Prompt.Need(full)) {
+				res.Live[i] = w.load() // its load says why
 				continue
 			}
-			lo, hi := scoring.LiveBounds(c.LiveWeights, req.Prompt, state.FullMatch(req.Prompt), scoring.Live{Prefill: w.PrefillTokens, Decode: w.DecodeTokens})
+			lo, hi := scoring.LiveBounds(c.LiveWeights, req.Prompt, full, w.load())
+			if c.LiveWeights.Over(lo) {
+				res.Live[i] = w.load()
+				continue
+			}
 			e.lo = e.score + lo
-			if w.tokenRoom(req.Prompt.Need(0)) {
+			if w.tokenRoom(req.Prompt.Need(0)) && !c.LiveWeights.Over(hi) {
 				minHi = min(minHi, e.score+hi)
 			}
 		}
@@ -229,14 +235,19 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		s := e.score
 		if aff {
 			if e.lo > minHi {
-				res.Live[i] = scoring.Live{Prefill: e.w.PrefillTokens, Decode: e.w.DecodeTokens, Unread: true}
+				res.Live[i] = e.w.load()
+				res.Live[i].Unread = true
 				continue
 			}
 			res.Live[i] = e.w.live(req.Prompt.Blocks)
 			if !e.w.tokenRoom(req.Prompt.Need(res.Live[i].Match)) {
 				continue
 			}
-			s += scoring.LiveScore(c.LiveWeights, req.Prompt, res.Live[i])
+			l := scoring.LiveScore(c.LiveWeights, req.Prompt, res.Live[i])
+			if c.LiveWeights.Over(l) {
+				continue
+			}
+			s += l
 		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s
@@ -247,7 +258,8 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		c := req.Candidates[best]
 		var tok claimTokens
 		if aff {
-			tok = claimTokens{prefill: req.Prompt.Uncached(res.Live[best].Match), decode: req.Prompt.DecodeTokens}
+			u := req.Prompt.Uncached(res.Live[best].Match)
+			tok = claimTokens{prefill: u, decode: req.Prompt.DecodeTokens, ahead: u}
 			m.workers[c.Worker].recordBlocks(req.Prompt.Blocks, c.IndexBound())
 			m.workers[c.Worker].PredictedHitTokens += req.Prompt.PredictedHits(res.Live[best].Match)
 		}
@@ -268,7 +280,7 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 	m.seq++
 	w := &memWaiter{
 		id: req.ID, model: q.Model, replica: q.Replica, priority: q.Priority.OrStandard(), seq: m.seq, expiry: now.Add(m.limits.Lease),
-		tok: claimTokens{prefill: req.Prompt.PromptTokens, decode: req.Prompt.DecodeTokens},
+		tok: claimTokens{prefill: req.Prompt.PromptTokens, decode: req.Prompt.DecodeTokens, ahead: req.Prompt.PromptTokens},
 	}
 	m.waiters[req.ID] = w
 	queue := m.queues[q.Model]
@@ -283,18 +295,26 @@ func (w *memWorker) available() bool {
 	return (w.Health == scoring.Healthy || w.Health == scoring.Recovering) && !w.Draining
 }
 
-// capFor is the worker's cap given its health and learned limit: a
-// recovering worker takes one request at a time (a probe).
+// capFor is the worker's cap in force given configured cap c, its health
+// and its learned limit (0: none, as for c): a recovering worker takes one
+// request at a time (a probe).
 func (w *memWorker) capFor(c int) int {
 	c = state.CapWith(c, w.Limit.Value)
 	if w.Health == scoring.Recovering {
-		return min(c, 1)
+		return 1 // whatever the cap, or with none
 	}
 	return c
 }
 
+// full reports whether the worker is at the cap in force for configured
+// cap c.
+func (w *memWorker) full(c int) bool {
+	c = w.capFor(c)
+	return c > 0 && w.InFlight >= c
+}
+
 func (w *memWorker) free() bool {
-	return w.available() && w.InFlight < w.capFor(w.Spec.MaxConcurrency)
+	return w.available() && !w.full(w.Spec.MaxConcurrency)
 }
 
 // Release gives the claim back once, folds the measurements into the
@@ -359,15 +379,13 @@ func (m *Store) Move(_ context.Context, id, to string) error {
 	now := m.now()
 	if src, ok := m.workers[from]; ok {
 		src.InFlight = max(0, src.InFlight-1)
-		src.PrefillTokens = max(0, src.PrefillTokens-c.tok.prefill)
-		src.DecodeTokens = max(0, src.DecodeTokens-c.tok.decode)
+		src.addTokens(c.tok, -1)
 		// Envoy moved the request because it failed there.
 		src.Stats.Errors++
 		m.healthEvent(src, false, true, now)
 	}
 	dst.InFlight++
-	dst.PrefillTokens += c.tok.prefill
-	dst.DecodeTokens += c.tok.decode
+	dst.addTokens(c.tok, 1)
 	c.worker = to
 	m.pumpWorker(from, now)
 	return nil
@@ -463,7 +481,8 @@ func (m *Store) Seed(snap state.Snapshot, claims map[string]string, oursAtSnap m
 		w.InFlight = max(0, w.InFlight-oursAtSnap[w.Spec.ID])
 		// Seeded claims carry no tokens, so the snapshot's token counts
 		// could never be given back here: start from none.
-		w.PrefillTokens, w.DecodeTokens = 0, 0
+		w.PrefillTokens, w.DecodeTokens, w.AheadTokens = 0, 0, 0
+		w.LatencyStats = cloneLatency(w.LatencyStats)
 		m.total += w.InFlight
 		m.workers[w.Spec.ID] = &memWorker{Worker: w}
 		m.order = append(m.order, w.Spec.ID)

@@ -40,8 +40,7 @@ func (m *Store) globalRoom() bool { return m.limits.GlobalCap <= 0 || m.total < 
 func (m *Store) hold(id, worker string, now time.Time, tok claimTokens) {
 	w := m.workers[worker]
 	w.InFlight++
-	w.PrefillTokens += tok.prefill
-	w.DecodeTokens += tok.decode
+	w.addTokens(tok, 1)
 	m.total++
 	m.claims[id] = &memClaim{worker: worker, expiry: now.Add(m.limits.Lease), tok: tok}
 }
@@ -56,8 +55,7 @@ func (m *Store) unhold(id string) (string, bool) {
 	m.total = max(0, m.total-1)
 	if w, ok := m.workers[c.worker]; ok {
 		w.InFlight = max(0, w.InFlight-1)
-		w.PrefillTokens = max(0, w.PrefillTokens-c.tok.prefill)
-		w.DecodeTokens = max(0, w.DecodeTokens-c.tok.decode)
+		w.addTokens(c.tok, -1)
 	}
 	return c.worker, true
 }
@@ -121,8 +119,8 @@ func (m *Store) pumpWorker(id string, now time.Time) {
 }
 
 // pumpModel grants free slots among the model's workers to its waiters,
-// least loaded (in-flight over the cap in force) first, ties to the
-// lowest worker id.
+// least loaded (in-flight over the cap in force; 0 with no cap) first,
+// ties to the fewest in flight, then to the lowest worker id.
 func (m *Store) pumpModel(model string, now time.Time) {
 	for len(m.queues[model]) > 0 && m.globalRoom() {
 		head := m.queues[model][0]
@@ -133,10 +131,13 @@ func (m *Store) pumpModel(model string, now time.Time) {
 			if !w.free() || !slices.Contains(w.Spec.Models, model) || !w.tokenRoom(head.tok.need()) {
 				continue
 			}
-			// Load against the cap in force (a learned limit lowers it);
-			// ties to the lowest id, as the scripts' pump_model (prelude.lua).
-			l := float64(w.InFlight) / float64(w.capFor(w.Spec.MaxConcurrency))
-			if best == nil || l < load || (l == load && id < best.Spec.ID) {
+			// Load against the cap in force (a learned limit lowers it),
+			// as the scripts' pump_model (prelude.lua).
+			l := 0.0
+			if c := w.capFor(w.Spec.MaxConcurrency); c > 0 {
+				l = float64(w.InFlight) / float64(c)
+			}
+			if best == nil || l < load || (l == load && (w.InFlight < best.InFlight || (w.InFlight == best.InFlight && id < best.Spec.ID))) {
 				best, load = w, l
 			}
 		}

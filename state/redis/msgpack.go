@@ -9,8 +9,9 @@ import (
 
 // packCandidates encodes candidates for claim.lua as one MessagePack array
 // of five arrays {ids, caps, bases, slopes, mults}, and with live reads
-// seven more, the candidates' scoring.LiveWeights {miss, prefill, decode,
-// uncached coefficients, prefill limits, index bounds, match trusts}
+// ten more, the candidates' scoring.LiveWeights {miss, prefill, decode,
+// uncached coefficients, prefill limits, index bounds, match trusts, ahead
+// and ahead-decode coefficients, ceilings}
 // (read only by claims that carry a Prompt): Redis's Lua decodes it in C,
 // far cheaper than script arguments per candidate. Numbers are float64
 // (Lua numbers are doubles), so the script computes with exactly the
@@ -32,6 +33,9 @@ func packCandidates(cs []state.Candidate, live bool) string {
 			func(c state.Candidate) float64 { return c.LiveWeights.PrefillLimit },
 			func(c state.Candidate) float64 { return float64(c.IndexBound()) },
 			func(c state.Candidate) float64 { return c.LiveWeights.MatchTrust() },
+			func(c state.Candidate) float64 { return c.LiveWeights.Ahead },
+			func(c state.Candidate) float64 { return c.LiveWeights.AheadDecode },
+			func(c state.Candidate) float64 { return c.LiveWeights.Ceiling },
 		)
 	}
 	b := make([]byte, 0, 16+n*(24+len(fields)*9))
@@ -83,4 +87,81 @@ func packBlocks(blocks []uint64) string {
 		b = binary.BigEndian.AppendUint64(b, h)
 	}
 	return string(b)
+}
+
+// decoder reads the few MessagePack types Redis's cmsgpack writes for an
+// array of a string and numbers; the first error sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil || n > len(d.b) {
+		d.err = errPacked
+		return make([]byte, min(n, 8)) // enough for every caller to read on
+	}
+	out := d.b[:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) uint(n int) uint64 {
+	var v uint64
+	for _, c := range d.take(n) {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+func (d *decoder) arrayLen() int {
+	switch t := d.take(1)[0]; {
+	case t&0xf0 == 0x90:
+		return int(t & 0x0f)
+	case t == 0xdc:
+		return int(d.uint(2))
+	case t == 0xdd:
+		return int(d.uint(4))
+	}
+	d.err = errPacked
+	return 0
+}
+
+func (d *decoder) str() string {
+	var n int
+	switch t := d.take(1)[0]; {
+	case t&0xe0 == 0xa0:
+		n = int(t & 0x1f)
+	case t == 0xd9 || t == 0xc4:
+		n = int(d.uint(1))
+	case t == 0xda || t == 0xc5:
+		n = int(d.uint(2))
+	case t == 0xdb || t == 0xc6:
+		n = int(d.uint(4))
+	default:
+		d.err = errPacked
+	}
+	return string(d.take(n))
+}
+
+func (d *decoder) number() float64 {
+	switch t := d.take(1)[0]; {
+	case t <= 0x7f:
+		return float64(t)
+	case t >= 0xe0:
+		return float64(int8(t))
+	case t == 0xca:
+		return float64(math.Float32frombits(uint32(d.uint(4))))
+	case t == 0xcb:
+		return math.Float64frombits(d.uint(8))
+	case t >= 0xcc && t <= 0xcf:
+		return float64(d.uint(1 << (t - 0xcc)))
+	case t >= 0xd0 && t <= 0xd3:
+		n := 1 << (t - 0xd0)
+		v := d.uint(n)
+		shift := 64 - 8*n
+		return float64(int64(v<<shift) >> shift)
+	}
+	d.err = errPacked
+	return 0
 }

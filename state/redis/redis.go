@@ -28,7 +28,7 @@ import (
 // every key a script touches is still in its pool's slot. Per shard:
 //
 //	{P}:workers        hash  worker id → spec JSON (the registry)
-//	{P}:cap            hash  worker id → max_concurrency
+//	{P}:cap            hash  worker id → max_concurrency (0: none)
 //	{P}:health         hash  worker id → healthy | unhealthy | recovering
 //	{P}:drain          hash  worker id → "1" while draining
 //	{P}:ok             hash  worker id → "1" when healthy and not draining
@@ -43,7 +43,12 @@ import (
 //	{P}:px:<id>        zset  the worker's prefix index: 8-byte block hashes
 //	                         scored by recency ({P}:pseq), at most kv_blocks
 //	{P}:tokp, :tokd    hash  worker id → in-flight prefill / decode tokens
-//	{P}:ctok, :wtok    hash  claim / waiter id → "prefill decode" it holds
+//	{P}:toka           hash  worker id → prefill ahead: the uncached prompt
+//	                         tokens of claims before their first token
+//	{P}:lat:<id>       hash  model → the worker's latency-model statistics
+//	                         (see latency.go)
+//	{P}:ctok           hash  claim id → "prefill decode ahead" it holds
+//	{P}:wtok           hash  waiter id → "prefill decode" it will hold
 type Store struct {
 	client redis.UniversalClient
 	limits state.Limits
@@ -67,6 +72,9 @@ var luaRelease string
 
 //go:embed lua/move.lua
 var luaMove string
+
+//go:embed lua/firsttoken.lua
+var luaFirstToken string
 
 //go:embed lua/renew.lua
 var luaRenew string
@@ -111,6 +119,7 @@ var (
 	scriptRelease  = script(luaRelease)
 	scriptMove     = script(luaMove)
 	scriptRenew    = script(luaRenew)
+	scriptFirst    = script(luaFirstToken)
 	scriptAdopt    = script(luaAdopt)
 	scriptRegister = script(luaRegister)
 	scriptSetFlag  = script(luaSetFlag)
@@ -282,7 +291,7 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 	if err != nil {
 		return state.ClaimResult{}, fmt.Errorf("redis claim: %w", err)
 	}
-	if len(res) != 8 {
+	if len(res) != 9 {
 		return state.ClaimResult{}, fmt.Errorf("redis claim: unexpected reply of %d parts", len(res))
 	}
 	outcome, _ := res[0].(int64)
@@ -316,8 +325,9 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 		m, _ := res[5].([]any)
 		p, _ := res[6].([]any)
 		d, _ := res[7].([]any)
+		q, _ := res[8].([]any)
 		for i := range out.Live {
-			out.Live[i] = scoring.Live{Match: intAt(m, i), Prefill: intAt(p, i), Decode: intAt(d, i)}
+			out.Live[i] = scoring.Live{Match: intAt(m, i), Prefill: intAt(p, i), Decode: intAt(d, i), Ahead: intAt(q, i)}
 			if out.Live[i].Match < 0 {
 				out.Live[i].Match, out.Live[i].Unread = 0, true
 			}
@@ -360,6 +370,21 @@ func (r *Store) Release(ctx context.Context, rel state.Release) (bool, error) {
 // Move re-attributes a held claim to another worker.
 func (r *Store) Move(ctx context.Context, id, to string) error {
 	return scriptError(r.run(ctx, r.shardsOfID(ctx, id, to)[0], scriptMove, id, to).Err())
+}
+
+// FirstToken stops counting claim id's uncached prompt as prefill ahead
+// (see firsttoken.lua); unknown claims are ignored.
+func (r *Store) FirstToken(ctx context.Context, id string) error {
+	for _, sh := range r.shardsOfID(ctx, id, "") {
+		n, err := r.run(ctx, sh, scriptFirst, id).Int()
+		if err != nil {
+			return fmt.Errorf("redis first token: %w", err)
+		}
+		if n == 1 {
+			return nil
+		}
+	}
+	return nil
 }
 
 // Renew extends the leases of the given claims and waiters.

@@ -46,7 +46,7 @@ func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, e
 	if err != nil {
 		return state.Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 14 {
+	if len(res) != 16 {
 		return state.Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
 	leases := pairs(res[8])
@@ -54,9 +54,10 @@ func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, e
 	now, _ := res[0].(int64)
 	workers := pairs(res[1])
 	inflight, health, drain := pairs(res[2]), pairs(res[3]), pairs(res[4])
-	tokp, tokd := pairs(res[9]), pairs(res[10])
+	tokp, tokd, toka := pairs(res[9]), pairs(res[10]), pairs(res[14])
 	pblocks, _ := res[11].([]any)
 	statsLists, _ := res[5].([]any)
+	latLists, _ := res[15].([]any)
 	limits := parseLimits(pairs(res[12]))
 	predicted := pairs(res[13])
 	snap := state.Snapshot{At: time.UnixMilli(now)}
@@ -69,10 +70,14 @@ func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, e
 		w.InFlight, _ = strconv.Atoi(lookup(inflight, kv[0]))
 		w.PrefillTokens, _ = strconv.Atoi(lookup(tokp, kv[0]))
 		w.DecodeTokens, _ = strconv.Atoi(lookup(tokd, kv[0]))
+		w.AheadTokens, _ = strconv.Atoi(lookup(toka, kv[0]))
 		w.Limit = limits[kv[0]]
 		w.PredictedHitTokens, _ = strconv.ParseInt(lookup(predicted, kv[0]), 10, 64)
 		if i < len(statsLists) {
 			w.Stats = parseStats(pairs(statsLists[i]))
+		}
+		if i < len(latLists) {
+			w.LatencyStats = parseLatency(pairs(latLists[i]))
 		}
 		if i < len(pblocks) {
 			n, _ := pblocks[i].(int64)

@@ -19,11 +19,12 @@ import (
 
 // TestStoresAgreeOnRandomClaims drives the in-memory store and the Redis
 // claim script through the same random sequence of claims with live reads
-// (prefix families, token counts, random live coefficient vectors, load
-// guards, trust), releases and
-// learned limits (requests and tokens), and requires the same result from
-// both at every claim: the winner, the live counts, and each candidate's
-// match, token load and whether its match was looked up. The conformance
+// (prefix families, token counts, random live coefficient vectors with
+// prefill-ahead terms and ceilings, load guards, trust, caps of 0),
+// first tokens, releases and learned limits (requests and tokens), and
+// requires the same result from both at every claim: the winner, the live
+// counts, and each candidate's match, token load, prefill ahead and
+// whether its match was looked up. The conformance
 // suite checks chosen cases; this looks for the two implementations of
 // one rule drifting apart where no case was written.
 func TestStoresAgreeOnRandomClaims(t *testing.T) {
@@ -42,7 +43,8 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 	const workers = 6
 	var specs []state.WorkerSpec
 	for i := range workers {
-		specs = append(specs, state.WorkerSpec{ID: fmt.Sprintf("w%d", i), Address: fmt.Sprintf("10.2.0.%d:1", i), Models: []string{"m"}, MaxConcurrency: 4})
+		// Two workers have no configured cap (grants to waiters read it).
+		specs = append(specs, state.WorkerSpec{ID: fmt.Sprintf("w%d", i), Address: fmt.Sprintf("10.2.0.%d:1", i), Models: []string{"m"}, MaxConcurrency: 4 * min(i%3, 1)})
 	}
 	for seed := range uint64(agreeSeeds) {
 		mem := memory.New(nil, limits)
@@ -77,6 +79,14 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 				if res[0].Index >= 0 || res[0].Queued {
 					held = append(held, id) // a waiter may be granted later
 				}
+			case r < 7 && len(held) > 0:
+				// A first token (held, granted, queued or gone: any id).
+				id := held[rng.IntN(len(held))]
+				for _, s := range stores {
+					if err := s.FirstToken(ctx, id); err != nil {
+						t.Fatal(err)
+					}
+				}
 			case r < 9 && len(held) > 0:
 				i := rng.IntN(len(held))
 				var ok [2]bool
@@ -108,15 +118,15 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 }
 
 // fleetOf is each worker's in-flight count, tokens and limits.
-func fleetOf(t *testing.T, s state.Store) map[string][5]int64 {
+func fleetOf(t *testing.T, s state.Store) map[string][6]int64 {
 	t.Helper()
 	snap, err := s.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][5]int64{}
+	out := map[string][6]int64{}
 	for _, w := range snap.Workers {
-		out[w.Spec.ID] = [5]int64{int64(w.InFlight), int64(w.PrefillTokens), int64(w.DecodeTokens), int64(w.Limit.Value), w.Limit.Tokens}
+		out[w.Spec.ID] = [6]int64{int64(w.InFlight), int64(w.PrefillTokens), int64(w.DecodeTokens), int64(w.AheadTokens), int64(w.Limit.Value), w.Limit.Tokens}
 	}
 	return out
 }
@@ -130,7 +140,7 @@ func randomCandidates(rng *rand.Rand, pick func(...float64) float64) []state.Can
 	out := make([]state.Candidate, 0, 6)
 	for _, i := range rng.Perm(6) {
 		out = append(out, state.Candidate{
-			Worker: fmt.Sprintf("w%d", i), Cap: 4,
+			Worker: fmt.Sprintf("w%d", i), Cap: int(pick(4, 4, 0)),
 			Base: pick(0, 1, 2), Slope: pick(0, 1), LiveWeights: randomLiveWeights(rng, pick),
 		})
 	}
@@ -155,6 +165,10 @@ func randomLiveWeights(rng *rand.Rand, pick func(...float64) float64) scoring.Li
 	}
 	return scoring.LiveWeights{
 		Miss: coef(0, 50, 100), Prefill: coef(0, 0.001, 0.01), Decode: coef(0, 0.001, 0.01), Uncached: coef(0, 0.001, 0.01),
+		Ahead: coef(0, 0.001, 0.01), AheadDecode: coef(0, 1e-6, 1e-5),
+		// Live scores run from 0 to about 150: ceilings that bind now and
+		// then, exactly at round scores too.
+		Ceiling:      pick(0, 0, 1, 5, 50, rng.Float64()*100),
 		PrefillLimit: pick(0, 300, float64(rng.IntN(1000))), Trust: pick(0, 0.5, 1, rng.Float64()), KVBlocks: 64,
 	}
 }

@@ -28,6 +28,7 @@ func runLimits(t *testing.T, newStore Factory, newPeer func(*testing.T, state.St
 	t.Run("ForgetPrefixesEmptiesTheIndex", func(t *testing.T) { forgetPrefixes(t, newStore(t, def)) })
 	t.Run("PredictedHitTokensCounted", func(t *testing.T) { predictedHits(t, newStore(t, def)) })
 	t.Run("PrefixTrustScalesTheMatch", func(t *testing.T) { prefixTrust(t, newStore(t, def)) })
+	t.Run("NoConfiguredCapMeansUnlimited", func(t *testing.T) { noCap(t, newStore(t, def)) })
 }
 
 // predictedHits: the winner of a claim with a prefix match counts the

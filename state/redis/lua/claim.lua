@@ -1,21 +1,25 @@
 -- Atomic pick-and-claim, or a place in the model's queue. ARGV (after the
 -- common header): claim id, candidates as one MessagePack array {ids, caps,
--- bases, slopes, mults} (with live reads, seven more: the candidates'
+-- bases, slopes, mults} (with live reads, ten more: the candidates'
 -- scoring.LiveWeights as miss, prefill, decode and uncached coefficients,
--- prefill limits, index bounds, match trusts), model, queue (0/1),
--- priority rank, queue allowance for that rank, replica, waiter lease ms,
--- live reads ('' none, else '1'), prompt block hashes (8 bytes each,
--- concatenated), prompt tokens, decode tokens.
+-- prefill limits, index bounds, match trusts, ahead and ahead-decode
+-- coefficients, ceilings), model, queue (0/1), priority rank, queue
+-- allowance for that rank, replica, waiter lease ms, live reads ('' none,
+-- else '1'), prompt block hashes (8 bytes each, concatenated), prompt
+-- tokens, decode tokens.
 --
 -- With live reads each evaluated candidate also gets scoring.LiveScore
 -- (scoring/live.go): its match m (leading blocks its prefix index holds,
--- by binary search: log2(n) lookups) and its in-flight prefill p and
--- decode d tokens are read, and it scores
---   miss*(1 - trust*m/n) + prefill*p + decode*d + uncached*u(m)
+-- by binary search: log2(n) lookups) and its in-flight prefill p, decode
+-- d and prefill-ahead q tokens are read, and it scores
+--   prefill*p + decode*d + uncached*u(m) + ahead*q + aheaddecode*(q + u(m))*d
+--     + miss*(1 - trust*m/n)
 -- (u(m) the prompt tokens past m blocks; the miss part 0 with no blocks;
--- m counts 0 when p + u(m) exceeds a positive prefill limit); the
--- winner's index records the blocks and the request's tokens are held on
--- it until the claim ends.
+-- m counts 0 when p + u(m) exceeds a positive prefill limit), evaluated
+-- in exactly that order, as Go does; a candidate whose live score passes
+-- its positive ceiling is skipped as if full. The winner's index records
+-- the blocks and the request's tokens are held on it until the claim ends,
+-- its uncached prompt also as prefill ahead until its first token.
 --
 -- Waiters already queued at this priority or better are served first (a
 -- freed slot goes to them before a newcomer). Otherwise every candidate's
@@ -27,16 +31,18 @@
 -- newest batch waiter.
 -- Returns {outcome (1 claimed, 2 queued, 3 queue full, 0 none available),
 -- index (1-based, -1: none), {live counts}, {1 if available}, queue position,
--- and with live reads {matches}, {in-flight prefill}, {in-flight decode}
--- per candidate (0 for those not evaluated, match -1 for those whose
--- match was not looked up because they could not win; empty without)}.
+-- and with live reads {matches}, {in-flight prefill}, {in-flight decode},
+-- {prefill ahead} per candidate (0 for those not evaluated, match -1 for
+-- those whose match was not looked up because they could not win; empty
+-- without)}.
 local id = ARG[1]
 local c = cmsgpack.unpack(ARG[2])
 local model, queue, rank, allow, replica, wlease =
   ARG[3], ARG[4] == '1', tonumber(ARG[5]), tonumber(ARG[6]), ARG[7], tonumber(ARG[8])
 local ids, caps, bases, slopes, mults = c[1], c[2], c[3], c[4], c[5]
 local aff = ARG[9] == '1'
-local wm, wp, wd, wu, plim, kvb, trust = c[6], c[7], c[8], c[9], c[10], c[11], c[12]
+local wm, wp, wd, wu, plim, kvb, trust, wa, wad, ceil =
+  c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15]
 local blocks, ptok, dtok = ARG[10] or '', tonumber(ARG[11]) or 0, tonumber(ARG[12]) or 0
 local nb = math.floor(#blocks / 8)
 -- The index keeps the last block of each group of STRIDE (state.IndexStride).
@@ -77,9 +83,9 @@ end
 local inflight = hmget(K_INFLIGHT)
 local ok = hmget(K_OK)
 local lims = hmget(K_LIM)
-local tokp, tokd, limt
+local tokp, tokd, toka, limt
 if aff then
-  tokp, tokd, limt = hmget(K_TOKP), hmget(K_TOKD), hmget(K_LIMTOK)
+  tokp, tokd, toka, limt = hmget(K_TOKP), hmget(K_TOKD), hmget(K_TOKA), hmget(K_LIMTOK)
 end
 -- match: the leading blocks worker i's index holds; the index keeps a
 -- leading run of every chain it holds part of, so a binary search finds it.
@@ -112,25 +118,28 @@ local function record(w, bound)
   local extra = redis.call('ZCARD', key) - math.max(1, math.floor(bound / STRIDE))
   if extra > 0 then redis.call('ZREMRANGEBYRANK', key, 0, extra - 1) end
 end
--- live is scoring.LiveScore for match m, with in-flight prefill p and
--- decode d.
-local function live(i, m, p, d)
+-- live is scoring.LiveScore for match m, with in-flight prefill p, decode
+-- d and prefill ahead q.
+local function live(i, m, p, d, q)
   -- The prefill guard: a warm worker past its prefill limit scores as cold.
   local u = uncached(m)
   if plim[i] > 0 and p + u > plim[i] then m, u = 0, uncached(0) end
-  local s = wp[i] * p + wd[i] * d + wu[i] * u
+  local s = wp[i] * p + wd[i] * d + wu[i] * u + wa[i] * q + wad[i] * (q + u) * d
   if nb > 0 then s = s + wm[i] * (1 - trust[i] * m / nb) end
   return s
 end
+-- over is LiveWeights.Over: live score l passes candidate i's ceiling.
+local function over(i, l) return ceil[i] > 0 and l > ceil[i] end
 -- Two passes (see scoring.LiveBounds): every evaluable
--- candidate's curve and, with live reads, its score with a full match
--- (lo) and with none (hi); then the matches are looked up only for those
--- whose lo is not above the lowest hi: the others can neither win nor tie.
+-- candidate's curve and, with live reads, its live score with a full
+-- match (liveLo) and with none (liveCold); then the matches are looked up
+-- only for those whose curve plus liveLo is not above the lowest curve
+-- plus liveCold: the others can neither win nor tie.
 local best, bestScore = -1, 0
-local active, avail, matched, pre, dec_ = {}, {}, {}, {}, {}
--- lo and cold: the score with a full match and with none, kept for a
--- candidate whose lookup finds one of them.
-local curve, lo, cold, minHi = {}, {}, {}, nil
+local active, avail, matched, pre, dec_, ahd = {}, {}, {}, {}, {}, {}
+-- liveLo and liveCold are kept for a candidate whose lookup finds a full
+-- match or none.
+local curve, lo, liveLo, liveCold, minHi = {}, {}, {}, {}, math.huge
 local tlim = {}
 -- fits is Limit.TokenRoom for candidate i with match m.
 local function fits(i, m)
@@ -140,30 +149,34 @@ end
 for i = 1, #ids do
   local a = tonumber(inflight[i]) or 0
   active[i] = a
-  matched[i], pre[i], dec_[i] = 0, 0, 0
+  matched[i], pre[i], dec_[i], ahd[i] = 0, 0, 0, 0
   if ok[i] then
     avail[i] = 1
     if a < effective_cap(ok[i], caps[i], lims[i]) then
       curve[i] = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
       if aff then
-        local p, d = tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0
-        pre[i], dec_[i], tlim[i] = p, d, tonumber(limt[i]) or 0
+        local p, d, q = tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0, tonumber(toka[i]) or 0
+        pre[i], dec_[i], ahd[i], tlim[i] = p, d, q, tonumber(limt[i]) or 0
         if not fits(i, full) then
           -- Past its token limit even with a full match: out.
           curve[i] = nil
-        else
+        elseif wm[i] >= 0 and wp[i] >= 0 and wd[i] >= 0 and wu[i] >= 0 and wa[i] >= 0 and wad[i] >= 0 then
           -- Bounds hold for non-negative weights only; else no lookup is
-          -- skipped. A candidate that fits only with some match does not
-          -- bound the others.
-          local hi = math.huge
-          if wm[i] >= 0 and wp[i] >= 0 and wd[i] >= 0 and wu[i] >= 0 then
-            lo[i] = curve[i] + live(i, full, p, d)
+          -- skipped. A candidate past its ceiling even with a full match
+          -- is out; one that fits or stays under its ceiling only with
+          -- some match does not bound the others.
+          liveLo[i] = live(i, full, p, d, q)
+          if over(i, liveLo[i]) then
+            curve[i] = nil
+          else
+            lo[i] = curve[i] + liveLo[i]
             if fits(i, 0) then
-              cold[i] = curve[i] + live(i, 0, p, d)
-              hi = cold[i]
+              liveCold[i] = live(i, 0, p, d, q)
+              if not over(i, liveCold[i]) and curve[i] + liveCold[i] < minHi then
+                minHi = curve[i] + liveCold[i]
+              end
             end
           end
-          if minHi == nil or hi < minHi then minHi = hi end
         end
       end
     end
@@ -182,12 +195,16 @@ for i = 1, #ids do
       matched[i] = m
       if not fits(i, m) then
         s = nil
-      elseif m == 0 and cold[i] then
-        s = cold[i]
-      elseif m == full and lo[i] then
-        s = lo[i]
       else
-        s = s + live(i, m, pre[i], dec_[i])
+        local l
+        if m == 0 and liveCold[i] then
+          l = liveCold[i]
+        elseif m == full and liveLo[i] then
+          l = liveLo[i]
+        else
+          l = live(i, m, pre[i], dec_[i], ahd[i])
+        end
+        if over(i, l) then s = nil else s = s + l end
       end
     end
     if s and (best < 0 or s < bestScore) then
@@ -195,7 +212,7 @@ for i = 1, #ids do
     end
   end
 end
-if not aff then matched, pre, dec_ = {}, {}, {} end
+if not aff then matched, pre, dec_, ahd = {}, {}, {}, {} end
 if best > 0 and not ahead and global_room() then
   local w = ids[best]
   inc(w)
@@ -208,10 +225,10 @@ if best > 0 and not ahead and global_room() then
     local hit = math.min(16 * matched[best], ptok - 1)
     if hit > 0 then redis.call('HINCRBY', K_PHIT, w, hit) end
   end
-  return {1, best, active, avail, 0, matched, pre, dec_}
+  return {1, best, active, avail, 0, matched, pre, dec_, ahd}
 end
 if not queue then
-  return {0, -1, active, avail, 0, matched, pre, dec_}
+  return {0, -1, active, avail, 0, matched, pre, dec_, ahd}
 end
 
 if redis.call('ZCARD', q) >= allow and rank < 2 then
@@ -224,7 +241,7 @@ if redis.call('ZCARD', q) >= allow and rank < 2 then
   end
 end
 if redis.call('ZCARD', q) >= allow then
-  return {3, -1, active, avail, 0, matched, pre, dec_}
+  return {3, -1, active, avail, 0, matched, pre, dec_, ahd}
 end
 local seq = redis.call('INCR', K_QSEQ)
 redis.call('ZADD', q, rank * RANK_SPAN + seq, id)
@@ -234,4 +251,4 @@ if aff and (ptok > 0 or dtok > 0) then
   -- Held from the grant, on whichever worker: all of the prompt uncached.
   redis.call('HSET', K_WTOK, id, math.max(0, ptok) .. ' ' .. math.max(0, dtok))
 end
-return {2, -1, active, avail, redis.call('ZRANK', q, id) + 1, matched, pre, dec_}
+return {2, -1, active, avail, redis.call('ZRANK', q, id) + 1, matched, pre, dec_, ahd}

@@ -27,30 +27,36 @@ end
 
 local function qkey(model) return PREFIX .. 'q:' .. model end
 
--- Token load (see state/affinity.go, scoring/live.go): per worker in-flight prefill and
--- decode tokens, and per held claim ("p d") or queued waiter the tokens it
--- counts, so that whatever ends the claim gives exactly those back.
+-- Token load (see state/affinity.go, scoring/live.go): per worker in-flight
+-- prefill, decode and prefill-ahead tokens (K_TOKA: the uncached prompts of
+-- claims before their first token), and per held claim ("p d a": a the
+-- part of p still ahead) or queued waiter ("p d") the tokens it counts, so
+-- that whatever ends the claim gives exactly those back.
 local K_TOKP, K_TOKD, K_CTOK, K_WTOK = PREFIX .. 'tokp', PREFIX .. 'tokd', PREFIX .. 'ctok', PREFIX .. 'wtok'
+local K_TOKA = PREFIX .. 'toka'
 -- A worker's prefix index: a zset of 8-byte block hashes scored by a
 -- recency sequence (K_PSEQ), earlier blocks of a prompt more recent.
 local K_PSEQ = PREFIX .. 'pseq'
 local function pkey(worker) return PREFIX .. 'px:' .. worker end
 
-local function tok_add(w, p, d)
+local function tok_add(w, p, d, a)
   if p ~= 0 and redis.call('HINCRBY', K_TOKP, w, p) < 0 then redis.call('HSET', K_TOKP, w, 0) end
   if d ~= 0 and redis.call('HINCRBY', K_TOKD, w, d) < 0 then redis.call('HSET', K_TOKD, w, 0) end
+  if a ~= 0 and redis.call('HINCRBY', K_TOKA, w, a) < 0 then redis.call('HSET', K_TOKA, w, 0) end
 end
 
--- tok_hold counts p prefill and d decode tokens of claim id on worker w.
+-- tok_hold counts p prefill and d decode tokens of claim id on worker w,
+-- the p also ahead until the claim's first token.
 local function tok_hold(id, w, p, d)
   if p <= 0 and d <= 0 then return end
-  redis.call('HSET', K_CTOK, id, p .. ' ' .. d)
-  tok_add(w, p, d)
+  redis.call('HSET', K_CTOK, id, p .. ' ' .. d .. ' ' .. p)
+  tok_add(w, p, d, p)
 end
 
+-- tok_parse reads a claim's "p d a" or a waiter's "p d" (a 0).
 local function tok_parse(rec)
-  local p, d = string.match(rec, '^(%d+) (%d+)$')
-  return tonumber(p) or 0, tonumber(d) or 0
+  local p, d, a = string.match(rec, '^(%d+) (%d+) ?(%d*)$')
+  return tonumber(p) or 0, tonumber(d) or 0, tonumber(a) or 0
 end
 
 -- tok_end gives claim id's tokens back from worker w (nil: none held). A
@@ -60,8 +66,8 @@ local function tok_end(id, w)
   if not rec then return end
   redis.call('HDEL', K_CTOK, id)
   if redis.call('HEXISTS', K_WORKERS, w) == 1 then
-    local p, d = tok_parse(rec)
-    tok_add(w, -p, -d)
+    local p, d, a = tok_parse(rec)
+    tok_add(w, -p, -d, -a)
   end
 end
 
@@ -69,9 +75,9 @@ end
 local function tok_move(id, a, b)
   local rec = redis.call('HGET', K_CTOK, id)
   if not rec then return end
-  local p, d = tok_parse(rec)
-  if redis.call('HEXISTS', K_WORKERS, a) == 1 then tok_add(a, -p, -d) end
-  tok_add(b, p, d)
+  local p, d, q = tok_parse(rec)
+  if redis.call('HEXISTS', K_WORKERS, a) == 1 then tok_add(a, -p, -d, -q) end
+  tok_add(b, p, d, q)
 end
 
 -- forget_prefixes drops worker w's prefix index: it went away or may have
@@ -120,11 +126,12 @@ local K_LIM, K_LIMTOK, K_LIMST = PREFIX .. 'lim', PREFIX .. 'limtok', PREFIX .. 
 -- compared with the engine's own prefix-cache hits).
 local K_PHIT = PREFIX .. 'phitp'
 
--- effective_cap is a worker's cap given its availability and learned
--- limit lim (nil or 0: none): a recovering worker takes one request at a
--- time.
+-- effective_cap is a worker's cap given its availability, configured cap
+-- (0: none) and learned limit lim (nil or 0: none), math.huge when neither
+-- bounds it: a recovering worker takes one request at a time.
 local function effective_cap(ok, cap, lim)
   lim = tonumber(lim) or 0
+  if cap <= 0 then cap = math.huge end
   if lim > 0 and lim < cap then cap = lim end
   if ok == 'r' then return math.min(cap, 1) end
   return cap
@@ -227,12 +234,16 @@ local function pump_model(model, now)
     if redis.call('ZCARD', q) == 0 or not global_room() then return end
     local head = redis.call('ZRANGE', q, 0, 0)[1]
     local need = waiter_need(head)
-    local bestW, bestLoad = nil, nil
+    local bestW, bestLoad, bestA = nil, nil, nil
     for _, w in ipairs(redis.call('SMEMBERS', PREFIX .. 'model:' .. model)) do
       local ok, a, cap = free(w)
-      -- Ties to the lowest id: SMEMBERS has no order (Memory.pumpModel).
-      if ok and tok_room(w, a, need) and (not bestLoad or a / cap < bestLoad or (a / cap == bestLoad and w < bestW)) then
-        bestW, bestLoad = w, a / cap
+      -- Load 0 with no cap (a / math.huge); ties to the fewest in flight,
+      -- then to the lowest id: SMEMBERS has no order (Memory.pumpModel).
+      if ok and tok_room(w, a, need) then
+        local load = a / cap
+        if not bestLoad or load < bestLoad or (load == bestLoad and (a < bestA or (a == bestA and w < bestW))) then
+          bestW, bestLoad, bestA = w, load, a
+        end
       end
     end
     if not bestW then return end
@@ -248,11 +259,12 @@ local function deregister(id)
   for m in string.gmatch(models, '[^\n]+') do
     redis.call('SREM', PREFIX .. 'model:' .. m, id)
   end
-  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE, K_TOKP, K_TOKD, K_LIM, K_LIMTOK, K_LIMST, K_PHIT}) do
+  for _, k in ipairs({K_WORKERS, K_CAP, K_HEALTH, K_DRAIN, K_OK, K_INFLIGHT, K_WMODELS, K_SOURCE, K_TOKP, K_TOKD, K_TOKA, K_LIM, K_LIMTOK, K_LIMST, K_PHIT}) do
     redis.call('HDEL', k, id)
   end
   redis.call('ZREM', K_WKLEASES, id)
-  redis.call('DEL', PREFIX .. 'stats:' .. id, PREFIX .. 'tm:' .. id, PREFIX .. 'hstate:' .. id, PREFIX .. 'mon:' .. id, pkey(id))
+  redis.call('DEL', PREFIX .. 'stats:' .. id, PREFIX .. 'tm:' .. id, PREFIX .. 'hstate:' .. id, PREFIX .. 'mon:' .. id, pkey(id),
+    PREFIX .. 'lat:' .. id)
   return true
 end
 

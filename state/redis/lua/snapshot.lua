@@ -5,13 +5,16 @@
 -- registered workers' leases (id, expiry ms)..., in-flight prefill tokens
 -- (id, n)..., in-flight decode tokens (id, n)..., prefix index sizes in
 -- the order of the workers list, learned limits (id, limiter json)...,
--- predicted prefix hit tokens (id, n)...}.
+-- predicted prefix hit tokens (id, n)..., prefill ahead tokens (id, n)...,
+-- one latency statistics list (model, packed stats)... per worker in the
+-- order of the workers list}.
 local now = now_ms()
 purge(now)
 local workers = redis.call('HGETALL', K_WORKERS)
-local stats, tele, pblocks = {}, {}, {}
+local stats, tele, pblocks, lat = {}, {}, {}, {}
 for i = 1, #workers, 2 do
   stats[#stats + 1] = redis.call('HGETALL', PREFIX .. 'stats:' .. workers[i])
+  lat[#lat + 1] = redis.call('HGETALL', PREFIX .. 'lat:' .. workers[i])
   tele[#tele + 1] = redis.call('HGETALL', PREFIX .. 'tm:' .. workers[i])
   pblocks[#pblocks + 1] = 4 * redis.call('ZCARD', PREFIX .. 'px:' .. workers[i]) -- state.IndexStride
 end
@@ -29,4 +32,5 @@ local leases = redis.call('ZRANGE', K_WKLEASES, 0, -1, 'WITHSCORES')
 return {now, workers, redis.call('HGETALL', K_INFLIGHT), redis.call('HGETALL', K_HEALTH),
   redis.call('HGETALL', K_DRAIN), stats, queues, tele, leases,
   redis.call('HGETALL', PREFIX .. 'tokp'), redis.call('HGETALL', PREFIX .. 'tokd'), pblocks,
-  redis.call('HGETALL', K_LIMST), redis.call('HGETALL', K_PHIT)}
+  redis.call('HGETALL', K_LIMST), redis.call('HGETALL', K_PHIT), redis.call('HGETALL', K_TOKA),
+  lat}
