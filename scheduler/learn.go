@@ -79,14 +79,6 @@ func newLearning(m latency.Model, f latency.Features) learning {
 // request's path.
 const learnTimeout = time.Second
 
-// Learner is the part of the store the latency model learns through: a
-// request's first token ends its prefill ahead, and its measured TTFT and
-// TPOT join its worker's statistics.
-type Learner interface {
-	state.Latencies
-	state.FirstTokener
-}
-
 // FirstToken tells the scheduler that the request had its first token,
 // ttft after its claim. Only the first call counts. The store hears of it
 // off the caller's path (a goroutine, bounded by learnTimeout): the
@@ -109,10 +101,7 @@ func (t *Ticket) FirstToken(ttft time.Duration) {
 		s.errors.Record(latency.TTFT, t.learn.ttft.Value, ttft)
 	}
 	s.background(func(ctx context.Context) {
-		if s.learner == nil {
-			return
-		}
-		if err := s.learner.FirstToken(ctx, t.ID); err != nil {
+		if err := s.store.FirstToken(ctx, t.ID); err != nil {
 			s.log.Warn("first token", zap.String("request_id", t.Decision.RequestID), zap.Error(err))
 		}
 		if learn {
@@ -141,14 +130,11 @@ func (t *Ticket) learnTPOT(worker string, elapsed time.Duration, o Outcome, now 
 }
 
 func (s *Scheduler) addLatency(ctx context.Context, t *Ticket, worker string, o latency.Observation) {
-	if s.learner == nil {
-		return
-	}
 	c := latency.DefaultConfig().Contribution(t.learn.model, o)
 	if len(c.Sums) == 0 {
 		return
 	}
-	err := s.learner.AddLatency(ctx, []state.LatencyContribution{{Worker: worker, Model: t.Decision.Model, Stats: c}})
+	err := s.store.AddLatency(ctx, []state.LatencyContribution{{Worker: worker, Model: t.Decision.Model, Stats: c}})
 	if err != nil {
 		s.log.Warn("add latency observation", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
 	}

@@ -55,7 +55,7 @@ func (s *Scheduler) objectiveBound(job scoring.Job, workers []scoring.Worker) ob
 // objectives, not for capacity.
 func ceilingRefused(cands []scoring.Candidate, res state.ClaimResult) bool {
 	for i, c := range cands {
-		if c.LiveWeights.Ceiling > 0 && i < len(res.Available) && res.Available[i] && res.Active[i] < c.Cap {
+		if c.LiveWeights.Ceiling > 0 && i < len(res.Available) && res.Available[i] && !c.Full(res.Active[i]) {
 			return true
 		}
 	}

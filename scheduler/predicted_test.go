@@ -14,54 +14,6 @@ import (
 	"github.com/llm-router/llm-router/state/memory"
 )
 
-// learningStore is the memory store with the latency statistics and first
-// tokens kept beside it, shown in its snapshots.
-type learningStore struct {
-	*memory.Store
-	mu     sync.Mutex
-	stats  map[string]map[string]latency.Stats // worker → model
-	firsts []string
-	adds   []state.LatencyContribution
-}
-
-var _ Learner = (*learningStore)(nil)
-
-func (l *learningStore) Snapshot(ctx context.Context) (state.Snapshot, error) {
-	snap, err := l.Store.Snapshot(ctx)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i, w := range snap.Workers {
-		if ms, ok := l.stats[w.Spec.ID]; ok {
-			snap.Workers[i].LatencyStats = map[string]latency.Stats{}
-			for m, st := range ms {
-				snap.Workers[i].LatencyStats[m] = st
-			}
-		}
-	}
-	return snap, err
-}
-
-func (l *learningStore) AddLatency(_ context.Context, cs []state.LatencyContribution) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cfg := latency.DefaultConfig()
-	for _, c := range cs {
-		if l.stats[c.Worker] == nil {
-			l.stats[c.Worker] = map[string]latency.Stats{}
-		}
-		l.stats[c.Worker][c.Model] = cfg.Add(l.stats[c.Worker][c.Model], c.Stats)
-		l.adds = append(l.adds, c)
-	}
-	return nil
-}
-
-func (l *learningStore) FirstToken(_ context.Context, id string) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.firsts = append(l.firsts, id)
-	return nil
-}
-
 // clock is a settable time, or the real one.
 type clock struct {
 	mu   sync.Mutex
@@ -111,10 +63,10 @@ func trained(n int, end time.Time) latency.Stats {
 	return st
 }
 
-func newPredictedScheduler(t *testing.T, queue bool, specs ...state.WorkerSpec) (*Scheduler, *learningStore, *clock, *recorder) {
+func newPredictedScheduler(t *testing.T, queue bool, specs ...state.WorkerSpec) (*Scheduler, *memory.Store, *clock, *recorder) {
 	t.Helper()
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
-	store := &learningStore{Store: memory.New(nil, state.Limits{}), stats: map[string]map[string]latency.Stats{}}
+	store := memory.New(c.now, state.Limits{})
 	if err := store.Register(context.Background(), specs); err != nil {
 		t.Fatal(err)
 	}
@@ -138,9 +90,10 @@ func slo(ttft, tpot time.Duration) SLO {
 }
 
 // A claimed request teaches its worker's model: its first token goes to
-// the store with its TTFT, its end with its TPOT, both paired with the
-// features the claim read; the decision records what was predicted and
-// the result how far off it was.
+// the store (its prompt stops counting as prefill ahead) with its TTFT,
+// its end with its TPOT, both paired with the features the claim read;
+// the decision records what was predicted and the result how far off it
+// was.
 func TestTicketLearnsTTFTAndTPOT(t *testing.T) {
 	s, store, c, rec := newPredictedScheduler(t, false, spec("a", "m", 8))
 	ctx := context.Background()
@@ -152,7 +105,7 @@ func TestTicketLearnsTTFTAndTPOT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := latency.Features{Running: 1, DecodeTokens: 500, Uncached: 1000, Output: 100}
+	want := latency.Features{Running: 1, PrefillTokens: 300, DecodeTokens: 500, Uncached: 1000, Output: 100}
 	if tk.learn.features != want {
 		t.Fatalf("features %+v, want the claim's %+v", tk.learn.features, want)
 	}
@@ -160,43 +113,42 @@ func TestTicketLearnsTTFTAndTPOT(t *testing.T) {
 	if p == nil || !p.TTFTUnknown || p.TTFTSeconds != tk.learn.ttft.Value.Seconds() || p.TPOTSeconds <= 0 {
 		t.Fatalf("prediction %+v", p)
 	}
+	if a := aheadOf(t, store, "a"); a != 1300 {
+		t.Fatalf("prefill ahead %d, want both prompts' 1300", a)
+	}
 	c.add(200 * time.Millisecond)
 	tk.FirstToken(200 * time.Millisecond)
 	tk.FirstToken(time.Second) // only the first counts
+	s.bg.Wait()
+	if a := aheadOf(t, store, "a"); a != 300 {
+		t.Fatalf("prefill ahead %d after the first token, want the other prompt's 300", a)
+	}
 	c.add(time.Second)
 	tk.Finish(Outcome{Status: 200, CompletionTokens: 11})
 	hold.Finish(Outcome{Status: 200, Aborted: true})
 	s.bg.Wait()
 
-	store.mu.Lock()
-	firsts, adds := store.firsts, store.adds
-	store.mu.Unlock()
-	if len(firsts) != 1 || firsts[0] != tk.ID {
-		t.Fatalf("first tokens %v, want once for %s", firsts, tk.ID)
-	}
-	if len(adds) != 2 || adds[0].Worker != "a" || adds[0].Model != "m" {
-		t.Fatalf("contributions %+v, want the TTFT and the TPOT of a, m", adds)
-	}
-	// The two contributions are exactly the observations of 200 ms TTFT
-	// and (1.2 s − 200 ms)/10 = 100 ms TPOT with the claim's features.
+	// The store holds exactly the observations of 200 ms TTFT and (1.2 s
+	// − 200 ms)/10 = 100 ms TPOT with the claim's features: the same fit.
 	cfg := latency.DefaultConfig()
 	m := tk.learn.model
 	at := time.Unix(1_700_000_000, 0)
-	wantTTFT := cfg.Contribution(m, latency.Observation{At: at.Add(200 * time.Millisecond), Features: want, TTFT: 200 * time.Millisecond})
-	wantTPOT := cfg.Contribution(m, latency.Observation{At: at.Add(1200 * time.Millisecond), Features: want, TPOT: 100 * time.Millisecond})
-	// Learning runs off the request's path: in either order.
-	if adds[0].Stats.Epoch.After(adds[1].Stats.Epoch) {
-		adds[0], adds[1] = adds[1], adds[0]
+	wantStats := cfg.Add(
+		cfg.Contribution(m, latency.Observation{At: at.Add(200 * time.Millisecond), Features: want, TTFT: 200 * time.Millisecond}),
+		cfg.Contribution(m, latency.Observation{At: at.Add(1200 * time.Millisecond), Features: want, TPOT: 100 * time.Millisecond}))
+	snap, err := store.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, w := range []latency.Stats{wantTTFT, wantTPOT} {
-		got := adds[i].Stats
-		if !got.Epoch.Equal(w.Epoch) || len(got.Sums) != len(w.Sums) {
-			t.Fatalf("contribution %d: epoch %v, %d sums; want %v", i, got.Epoch, len(got.Sums), w.Epoch)
-		}
-		for k := range w.Sums {
-			if math.Abs(got.Sums[k]-w.Sums[k]) > 1e-12*math.Max(1, math.Abs(w.Sums[k])) {
-				t.Fatalf("contribution %d sum %d = %v, want %v", i, k, got.Sums[k], w.Sums[k])
-			}
+	got := snap.Workers[0].LatencyStats["m"]
+	end := at.Add(2 * time.Second)
+	g, w := cfg.Rebase(got, end), cfg.Rebase(wantStats, end)
+	if len(g.Sums) != latency.Size {
+		t.Fatalf("stored %d sums, want %d", len(g.Sums), latency.Size)
+	}
+	for k := range w.Sums {
+		if math.Abs(g.Sums[k]-w.Sums[k]) > 1e-9*math.Max(1, math.Abs(w.Sums[k])) {
+			t.Fatalf("sum %d = %v, want %v", k, g.Sums[k], w.Sums[k])
 		}
 	}
 	ttft, tpot := s.PredictionErrors()
@@ -207,6 +159,21 @@ func TestTicketLearnsTTFTAndTPOT(t *testing.T) {
 	if res.TPOTSeconds != 0.1 || math.Abs(res.TTFTError-relativeError(tk.learn.ttft.Value, 200*time.Millisecond)) > 1e-12 || res.TPOTError <= 0 {
 		t.Fatalf("result %+v", res)
 	}
+}
+
+func aheadOf(t *testing.T, store *memory.Store, worker string) int {
+	t.Helper()
+	snap, err := store.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range snap.Workers {
+		if w.Spec.ID == worker {
+			return w.AheadTokens
+		}
+	}
+	t.Fatalf("no worker %s", worker)
+	return 0
 }
 
 func lastResult(t *testing.T, rec *recorder, id string) *Result {
@@ -225,28 +192,43 @@ func lastResult(t *testing.T, rec *recorder, id string) *Result {
 // A request moved by Envoy to another worker teaches neither: its
 // features were the first worker's.
 func TestMovedRequestTeachesNothing(t *testing.T) {
-	s, store, _, _ := newPredictedScheduler(t, false, spec("a", "m", 1), spec("b", "m", 1))
+	s, store, c, _ := newPredictedScheduler(t, false, spec("a", "m", 1), spec("b", "m", 1))
 	tk, err := s.Admit(context.Background(), Request{ID: "r", Model: "m", PromptTokens: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tk.Moved(map[string]string{"a": "b", "b": "a"}[tk.Worker()])
+	c.add(100 * time.Millisecond)
 	tk.FirstToken(100 * time.Millisecond)
+	c.add(time.Second)
 	tk.Finish(Outcome{Status: 200, TTFT: 100 * time.Millisecond, CompletionTokens: 5})
 	s.bg.Wait()
-	if len(store.adds) != 0 || len(store.firsts) != 1 {
-		t.Fatalf("moved request: %d contributions, %d first tokens; want 0 and 1", len(store.adds), len(store.firsts))
+	snap, err := store.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range snap.Workers {
+		if len(w.LatencyStats) != 0 {
+			t.Fatalf("moved request taught %s: %v", w.Spec.ID, w.LatencyStats)
+		}
+	}
+	if ttft, tpot := s.PredictionErrors(); ttft.Count+tpot.Count != 0 {
+		t.Fatal("a moved request's errors were recorded")
 	}
 }
 
 // trainedScheduler has workers whose models learned truth, on the real
 // clock (the queue's timers are real).
-func trainedScheduler(t *testing.T, queue bool, specs ...state.WorkerSpec) (*Scheduler, *learningStore, *recorder) {
+func trainedScheduler(t *testing.T, queue bool, specs ...state.WorkerSpec) (*Scheduler, *memory.Store, *recorder) {
 	t.Helper()
 	s, store, c, rec := newPredictedScheduler(t, queue, specs...)
 	c.real = true
+	var cs []state.LatencyContribution
 	for _, sp := range specs {
-		store.stats[sp.ID] = map[string]latency.Stats{"m": trained(400, c.now())}
+		cs = append(cs, state.LatencyContribution{Worker: sp.ID, Model: "m", Stats: trained(400, c.now())})
+	}
+	if err := store.AddLatency(context.Background(), cs); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
@@ -303,6 +285,122 @@ func TestObjectiveUnattainableIdle(t *testing.T) {
 	tk, err := s.Admit(context.Background(), Request{ID: "ok", Model: "m", PromptTokens: 1000, SLO: slo(idle*2, 0)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	tk.Finish(Outcome{Status: 200})
+}
+
+// loads is what the trained worker a is predicted to give a request of
+// 1000 prompt tokens idle and beside the hold's 20,000 decode tokens.
+func loads(t *testing.T, s *Scheduler) (m latency.Model, idle, loaded time.Duration) {
+	t.Helper()
+	m = s.latencyModel("a", "m")
+	idle = m.PredictTTFT(latency.Features{Uncached: 1000, Output: scoring.DefaultOutputTokens}).Value
+	loaded = m.PredictTTFT(latency.Features{Running: 1, DecodeTokens: 20000, Uncached: 1000, Output: scoring.DefaultOutputTokens}).Value
+	if loaded-idle < 200*time.Millisecond {
+		t.Fatalf("the hold adds only %v to the TTFT: too little to tell", loaded-idle)
+	}
+	return m, idle, loaded
+}
+
+// hold claims worker a with 20,000 decode tokens and no prompt.
+func hold(t *testing.T, s *Scheduler) *Ticket {
+	t.Helper()
+	tk, err := s.Admit(context.Background(), Request{ID: "hold", Model: "m", MaxTokens: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// With no worker within its TTFT objective at the live load, a request
+// waits, and is refused with ErrObjectiveUnmet once its objective less
+// the best idle prediction has passed; a looser objective is met, the
+// claim recording its prediction and ceiling.
+func TestObjectiveWaitAndShed(t *testing.T) {
+	s, _, rec := trainedScheduler(t, true, spec("a", "m", 8))
+	ctx := context.Background()
+	m, idle, loaded := loads(t, s)
+	h := hold(t, s)
+	defer h.Finish(Outcome{Status: 200})
+	var maxWait time.Duration
+	obj := idle + 80*time.Millisecond
+	_, err := s.Admit(ctx, Request{ID: "late", Model: "m", PromptTokens: 1000, SLO: slo(obj, 0), OnQueued: func(d time.Duration) { maxWait = d }})
+	if !errors.Is(err, ErrObjectiveUnmet) || RetryAfterOf(err) <= 0 {
+		t.Fatalf("over its objective: %v", err)
+	}
+	d := lastDecision(t, rec, "late")
+	if d.Outcome != OutcomeObjectiveUnmet || d.QueuePosition != 1 || maxWait > 80*time.Millisecond || maxWait <= 0 || d.WaitSeconds < maxWait.Seconds() || d.WaitSeconds > 1 {
+		t.Fatalf("decision %s, position %d, waited %vs, told %v: want a wait of about 80ms", d.Outcome, d.QueuePosition, d.WaitSeconds, maxWait)
+	}
+	loose := loaded + 200*time.Millisecond
+	tk, err := s.Admit(ctx, Request{ID: "ok", Model: "m", PromptTokens: 1000, SLO: slo(loose, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tk.Finish(Outcome{Status: 200})
+	p := tk.Decision.Prediction
+	if p.TTFTSeconds != loaded.Seconds() || p.TTFTUnknown || math.Abs(p.CeilingSeconds-(loose.Seconds()-m.TTFT.Coef[0])) > 1e-9 {
+		t.Fatalf("prediction %+v, want ttft %v, ceiling %v", p, loaded, loose.Seconds()-m.TTFT.Coef[0])
+	}
+}
+
+// A request waiting for its objective takes the worker that frees in
+// time (late binding).
+func TestObjectiveWaiterGranted(t *testing.T) {
+	s, _, rec := trainedScheduler(t, true, spec("a", "m", 8))
+	_, idle, loaded := loads(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := s.store.Subscribe(ctx, "test", s.onNotice); err != nil {
+		t.Fatal(err)
+	}
+	h := hold(t, s)
+	queued := make(chan time.Duration, 1)
+	got := make(chan error, 1)
+	go func() {
+		tk, err := s.Admit(ctx, Request{ID: "waits", Model: "m", PromptTokens: 1000, SLO: slo((idle+loaded)/2, 0),
+			OnQueued: func(d time.Duration) { queued <- d }})
+		if err == nil {
+			tk.Finish(Outcome{Status: 200})
+		}
+		got <- err
+	}()
+	select {
+	case <-queued:
+	case err := <-got:
+		t.Fatalf("not queued: %v", err)
+	}
+	h.Finish(Outcome{Status: 200}) // the release hands the slot to the waiter
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v", err)
+	}
+	if d := lastDecision(t, rec, "waits"); d.Outcome != OutcomeClaimed || d.QueuePosition != 1 || d.Worker != "a" || d.Prediction == nil {
+		t.Fatalf("waiter's decision %s on %q at %d, prediction %+v", d.Outcome, d.Worker, d.QueuePosition, d.Prediction)
+	}
+}
+
+// With queueing off, a request no worker can take within its objectives
+// is refused with ErrObjectiveUnmet rather than at_capacity: over its TTFT
+// objective at the live load, or over its TPOT objective at any load.
+func TestObjectiveRefusedWithoutQueue(t *testing.T) {
+	s, _, rec := trainedScheduler(t, false, spec("a", "m", 8))
+	ctx := context.Background()
+	m, idle, loaded := loads(t, s)
+	h := hold(t, s)
+	defer h.Finish(Outcome{Status: 200})
+	if _, err := s.Admit(ctx, Request{ID: "ttft", Model: "m", PromptTokens: 1000, SLO: slo((idle+loaded)/2, 0)}); !errors.Is(err, ErrObjectiveUnmet) {
+		t.Fatalf("over its TTFT objective: %v", err)
+	}
+	tpot := m.PredictTPOT(latency.Features{Uncached: 1000, Output: scoring.DefaultOutputTokens}).Value
+	if _, err := s.Admit(ctx, Request{ID: "tpot", Model: "m", PromptTokens: 1000, SLO: slo(10*time.Second, tpot*99/100)}); !errors.Is(err, ErrObjectiveUnmet) {
+		t.Fatalf("over its TPOT objective: %v", err)
+	}
+	if d := lastDecision(t, rec, "tpot"); d.Outcome != OutcomeObjectiveUnmet || len(d.Candidates) != 1 {
+		t.Fatalf("decision %s with %d candidates", d.Outcome, len(d.Candidates))
+	}
+	tk, err := s.Admit(ctx, Request{ID: "ok", Model: "m", PromptTokens: 1000, SLO: slo(10*time.Second, 10*tpot)})
+	if err != nil {
+		t.Fatalf("within its objectives: %v", err)
 	}
 	tk.Finish(Outcome{Status: 200})
 }

@@ -21,11 +21,13 @@ import (
 )
 
 // Store is the part of the state store the scheduler uses: it reads
-// snapshots, claims, and queues; the fleet and the monitors are others'.
+// snapshots, claims, queues and adds latency observations; the fleet and
+// the monitors are others'.
 type Store interface {
 	state.Snapshotter
 	state.Claimer
 	state.Queue
+	state.Latencies
 }
 
 // QueueOptions configure admission: who waits, how long, and where.
@@ -105,7 +107,6 @@ type Scheduler struct {
 
 	observer ClaimObserver // the strategy, when it keeps per-replica state
 	bounder  waitBounder   // the strategy, when it enforces objectives
-	learner  Learner       // the store, when it keeps latency statistics
 	errors   *latency.ErrorTracker
 	prior    latency.Model  // a worker's model before any snapshot has one
 	bg       sync.WaitGroup // learning's store round trips under way
@@ -188,7 +189,6 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	}
 	s.observer, _ = strategy.(ClaimObserver)
 	s.bounder, _ = strategy.(waitBounder)
-	s.learner, _ = store.(Learner)
 	s.errors = latency.NewErrorTracker(0)
 	s.prior = latency.Fit(latency.DefaultConfig(), latency.Stats{}, latency.DefaultPrior(), time.Time{})
 	return s, nil
