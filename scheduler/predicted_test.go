@@ -358,8 +358,10 @@ func TestObjectiveWaiterGranted(t *testing.T) {
 	queued := make(chan time.Duration, 1)
 	got := make(chan error, 1)
 	go func() {
-		tk, err := s.Admit(ctx, Request{ID: "waits", Model: "m", PromptTokens: 1000, SLO: slo((idle+loaded)/2, 0),
-			OnQueued: func(d time.Duration) { queued <- d }})
+		tk, err := s.Admit(ctx, Request{
+			ID: "waits", Model: "m", PromptTokens: 1000, SLO: slo((idle+loaded)/2, 0),
+			OnQueued: func(d time.Duration) { queued <- d },
+		})
 		if err == nil {
 			tk.Finish(Outcome{Status: 200})
 		}

@@ -232,8 +232,10 @@ func TestPrintDecision(t *testing.T) {
 			Candidates: []scoring.Line{{Worker: "w1", Active: 1, Cap: 64, ActiveWeight: 0.1, Total: 2.52, Terms: []scoring.Term{
 				{Name: "predicted_ttft", Value: 0.4}, {Name: "predicted_tpot", Value: 0.021, Unknown: true}, {Name: "ttft_prefill", Weight: 0.0002, Value: 1400},
 			}}},
-			Result: &scheduler.Result{Status: 200, ServedBy: "w1", LatencySeconds: 2.6, TTFTSeconds: 0.4, TokensPerSecond: 45, CompletionTokens: 100,
-				TPOTSeconds: 0.0222, TTFTError: 0.05, TPOTError: 0.054},
+			Result: &scheduler.Result{
+				Status: 200, ServedBy: "w1", LatencySeconds: 2.6, TTFTSeconds: 0.4, TokensPerSecond: 45, CompletionTokens: 100,
+				TPOTSeconds: 0.0222, TTFTError: 0.05, TPOTError: 0.054,
+			},
 		}},
 		{"predicted, objective unattainable", scheduler.Decision{
 			RequestID: "r-slo", Time: at, Replica: "r1", Model: "m", Priority: "batch", Strategy: scoring.Predicted,
