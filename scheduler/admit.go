@@ -170,7 +170,7 @@ func (s *Scheduler) queueSpec(r Request) *state.QueueSpec {
 // the claimed candidate's), and returns its ticket.
 func (s *Scheduler) admitted(d *Decision, r Request, id, worker string, f latency.Features, ceiling float64) *Ticket {
 	d.Outcome, d.Worker = OutcomeClaimed, worker
-	learn := newLearning(s.latencyModel(worker, r.Model), f)
+	learn := newLearning(s.LatencyModel(worker, r.Model), f)
 	d.Prediction = &Prediction{
 		TTFTSeconds: learn.ttft.Value.Seconds(), TPOTSeconds: learn.tpot.Value.Seconds(),
 		TTFTUnknown: learn.ttft.Unknown, TPOTUnknown: learn.tpot.Unknown, CeilingSeconds: ceiling,

@@ -100,9 +100,11 @@ func (s *Scheduler) grantFeatures(p pending, worker string) (latency.Features, f
 	return latency.Features{Uncached: p.job.PromptTokens, Output: p.job.DecodeTokens()}, ceiling
 }
 
-// latencyModel is worker's fitted latency model for model in the latest
-// snapshot, or the default prior's.
-func (s *Scheduler) latencyModel(worker, model string) latency.Model {
+// LatencyModel is worker's latency model for model as fitted at the last
+// snapshot (the one the scheduler predicts and learns with; Unknown while
+// the worker has too little history), or the default prior's for a
+// worker or model the snapshot does not have.
+func (s *Scheduler) LatencyModel(worker, model string) latency.Model {
 	if v := s.view.Load(); v != nil {
 		if i, ok := v.index[worker]; ok {
 			if m, ok := v.workers[i].LatencyModels[model]; ok {

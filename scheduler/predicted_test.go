@@ -246,7 +246,7 @@ func TestViewFitsAndPoolsNewcomers(t *testing.T) {
 	if err := s.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	known, fresh := s.latencyModel("a", "m"), s.latencyModel("new", "m")
+	known, fresh := s.LatencyModel("a", "m"), s.LatencyModel("new", "m")
 	if known.Unknown() || !fresh.Unknown() {
 		t.Fatalf("unknown: trained %v, newcomer %v", known.Unknown(), fresh.Unknown())
 	}
@@ -268,7 +268,7 @@ func TestViewFitsAndPoolsNewcomers(t *testing.T) {
 // no claim, its best idle prediction recorded.
 func TestObjectiveUnattainableIdle(t *testing.T) {
 	s, _, rec := trainedScheduler(t, true, spec("a", "m", 8))
-	m := s.latencyModel("a", "m")
+	m := s.LatencyModel("a", "m")
 	idle := m.PredictTTFT(latency.Features{Uncached: 1000, Output: scoring.DefaultOutputTokens}).Value
 	_, err := s.Admit(context.Background(), Request{ID: "never", Model: "m", PromptTokens: 1000, SLO: slo(idle*9/10, 0)})
 	if !errors.Is(err, ErrObjectiveUnmet) || RetryAfterOf(err) <= 0 {
@@ -293,7 +293,7 @@ func TestObjectiveUnattainableIdle(t *testing.T) {
 // 1000 prompt tokens idle and beside the hold's 20,000 decode tokens.
 func loads(t *testing.T, s *Scheduler) (m latency.Model, idle, loaded time.Duration) {
 	t.Helper()
-	m = s.latencyModel("a", "m")
+	m = s.LatencyModel("a", "m")
 	idle = m.PredictTTFT(latency.Features{Uncached: 1000, Output: scoring.DefaultOutputTokens}).Value
 	loaded = m.PredictTTFT(latency.Features{Running: 1, DecodeTokens: 20000, Uncached: 1000, Output: scoring.DefaultOutputTokens}).Value
 	if loaded-idle < 200*time.Millisecond {
