@@ -79,6 +79,9 @@ func classify(err error) httpError {
 		e.Status, e.Type, e.Code = 429, "rate_limit_exceeded", "queue_full"
 	case errors.Is(err, scheduler.ErrShed):
 		e.Status, e.Type, e.Code = 429, "rate_limit_exceeded", "shed"
+	case errors.Is(err, scheduler.ErrObjectiveUnmet):
+		e.Status, e.Type, e.Code = 429, "rate_limit_exceeded", "slo_unattainable"
+		e.Message = "No worker can serve the request within its latency objectives now: " + err.Error()
 	case errors.Is(err, scheduler.ErrQueueTimeout):
 		e.Status, e.Type, e.Code = 503, "service_unavailable", "queue_timeout"
 	case errors.Is(err, ErrUnavailable):
@@ -103,6 +106,7 @@ var droppedReasons = map[string]string{
 	"at_capacity":       "rejected-saturated",
 	"queue_full":        "rejected-saturated",
 	"shed":              "rejected-saturated",
+	"slo_unattainable":  "rejected-saturated",
 	"queue_timeout":     "rejected-ttl-expired",
 	"shutting_down":     "rejected-shutting-down",
 	"no_healthy_worker": "rejected-no-healthy-worker",

@@ -309,7 +309,11 @@ func (x *exchange) responseBody(b *extprocv3.HttpBody) *extprocv3.ProcessingResp
 // returns what the client should get instead when the router changes it.
 func (x *exchange) passBody(b *extprocv3.HttpBody) (out []byte, changed bool) {
 	if x.stream != nil {
+		_, had := x.stream.ttft()
 		x.stream.observe(b.Body, x.srv.now())
+		if ttft, ok := x.stream.ttft(); ok && !had && x.claim != nil {
+			x.claim.FirstToken(ttft)
+		}
 	}
 	if x.strip != nil {
 		out, changed = x.strip.filter(b.Body, b.EndOfStream), true

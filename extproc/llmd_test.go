@@ -115,6 +115,7 @@ func TestDroppedReason(t *testing.T) {
 		{scheduler.ErrAtCapacity, "rejected-saturated"},
 		{scheduler.ErrQueueFull, "rejected-saturated"},
 		{scheduler.ErrQueueTimeout, "rejected-ttl-expired"},
+		{scheduler.ErrObjectiveUnmet, "rejected-saturated"},
 		{scheduler.ErrNoHealthyWorker, "rejected-no-healthy-worker"},
 		{ErrUnavailable, "rejected-shutting-down"},
 		{errors.New("boom"), ""},

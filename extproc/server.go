@@ -62,6 +62,10 @@ type Scheduler interface {
 type Claim interface {
 	Worker() string
 	Moved(to string)
+	// FirstToken reports the response's first content token, ttft after
+	// the claim; the adapter calls it once, from the response body phase,
+	// and it must not block (the scheduler tells the store off this path).
+	FirstToken(ttft time.Duration)
 	Finish(o scheduler.Outcome)
 }
 

@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"sync"
 	"testing"
@@ -50,6 +51,13 @@ type fakeClaim struct {
 	mu       sync.Mutex
 	worker   string
 	finishes []scheduler.Outcome
+	firsts   []time.Duration
+}
+
+func (c *fakeClaim) FirstToken(ttft time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.firsts = append(c.firsts, ttft)
 }
 
 func (c *fakeClaim) Worker() string { c.mu.Lock(); defer c.mu.Unlock(); return c.worker }
@@ -201,6 +209,14 @@ func TestStreamedResponseIsObservedAndReleasedOnce(t *testing.T) {
 		t.Fatalf("streamed response must switch to STREAMED body mode")
 	}
 	st.roundTrip(t, respBody("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choi", false))
+	sched.mu.Lock()
+	first := sched.claims[0]
+	sched.mu.Unlock()
+	first.mu.Lock()
+	if len(first.firsts) != 1 {
+		t.Errorf("first token reported %d times on its arrival, want once", len(first.firsts))
+	}
+	first.mu.Unlock()
 	st.roundTrip(t, respBody("ces\":[{\"delta\":{\"content\":\"b\"}}]}\n\n", false))
 	st.roundTrip(t, respBody("data: {\"choices\":[],\"usage\":{\"completion_tokens\":5}}\n\ndata: [DONE]\n\n", true))
 	close(st.in)
@@ -214,6 +230,11 @@ func TestStreamedResponseIsObservedAndReleasedOnce(t *testing.T) {
 	}
 	if o := c.finishes[0]; o.Aborted || o.CompletionTokens != 5 {
 		t.Fatalf("outcome %+v", o)
+	}
+	// The first content token was reported once, when it arrived, with
+	// the TTFT the release reports too.
+	if len(c.firsts) != 1 || c.firsts[0] != c.finishes[0].TTFT || c.firsts[0] <= 0 {
+		t.Fatalf("first token reported %v, want once with the outcome's TTFT %v", c.firsts, c.finishes[0].TTFT)
 	}
 }
 
@@ -250,6 +271,11 @@ func TestImmediateErrors(t *testing.T) {
 			"at capacity",
 			[]*extprocv3.ProcessingRequest{reqHeaders(false, ":method", "POST", ":path", "/v1/completions"), reqBody(`{"model":"m","prompt":"y"}`)},
 			&fakeScheduler{err: &scheduler.RetryAfter{Err: scheduler.ErrAtCapacity, After: 2 * time.Second}}, 429, "at_capacity",
+		},
+		{
+			"objective unattainable",
+			[]*extprocv3.ProcessingRequest{reqHeaders(false, ":method", "POST", ":path", "/v1/completions"), reqBody(`{"model":"m","prompt":"y"}`)},
+			&fakeScheduler{err: &scheduler.RetryAfter{Err: fmt.Errorf("m: %w", scheduler.ErrObjectiveUnmet), After: 2 * time.Second}}, 429, "slo_unattainable",
 		},
 	}
 	for _, tc := range tests {

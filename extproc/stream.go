@@ -85,6 +85,15 @@ func (o *streamObserver) line(line []byte, now time.Time) {
 	}
 }
 
+// ttft is the time from the claim to the first content token, once it
+// arrived.
+func (o *streamObserver) ttft() (time.Duration, bool) {
+	if o.deltas == 0 {
+		return 0, false
+	}
+	return o.first.Sub(o.claimedAt), true
+}
+
 // result returns TTFT (from the claim), the decode rate and the completion
 // tokens (the worker's usage when sent, else the counted deltas).
 func (o *streamObserver) result() (ttft time.Duration, tps float64, tokens int) {

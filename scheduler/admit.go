@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/latency"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -64,7 +65,10 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 	}
 	// Random order: ties in the plan go to the lower index.
 	rand.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
-	job := scoring.Job{Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks}
+	job := scoring.Job{
+		Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks,
+		Objectives: scoring.Objectives{TTFT: r.SLO.TTFT.Duration(), TPOT: r.SLO.TPOT.Duration()},
+	}
 	plan := scoring.Build(s.strategy, scoring.Input{Job: job, Workers: workers, Cursor: s.cursor.Add(1) - 1, Now: start})
 
 	d := &Decision{
@@ -79,15 +83,25 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 			&RetryAfter{Err: fmt.Errorf("%s (%s): %w", r.Model, describeExcluded(plan.Excluded), ErrNoHealthyWorker), After: retryAfterBusy})
 	}
 
+	bound := s.objectiveBound(job, workers)
+	if bound.on && bound.wait <= s.now().Sub(start) {
+		d.Prediction = &Prediction{TTFTSeconds: bound.idle.Seconds()}
+		return nil, s.fail(d, OutcomeObjectiveUnmet, "slo_unattainable", &RetryAfter{
+			Err:   fmt.Errorf("%s: TTFT objective %s, best idle prediction %s: %w", r.Model, job.Objectives.TTFT, bound.idle, ErrObjectiveUnmet),
+			After: retryAfterBusy,
+		})
+	}
+
 	id := s.newClaimID()
 	snapActive := snapshotActive(plan.Candidates, workers)
 	snapPick := scoring.Pick(plan.Candidates, snapActive, nil)
 	var res state.ClaimResult
 	var err error
+	var req state.ClaimRequest
 	if s.opts.NonAtomicClaim {
 		res, err = s.claimNonAtomic(ctx, id, plan.Candidates, snapActive, snapPick)
 	} else {
-		req := state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Queue: s.queueSpec(r)}
+		req = state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Queue: s.queueSpec(r)}
 		if plan.UsesLive() {
 			if n := s.opts.MaxAffinityBlocks; n > 0 && len(job.Blocks) > n {
 				// A leading run: the match of a chain is a prefix. Only the
@@ -113,18 +127,24 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		// affinity the snapshot knows no match, so no such comparison.
 		d.Conflict = true
 	}
+	p := pending{job: job, cands: plan.Candidates, bound: bound}
 	switch {
 	case res.Index >= 0:
-		return s.admitted(d, r, id, plan.Candidates[res.Index].Worker), nil
+		c := plan.Candidates[res.Index]
+		f := claimFeatures(job, req.Prompt, res, res.Index, c.Worker, workers)
+		return s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling), nil
 	case res.Queued:
 		d.QueuePosition = res.Position
-		return s.wait(ctx, r, d, id, s.now()) // the wait counts from joining the queue
+		return s.wait(ctx, r, d, id, s.now(), p) // the wait counts from joining the queue
 	case !anyTrue(res.Available):
 		return nil, s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
 			&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrNoHealthyWorker), After: retryAfterBusy})
 	case res.QueueFull:
 		return nil, s.fail(d, OutcomeQueueFull, "queue_full",
 			&RetryAfter{Err: fmt.Errorf("%s, %s priority: %w", r.Model, r.Priority, ErrQueueFull), After: retryAfterBusy})
+	case ceilingRefused(plan.Candidates, res):
+		return nil, s.fail(d, OutcomeObjectiveUnmet, "slo_unattainable",
+			&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrObjectiveUnmet), After: retryAfterBusy})
 	}
 	return nil, s.fail(d, OutcomeAtCapacity, "at_capacity",
 		&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrAtCapacity), After: retryAfterBusy})
@@ -146,11 +166,17 @@ func (s *Scheduler) queueSpec(r Request) *state.QueueSpec {
 	return &state.QueueSpec{Model: r.Model, Priority: r.Priority.OrStandard(), Allow: allow, Replica: s.opts.ReplicaID}
 }
 
-// admitted records a claim held for r and returns its ticket.
-func (s *Scheduler) admitted(d *Decision, r Request, id, worker string) *Ticket {
+// admitted records a claim held for r, decided on features f (ceiling:
+// the claimed candidate's), and returns its ticket.
+func (s *Scheduler) admitted(d *Decision, r Request, id, worker string, f latency.Features, ceiling float64) *Ticket {
 	d.Outcome, d.Worker = OutcomeClaimed, worker
+	learn := newLearning(s.LatencyModel(worker, r.Model), f)
+	d.Prediction = &Prediction{
+		TTFTSeconds: learn.ttft.Value.Seconds(), TPOTSeconds: learn.tpot.Value.Seconds(),
+		TTFTUnknown: learn.ttft.Unknown, TPOTUnknown: learn.tpot.Unknown, CeilingSeconds: ceiling,
+	}
 	s.finishDecision(d)
-	t := &Ticket{s: s, ID: id, Decision: d, worker: worker, start: s.now()}
+	t := &Ticket{s: s, ID: id, Decision: d, worker: worker, start: s.now(), learn: learn}
 	s.mu.Lock()
 	s.live[id] = t
 	s.mu.Unlock()
@@ -164,8 +190,14 @@ func (s *Scheduler) admitted(d *Decision, r Request, id, worker string) *Ticket 
 // wait holds a queued request until a worker is handed to it (late
 // binding: whichever eligible worker frees first), its priority's timeout
 // passes, it is shed, or the client leaves.
-func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string, start time.Time) (*Ticket, error) {
+func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string, start time.Time, p pending) (*Ticket, error) {
 	timeout := s.opts.Queue.Timeouts[r.Priority.Rank()]
+	// The TTFT objective bounds the wait once some worker could meet it
+	// idle: past that, none can.
+	byObjective := p.bound.on && p.bound.wait-start.Sub(d.Time) < timeout
+	if byObjective {
+		timeout = max(p.bound.wait-start.Sub(d.Time), 0)
+	}
 	ch := make(chan state.Notice, 1)
 	s.mu.Lock()
 	s.waiters[id] = ch
@@ -189,7 +221,8 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 	granted := func(worker string) (*Ticket, error) {
 		waited := s.now().Sub(start)
 		d.WaitSeconds = waited.Seconds()
-		return s.admitted(d, r, id, worker), nil
+		f, ceiling := s.grantFeatures(p, worker)
+		return s.admitted(d, r, id, worker, f, ceiling), nil
 	}
 	// leave takes the request out of the queue; a slot handed to it in the
 	// meantime is kept (keep) or given back.
@@ -234,6 +267,11 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 				return granted(w) // the slot arrived as the timer fired: use it
 			}
 			d.WaitSeconds = s.now().Sub(start).Seconds()
+			if byObjective {
+				return nil, s.fail(d, OutcomeObjectiveUnmet, "slo_unattainable", &RetryAfter{
+					Err: fmt.Errorf("%s after %s, TTFT objective %s: %w", r.Model, timeout, p.job.Objectives.TTFT, ErrObjectiveUnmet), After: retryAfterBusy,
+				})
+			}
 			return nil, s.fail(d, OutcomeQueueTimeout, "queue_timeout",
 				&RetryAfter{Err: fmt.Errorf("%s after %s: %w", r.Model, timeout, ErrQueueTimeout), After: retryAfterBusy})
 		case <-ctx.Done():

@@ -45,8 +45,26 @@ type Decision struct {
 	// LearnedTokenCaps are the candidates' learned in-flight token limits
 	// (adaptive_caps.token_limits): a candidate past its own is left out.
 	LearnedTokenCaps map[string]int64 `json:"learned_token_caps,omitempty"`
+	// Prediction is the latency model's for the claimed worker, on the
+	// figures the claim was decided on; for a request refused for its
+	// objective, the best idle TTFT it was measured against.
+	Prediction *Prediction `json:"prediction,omitempty"`
 	// Result is filled in a second record when the request ends.
 	Result *Result `json:"result,omitempty"`
+}
+
+// Prediction is what the latency model (scoring/latency) predicted.
+type Prediction struct {
+	TTFTSeconds float64 `json:"ttft_seconds"`
+	TPOTSeconds float64 `json:"tpot_seconds,omitempty"`
+	// TTFTUnknown and TPOTUnknown: the worker had too little history for
+	// the target, so its figure is mostly the prior's.
+	TTFTUnknown bool `json:"ttft_unknown,omitempty"`
+	TPOTUnknown bool `json:"tpot_unknown,omitempty"`
+	// CeilingSeconds is the claimed candidate's ceiling (the most its
+	// live TTFT terms could be: the TTFT objective less the model's
+	// constant; 0: none).
+	CeilingSeconds float64 `json:"ceiling_seconds,omitempty"`
 }
 
 // Result is how the request went, as the response phases saw it.
@@ -58,6 +76,12 @@ type Result struct {
 	TokensPerSecond  float64 `json:"tokens_per_second,omitempty"`
 	CompletionTokens int     `json:"completion_tokens,omitempty"`
 	Aborted          bool    `json:"aborted,omitempty"`
+	// TPOTSeconds is the measured time per output token after the first.
+	TPOTSeconds float64 `json:"tpot_seconds,omitempty"`
+	// TTFTError and TPOTError are the prediction's absolute relative
+	// errors, |predicted − measured| / measured, when both are known.
+	TTFTError float64 `json:"ttft_error,omitempty"`
+	TPOTError float64 `json:"tpot_error,omitempty"`
 }
 
 // Outcomes recorded in Decision.Outcome.
@@ -70,6 +94,9 @@ const (
 	OutcomeQueueTimeout = "queue_timeout"
 	OutcomeShed         = "shed"
 	OutcomeAbandoned    = "abandoned" // the client left while queued
+	// OutcomeObjectiveUnmet: no worker could take the request within its
+	// latency objectives before its TTFT objective became unreachable.
+	OutcomeObjectiveUnmet = "objective_unmet"
 )
 
 // Recorder keeps decisions for explain.
@@ -112,7 +139,33 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.Array("excluded", excluded(d.Excluded)),
 		zap.Object("learned_caps", learned[int](d.LearnedCaps)),
 		zap.Object("learned_token_caps", learned[int64](d.LearnedTokenCaps)),
+		predictionField(d.Prediction),
 	)
+}
+
+// predictionField logs the prediction when there is one.
+func predictionField(p *Prediction) zap.Field {
+	if p == nil {
+		return zap.Skip()
+	}
+	return zap.Object("prediction", (*predictionLog)(p))
+}
+
+type predictionLog Prediction
+
+func (p *predictionLog) MarshalLogObject(enc zapcore.ObjectEncoder) error {
+	enc.AddFloat64("ttft_seconds", p.TTFTSeconds)
+	enc.AddFloat64("tpot_seconds", p.TPOTSeconds)
+	if p.TTFTUnknown {
+		enc.AddBool("ttft_unknown", true)
+	}
+	if p.TPOTUnknown {
+		enc.AddBool("tpot_unknown", true)
+	}
+	if p.CeilingSeconds != 0 {
+		enc.AddFloat64("ceiling_seconds", p.CeilingSeconds)
+	}
+	return nil
 }
 
 type sloLog SLO

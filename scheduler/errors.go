@@ -25,6 +25,10 @@ var (
 	ErrShed = errors.New("shed from the queue for higher-priority requests")
 	// ErrQueueTimeout: the request waited its priority's queue timeout.
 	ErrQueueTimeout = errors.New("timed out waiting for a worker")
+	// ErrObjectiveUnmet: no worker can take the request within its
+	// latency objectives, and waiting longer could not meet its TTFT
+	// objective any more (the predicted strategy).
+	ErrObjectiveUnmet = errors.New("no worker can meet the request's latency objectives")
 )
 
 // RetryAfter is attached to errors that should tell the client when to

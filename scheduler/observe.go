@@ -3,6 +3,7 @@ package scheduler
 import (
 	"time"
 
+	"github.com/llm-router/llm-router/scoring/latency"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -27,6 +28,10 @@ type Observer interface {
 	// requests of each priority rank one model's queue admits (0:
 	// queueing off).
 	Published(snap state.Snapshot, queueAllow [3]int)
+	// PredictionErrors: the latency model's errors over this replica's
+	// last predictions (TTFT and TPOT of the claimed workers), after each
+	// Published.
+	PredictionErrors(ttft, tpot latency.ErrorSummary)
 }
 
 // noObserver counts nothing.
@@ -39,3 +44,4 @@ func (noObserver) Rejected(string, string)                            {}
 func (noObserver) Finished(*Decision, string, time.Duration, Outcome) {}
 func (noObserver) Moved(string, string)                               {}
 func (noObserver) Published(state.Snapshot, [3]int)                   {}
+func (noObserver) PredictionErrors(_, _ latency.ErrorSummary)         {}

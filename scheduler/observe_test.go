@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-router/llm-router/scoring/latency"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -30,7 +31,9 @@ func (e *events) Rejected(model, reason string) { e.add("rejected %q %s", model,
 func (e *events) Finished(d *Decision, worker string, _ time.Duration, o Outcome) {
 	e.add("finished %s on %s %d", d.RequestID, worker, o.Status)
 }
-func (e *events) Moved(from, to string) { e.add("moved %s %s", from, to) }
+func (e *events) Moved(from, to string)                      { e.add("moved %s %s", from, to) }
+func (e *events) PredictionErrors(_, _ latency.ErrorSummary) {}
+
 func (e *events) Published(snap state.Snapshot, allow [3]int) {
 	e.add("published %d %v", len(snap.Workers), allow)
 }

@@ -16,15 +16,18 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/latency"
 	"github.com/llm-router/llm-router/state"
 )
 
 // Store is the part of the state store the scheduler uses: it reads
-// snapshots, claims, and queues; the fleet and the monitors are others'.
+// snapshots, claims, queues and adds latency observations; the fleet and
+// the monitors are others'.
 type Store interface {
 	state.Snapshotter
 	state.Claimer
 	state.Queue
+	state.Latencies
 }
 
 // QueueOptions configure admission: who waits, how long, and where.
@@ -103,6 +106,10 @@ type Scheduler struct {
 	now      func() time.Time
 
 	observer ClaimObserver // the strategy, when it keeps per-replica state
+	bounder  waitBounder   // the strategy, when it enforces objectives
+	errors   *latency.ErrorTracker
+	prior    latency.Model  // a worker's model before any snapshot has one
+	bg       sync.WaitGroup // learning's store round trips under way
 
 	view     atomic.Pointer[view]
 	cursor   atomic.Uint64
@@ -181,6 +188,9 @@ func New(store Store, opts Options) (*Scheduler, error) {
 		waiters:  map[string]chan state.Notice{},
 	}
 	s.observer, _ = strategy.(ClaimObserver)
+	s.bounder, _ = strategy.(waitBounder)
+	s.errors = latency.NewErrorTracker(0)
+	s.prior = latency.Fit(latency.DefaultConfig(), latency.Stats{}, latency.DefaultPrior(), time.Time{})
 	return s, nil
 }
 
@@ -244,7 +254,7 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	def := fleetDefaults{kvBlocks: s.opts.KVBlocks, prefillRate: s.opts.PrefillTokensPerSecond}
-	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap), def))
+	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap), def, s.now()))
 	return nil
 }
 
@@ -258,6 +268,7 @@ func (s *Scheduler) publish(snap state.Snapshot) {
 		}
 	}
 	s.obs.Published(snap, allow)
+	s.obs.PredictionErrors(s.PredictionErrors())
 }
 
 // Snapshot returns the last snapshot read (for /health and /stats).

@@ -25,9 +25,15 @@ type Ticket struct {
 	Decision *Decision
 	start    time.Time
 
+	// learn is what the latency model learns from this request with: set
+	// at the claim, never modified.
+	learn learning
+
 	mu       sync.Mutex
 	worker   string
 	finished bool
+	first    bool          // FirstToken was called
+	ttft     time.Duration // as FirstToken measured it
 }
 
 // Outcome is what the response phase observed about a finished request.
@@ -101,6 +107,9 @@ func (t *Ticket) Finish(o Outcome) {
 	}
 	t.finished = true
 	worker := t.worker
+	if o.TTFT <= 0 {
+		o.TTFT = t.ttft
+	}
 	t.mu.Unlock()
 
 	s := t.s
@@ -108,7 +117,8 @@ func (t *Ticket) Finish(o Outcome) {
 	delete(s.live, t.ID)
 	s.mu.Unlock()
 
-	elapsed := s.now().Sub(t.start)
+	now := s.now()
+	elapsed := now.Sub(t.start)
 	rel := state.Release{ID: t.ID, Alpha: s.opts.EMAAlpha, Failed: o.UpstreamFailure}
 	// Aborted requests say nothing about the worker's speed.
 	if !o.Aborted && !o.UpstreamFailure {
@@ -121,6 +131,7 @@ func (t *Ticket) Finish(o Outcome) {
 	if _, err := s.store.Release(ctx, rel); err != nil {
 		s.log.Warn("release claim", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
 	}
+	tpot := t.learnTPOT(worker, elapsed, o, now)
 	if s.observer != nil {
 		s.observer.Released(t.ID, s.now())
 	}
@@ -132,6 +143,11 @@ func (t *Ticket) Finish(o Outcome) {
 		d.Result = &Result{
 			Status: o.Status, ServedBy: worker, LatencySeconds: elapsed.Seconds(), TTFTSeconds: o.TTFT.Seconds(),
 			TokensPerSecond: o.TokensPerSec, CompletionTokens: o.CompletionTokens, Aborted: o.Aborted,
+			TPOTSeconds: tpot.Seconds(),
+		}
+		if worker == t.Decision.Worker {
+			d.Result.TTFTError = relativeError(t.learn.ttft.Value, o.TTFT)
+			d.Result.TPOTError = relativeError(t.learn.tpot.Value, tpot)
 		}
 		s.opts.Recorder.Record(&d)
 	}

@@ -32,7 +32,7 @@ type fleetDefaults struct {
 	prefillRate float64
 }
 
-func newView(snap state.Snapshot, zone, region string, stale time.Duration, joining map[string]bool, def fleetDefaults) *view {
+func newView(snap state.Snapshot, zone, region string, stale time.Duration, joining map[string]bool, def fleetDefaults, now time.Time) *view {
 	v := &view{
 		snap:    snap,
 		stale:   stale,
@@ -40,6 +40,7 @@ func newView(snap state.Snapshot, zone, region string, stale time.Duration, join
 		byModel: map[string][]int{},
 		byAddr:  make(map[string]string, len(snap.Workers)),
 	}
+	models := fitLatency(snap, now)
 	for i, w := range snap.Workers {
 		v.index[w.Spec.ID] = i
 		v.byAddr[w.Spec.Address] = w.Spec.ID
@@ -66,6 +67,8 @@ func newView(snap state.Snapshot, zone, region string, stale time.Duration, join
 			PrefillRate:    cmp.Or(w.Spec.PrefillTokensPerSecond, def.prefillRate),
 			PrefillTokens:  w.PrefillTokens,
 			DecodeTokens:   w.DecodeTokens,
+			AheadTokens:    w.AheadTokens,
+			LatencyModels:  models[i],
 		})
 		v.updated = append(v.updated, updatedAt{w.Stats.Latency.Updated, w.Stats.TTFT.Updated, w.Stats.TokensPerSec.Updated})
 		v.tele = append(v.tele, w.Telemetry)

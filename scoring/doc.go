@@ -108,6 +108,18 @@
 // bound) contributes 0 and is listed as unknown in the breakdown, so a
 // missing metric is visible rather than silently read as "idle".
 //
+// # The predicted strategy
+//
+// predicted (strategy_predicted.go) scores a worker by the request's
+// predicted completion time there, TTFT + output·TPOT, in seconds, from
+// the worker's latency model (scoring/latency, fitted by the scheduler at
+// every snapshot from what the worker's requests measured): the TTFT's
+// load and prefix parts are live terms (ttft_prefill, ttft_decode,
+// ttft_decode_prefill: coefficients of Live.Ahead, the uncached prompt and
+// Live.Decode), the rest is the curve. Its ceiling enforces the request's
+// objectives (Job.Objectives) inside the claim. predicted_ttft and
+// predicted_tpot (weight 0) record the snapshot's predictions.
+//
 // # Registries
 //
 // Strategies are built by name from a registry as well (RegisterStrategy,

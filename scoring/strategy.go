@@ -60,6 +60,7 @@ const (
 	LatencyBased   = "latency_based"
 	InferenceAware = "inference_aware"
 	Scored         = "scored"
+	Predicted      = "predicted"
 )
 
 // The product's strategies register here; other packages register theirs
@@ -71,6 +72,7 @@ func init() {
 	RegisterStrategy(LatencyBased, func(Params) Strategy { return latencyBased{} })
 	RegisterStrategy(InferenceAware, func(p Params) Strategy { return inferenceAware{p: p} })
 	RegisterStrategy(Scored, newScored)
+	RegisterStrategy(Predicted, newPredicted)
 }
 
 // Filter splits the workers serving the job's model into eligible ones and

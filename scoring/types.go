@@ -3,6 +3,8 @@ package scoring
 import (
 	"math"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring/latency"
 )
 
 // DefaultOutputTokens stands in for max_tokens when a client sends none.
@@ -19,6 +21,15 @@ type Job struct {
 	// a plan's candidates have live terms; the slice is shared, never
 	// modified.
 	Blocks []uint64
+	// Objectives are the request's latency objectives (predicted enforces
+	// them).
+	Objectives Objectives
+}
+
+// Objectives are a request's latency objectives: its time to first token
+// and its time per output token after it; 0 is none.
+type Objectives struct {
+	TTFT, TPOT time.Duration
 }
 
 // OutputEstimate is inference_aware's estimate of generated
@@ -97,8 +108,33 @@ type Worker struct {
 	// worker's engine confirms (0..1; 0: unknown, full trust).
 	PrefixTrust float64
 	// PrefillTokens and DecodeTokens are in flight in the snapshot, for
-	// explanation only: the store scores the live figures.
-	PrefillTokens, DecodeTokens int
+	// explanation only: the store scores the live figures. AheadTokens is
+	// the part of PrefillTokens before its requests' first token.
+	PrefillTokens, DecodeTokens, AheadTokens int
+	// LatencyModels are the worker's fitted latency models by model
+	// (scoring/latency), refitted at every snapshot; a model's entry is
+	// Unknown while the worker has too little history for it. Shared,
+	// never modified.
+	LatencyModels map[string]latency.Model
+}
+
+// Features are the latency model's inputs for placing j on w as the
+// snapshot shows w: its in-flight load, and the whole prompt uncached (no
+// prefix match is known before the claim reads it).
+func (w *Worker) Features(j Job) latency.Features {
+	return latency.Features{
+		Running: w.Active, PrefillTokens: w.AheadTokens, DecodeTokens: w.DecodeTokens,
+		Uncached: max(j.PromptTokens, 0), Output: j.DecodeTokens(),
+	}
+}
+
+// LiveFeatures are the latency model's inputs for a claim that read l and
+// active on the worker it took: what the request was placed on.
+func LiveFeatures(p Prompt, active int, l Live) latency.Features {
+	return latency.Features{
+		Running: active, PrefillTokens: l.Ahead, DecodeTokens: l.Decode,
+		Uncached: p.Uncached(l.Match), Output: p.DecodeTokens,
+	}
 }
 
 // Serves reports whether w serves model.

@@ -19,8 +19,9 @@ var layers = []struct {
 	pkgs   []string
 	forbid []string
 }{
-	// scoring's root is the standard library only (depguard); its
-	// subpackages, the emulations and the block hashes, stay below state.
+	// scoring's root is the standard library and its latency model only
+	// (depguard); its subpackages, the emulations and the block hashes,
+	// stay below state.
 	{"scoring is below state", []string{"./scoring/..."}, []string{"state", "scheduler", "extproc", "internal", "envoy", "cmd", "test", "benchmark"}},
 	{"state is below the scheduler", []string{"./state/..."}, []string{"scheduler", "extproc", "internal", "envoy", "cmd", "test", "benchmark"}},
 	{"the scheduler is below extproc", []string{"./scheduler/..."}, []string{"extproc", "internal", "envoy", "cmd", "test", "benchmark"}},

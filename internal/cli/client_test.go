@@ -220,6 +220,31 @@ func TestPrintDecision(t *testing.T) {
 			Candidates: []scoring.Line{{Worker: "w1", Active: 2, Cap: 2, Full: true, Total: scoring.Infinite}},
 			Result:     &scheduler.Result{Status: 429, LatencySeconds: 0.001},
 		}},
+		{"predicted, within its objectives", scheduler.Decision{
+			RequestID: "r-pred", Time: at, Replica: "r1", Model: "m", Priority: "standard", MaxTokens: 100, PromptTokens: 900, Stream: true,
+			Strategy: scoring.Predicted, Outcome: scheduler.OutcomeClaimed, Worker: "w1", DecideMicros: 40,
+			SLO: scheduler.SLO{
+				TTFT: scheduler.NewObjective(time.Second, scheduler.SLOHeader),
+				TPOT: scheduler.NewObjective(50*time.Millisecond, scheduler.SLODefault),
+			},
+			Prediction: &scheduler.Prediction{TTFTSeconds: 0.42, TPOTSeconds: 0.021, TPOTUnknown: true, CeilingSeconds: 0.95},
+			Unknown:    []string{"predicted_tpot"},
+			Candidates: []scoring.Line{{Worker: "w1", Active: 1, Cap: 64, ActiveWeight: 0.1, Total: 2.52, Terms: []scoring.Term{
+				{Name: "predicted_ttft", Value: 0.4}, {Name: "predicted_tpot", Value: 0.021, Unknown: true}, {Name: "ttft_prefill", Weight: 0.0002, Value: 1400},
+			}}},
+			Result: &scheduler.Result{
+				Status: 200, ServedBy: "w1", LatencySeconds: 2.6, TTFTSeconds: 0.4, TokensPerSecond: 45, CompletionTokens: 100,
+				TPOTSeconds: 0.0222, TTFTError: 0.05, TPOTError: 0.054,
+			},
+		}},
+		{"predicted, objective unattainable", scheduler.Decision{
+			RequestID: "r-slo", Time: at, Replica: "r1", Model: "m", Priority: "batch", Strategy: scoring.Predicted,
+			Outcome: scheduler.OutcomeObjectiveUnmet, SLO: scheduler.SLO{
+				TTFT: scheduler.NewObjective(200*time.Millisecond, scheduler.SLOHeader),
+				TPOT: scheduler.NewObjective(50*time.Millisecond, scheduler.SLODefault),
+			},
+			Prediction: &scheduler.Prediction{TTFTSeconds: 0.55},
+		}},
 		{"no healthy worker", scheduler.Decision{
 			RequestID: "r-none", Time: at, Replica: "r1", Model: "m", Priority: "standard", Strategy: "scored",
 			Outcome: scheduler.OutcomeNoHealthy, Excluded: []scoring.Excluded{{Worker: "w1", Reason: "unhealthy"}, {Worker: "w2", Reason: "draining"}},

@@ -122,9 +122,16 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 	}
 	fmt.Fprintf(w, ", max_tokens %d, ~%d prompt tokens, stream %v\n", d.MaxTokens, d.PromptTokens, d.Stream)
 	if d.SLO != (scheduler.SLO{}) {
-		fmt.Fprintf(w, "slo       ttft %s (%s), tpot %s (%s); recorded, not used to place\n",
+		use := "recorded, not used to place"
+		if d.Strategy == scoring.Predicted {
+			use = "enforced in the claim"
+		}
+		fmt.Fprintf(w, "slo       ttft %s (%s), tpot %s (%s); %s\n",
 			d.SLO.TTFT.Duration().Round(time.Microsecond), sloSource(d.SLO.TTFT.Source),
-			d.SLO.TPOT.Duration().Round(time.Microsecond), sloSource(d.SLO.TPOT.Source))
+			d.SLO.TPOT.Duration().Round(time.Microsecond), sloSource(d.SLO.TPOT.Source), use)
+	}
+	if p := d.Prediction; p != nil {
+		printPrediction(w, d.Outcome, p)
 	}
 	fmt.Fprintf(w, "decided   %s with %s", d.Outcome, d.Strategy)
 	if d.Fallback != "" {
@@ -154,6 +161,12 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 			fmt.Fprintf(w, ", first token after %s, %.1f tokens/s, %d tokens",
 				time.Duration(r.TTFTSeconds*float64(time.Second)).Round(time.Millisecond), r.TokensPerSecond, r.CompletionTokens)
 		}
+		if r.TPOTSeconds > 0 {
+			fmt.Fprintf(w, ", %s a token after it", seconds(r.TPOTSeconds))
+		}
+		if r.TTFTError > 0 || r.TPOTError > 0 {
+			fmt.Fprintf(w, " (predictions off by %.0f%% and %.0f%%)", 100*r.TTFTError, 100*r.TPOTError)
+		}
 		if r.Aborted {
 			fmt.Fprint(w, " (the client left)")
 		}
@@ -168,7 +181,11 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 		fmt.Fprintln(w, "note      live counts changed the choice the cached snapshot would have made (the atomic claim at work)")
 	}
 	if len(d.Unknown) > 0 {
-		fmt.Fprintf(w, "unknown   %s (no fresh signal: counted as 0, see ? below)\n", strings.Join(d.Unknown, ", "))
+		why := "no fresh signal: counted as 0"
+		if d.Strategy == scoring.Predicted {
+			why = "too little history: the prior's figures"
+		}
+		fmt.Fprintf(w, "unknown   %s (%s, see ? below)\n", strings.Join(d.Unknown, ", "), why)
 	}
 	if len(d.Candidates) == 0 {
 		fmt.Fprintln(w, "\nno candidates")
@@ -179,6 +196,33 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 	for _, e := range d.Excluded {
 		fmt.Fprintf(w, "excluded  %s: %s\n", e.Worker, e.Reason)
 	}
+}
+
+// printPrediction writes the latency model's prediction for the pick, or
+// for a request refused for its objective the best idle TTFT.
+func printPrediction(w io.Writer, outcome string, p *scheduler.Prediction) {
+	if outcome == scheduler.OutcomeObjectiveUnmet {
+		if p.TTFTSeconds > 0 {
+			fmt.Fprintf(w, "predicted ttft %s at best, on an idle worker\n", seconds(p.TTFTSeconds))
+		}
+		return
+	}
+	unknown := func(u bool) string {
+		if u {
+			return " (unknown: mostly the prior)"
+		}
+		return ""
+	}
+	fmt.Fprintf(w, "predicted ttft %s%s, tpot %s%s", seconds(p.TTFTSeconds), unknown(p.TTFTUnknown), seconds(p.TPOTSeconds), unknown(p.TPOTUnknown))
+	if p.CeilingSeconds > 0 {
+		fmt.Fprintf(w, "; live ttft terms bounded by %s", seconds(p.CeilingSeconds))
+	}
+	fmt.Fprintln(w)
+}
+
+// seconds formats s seconds to the microsecond.
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Microsecond).String()
 }
 
 func printCandidates(w io.Writer, d *scheduler.Decision) {
@@ -220,6 +264,10 @@ func printCandidates(w io.Writer, d *scheduler.Decision) {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	_ = tw.Flush()
+	if d.Strategy == scoring.Predicted {
+		fmt.Fprintln(w, "\n(* the chosen worker; total = predicted TTFT + max_tokens·TPOT in seconds, the ttft_* terms read live; lowest wins; ? unknown: the prior's)")
+		return
+	}
 	fmt.Fprintln(w, "\n(* the chosen worker; total = Σ weight·value + active weight·active; lowest wins; ? unknown)")
 }
 

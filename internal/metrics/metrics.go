@@ -31,6 +31,7 @@ var (
 	labelsPriority   = []string{"model", "priority"}
 	labelsStrategy   = []string{"strategy"}
 	labelsNodeHealth = []string{"node", "state"}
+	labelsTargetStat = []string{"target", "stat"}
 )
 
 // Histogram buckets, as an earlier router design named them.
@@ -86,6 +87,7 @@ type Metrics struct {
 	Scrapes              *prometheus.CounterVec   // node, result
 	ScrapeDuration       *prometheus.HistogramVec // format
 	ExtProcStreamsActive prometheus.Gauge
+	PredictionError      *prometheus.GaugeVec // target, stat
 }
 
 // New creates the collectors on a fresh registry, with the Go and process
@@ -132,6 +134,7 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 		RetriedElsewhere:     f.counter("retried_elsewhere_total", "Requests Envoy served on another worker than the one the router picked.", labelsNode),
 		ExtProcStreamsActive: f.gauge1("extproc_streams_active",
 			"Open ext_proc streams (one per HTTP request in flight through Envoy)."),
+		PredictionError: f.gauge("prediction_error_ratio", "The latency model's absolute relative error, |predicted − measured| / measured, over this replica's last 1000 predictions of each target (ttft, tpot) on the claimed workers: its median (stat p50) and 90th percentile (p90); absent before any measurement.", labelsTargetStat),
 	}
 }
 

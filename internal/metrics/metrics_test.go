@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/llm-router/llm-router/internal/metrics"
+	"github.com/llm-router/llm-router/scoring/latency"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.prom from what the tests record")
@@ -116,6 +117,7 @@ func recorded(t *testing.T) *metrics.Metrics {
 	m.NodeConcurrencyLimit.WithLabelValues("gpu-0").Set(8)
 	m.NodeConcurrencyLimit.WithLabelValues("gpu-1").Set(3)
 	m.NodePrefixHitRatio.WithLabelValues("gpu-0").Set(0.75)
+	m.PredictionErrors(latency.ErrorSummary{Median: 0.12, P90: 0.4, Count: 10}, latency.ErrorSummary{})
 	return m
 }
 

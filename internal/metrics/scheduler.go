@@ -8,6 +8,7 @@ import (
 
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/latency"
 	"github.com/llm-router/llm-router/state"
 )
 
@@ -109,6 +110,18 @@ func (m *Metrics) Published(snap state.Snapshot, queueAllow [3]int) {
 			}
 			m.NodeHealth.WithLabelValues(w.Spec.ID, string(h)).Set(v)
 		}
+	}
+}
+
+// PredictionErrors sets the latency model's error quantiles, by target,
+// once a target has a measurement.
+func (m *Metrics) PredictionErrors(ttft, tpot latency.ErrorSummary) {
+	for target, e := range map[string]latency.ErrorSummary{"ttft": ttft, "tpot": tpot} {
+		if e.Count == 0 {
+			continue
+		}
+		m.PredictionError.WithLabelValues(target, "p50").Set(e.Median)
+		m.PredictionError.WithLabelValues(target, "p90").Set(e.P90)
 	}
 }
 

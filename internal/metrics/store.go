@@ -17,6 +17,7 @@ import (
 type countedStore struct {
 	scheduler.Store
 	snapshot, claim, release, renew, move, cancel, poll, pump opCounters
+	firstToken, addLatency                                    opCounters
 }
 
 var _ scheduler.Store = (*countedStore)(nil)
@@ -41,6 +42,7 @@ func (m *Metrics) CountStore(s scheduler.Store) scheduler.Store {
 		Store:    s,
 		snapshot: op("snapshot"), claim: op("claim"), release: op("release"), renew: op("renew"),
 		move: op("move"), cancel: op("cancel"), poll: op("poll"), pump: op("pump"),
+		firstToken: op("first_token"), addLatency: op("add_latency"),
 	}
 }
 
@@ -71,6 +73,18 @@ func (c *countedStore) Renew(ctx context.Context, claims, waiters []string) erro
 func (c *countedStore) Move(ctx context.Context, id, to string) error {
 	err := c.Store.Move(ctx, id, to)
 	c.move.count(ctx, err)
+	return err
+}
+
+func (c *countedStore) FirstToken(ctx context.Context, id string) error {
+	err := c.Store.FirstToken(ctx, id)
+	c.firstToken.count(ctx, err)
+	return err
+}
+
+func (c *countedStore) AddLatency(ctx context.Context, cs []state.LatencyContribution) error {
+	err := c.Store.AddLatency(ctx, cs)
+	c.addLatency.count(ctx, err)
 	return err
 }
 

@@ -32,6 +32,8 @@ func (failingStore) Renew(context.Context, []string, []string) error      { retu
 func (failingStore) Move(context.Context, string, string) error           { return errDown }
 func (failingStore) FirstToken(context.Context, string) error             { return nil }
 
+func (failingStore) AddLatency(context.Context, []state.LatencyContribution) error { return errDown }
+
 func (failingStore) Cancel(context.Context, string) (state.WaiterStatus, error) {
 	return state.WaiterStatus{}, nil
 }
@@ -58,6 +60,8 @@ func TestCountStoreCountsEveryRoundTripOnce(t *testing.T) {
 	cancel()
 	_ = c.Move(cancelled, "x", "w") // the caller gave up: not a store error
 	_ = c.Move(ctx, "x", "w")
+	_ = c.FirstToken(ctx, "x")
+	_ = c.AddLatency(ctx, nil)
 
 	for _, tc := range []struct {
 		op          string
@@ -66,6 +70,8 @@ func TestCountStoreCountsEveryRoundTripOnce(t *testing.T) {
 		{"snapshot", 1, 0},
 		{"claim", 1, 1},
 		{"move", 2, 1},
+		{"first_token", 1, 0},
+		{"add_latency", 1, 1},
 		{"release", 0, 0},
 	} {
 		if got := value(m.StoreRoundTrips.WithLabelValues(tc.op)); got != tc.trips {

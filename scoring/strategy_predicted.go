@@ -1,0 +1,136 @@
+package scoring
+
+import (
+	"time"
+
+	"github.com/llm-router/llm-router/scoring/latency"
+)
+
+// predicted scores each worker by the request's predicted completion time
+// there, from the worker's fitted latency model (scoring/latency):
+//
+//	score = TTFT + o·TPOT
+//	TTFT  = a0 + a1·(q + u) + a2·d + a3·(q + u)·d
+//	TPOT  = b0 + b1·(a + 1) + b2·T
+//
+// o is the request's output tokens (Job.DecodeTokens), q the prefill ahead
+// (Live.Ahead), u its uncached prompt, d the decode tokens in flight, a
+// the in-flight requests and T the tokens in flight with the request's
+// own (token counts in thousands in the model, per token here). The part
+// of TTFT above a0 is the live form, read inside the claim, so that the
+// prefix match (through u) and the load are one number in seconds; the
+// rest is the curve, Base = a0 + o·(b0 + b1 + b2·T) with T from the
+// snapshot, Slope = o·b1 on the live count.
+//
+// Objectives. The live form is the TTFT less a0, so a candidate's Ceiling
+// is the request's TTFT objective less a0: the claim skips, as if full, a
+// worker that would make the request miss it, on live figures. A worker
+// that cannot meet an objective whatever its load gets the Ceiling
+// Unattainable: one whose a0 alone passes the TTFT objective, or whose
+// TPOT predicted on the snapshot passes the TPOT objective (adding the
+// request there would break it). With every candidate skipped the request
+// waits in the queue, and the scheduler sheds it once its TTFT objective
+// can no longer be met (IdleTTFT). A model still Unknown for a target
+// does not enforce that target's objective: its numbers are the prior's,
+// a deliberately slow GPU, and a new worker is worth a try.
+type predicted struct {
+	// prior is the model of a worker with no entry for the job's model:
+	// the default prior, Unknown.
+	prior latency.Model
+}
+
+func newPredicted(Params) Strategy {
+	return predicted{prior: latency.Fit(latency.DefaultConfig(), latency.Stats{}, latency.DefaultPrior(), time.Time{})}
+}
+
+func (predicted) Name() string { return Predicted }
+
+// Unattainable is the Ceiling of a candidate that cannot meet the
+// request's objectives: every live score above 0 passes it. A live score is
+// 0 only for a request with its whole prompt cached on a worker with
+// nothing in flight, which then runs its a0 alone.
+const Unattainable = 1e-300
+
+// kilo converts the model's coefficients per thousand tokens to per token.
+const kilo = 1e-3
+
+// model is w's latency model for j's model, or the prior.
+func (s predicted) model(j Job, w *Worker) latency.Model {
+	if m, ok := w.LatencyModels[j.Model]; ok {
+		return m
+	}
+	return s.prior
+}
+
+// Plan gives each worker its curve, its live TTFT terms and its ceiling.
+func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
+	j := in.Job
+	o := float64(j.DecodeTokens())
+	out := make([]Candidate, 0, len(eligible))
+	backing := make([]Term, 2*len(eligible))
+	liveBacking := make([]LiveTerm, 3*len(eligible))
+	for i := range eligible {
+		w := &eligible[i]
+		m := s.model(j, w)
+		f := w.Features(j)
+		ttft, tpot := m.PredictTTFT(f), m.PredictTPOT(f)
+		a, b := m.TTFT.Coef, m.TPOT.Coef
+		// The TPOT with the request at the snapshot's tokens, less the
+		// part of the sequences in flight (b1 per request), which the
+		// curve's slope adds back on the live count: b1 stays for the
+		// request's own sequence.
+		perToken := b[0] + b[1] + b[2]*kilo*float64(tokensWith(f))
+		terms := backing[2*i : 2*i+2 : 2*i+2]
+		terms[0] = Term{Name: "predicted_ttft", Value: ttft.Value.Seconds(), Unknown: ttft.Unknown}
+		terms[1] = Term{Name: "predicted_tpot", Value: tpot.Value.Seconds(), Unknown: tpot.Unknown}
+		c := candidate(*w, Curve{Base: a[0] + o*perToken, Slope: o * b[1]}, terms...)
+		c.LiveTerms = liveBacking[3*i : 3*i : 3*i+3]
+		c.LiveWeights = LiveWeights{KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
+		c.AddLive(LiveTerm{Name: "ttft_prefill", Weight: a[1] * kilo, Ahead: 1, Uncached: 1})
+		c.AddLive(LiveTerm{Name: "ttft_decode", Weight: a[2] * kilo, Decode: 1})
+		c.AddLive(LiveTerm{Name: "ttft_decode_prefill", Weight: a[3] * kilo * kilo, AheadDecode: 1})
+		c.LiveWeights.Ceiling = ceiling(j.Objectives, m, a[0], tpot)
+		out = append(out, c)
+	}
+	return out
+}
+
+// tokensWith is the tokens in flight with the request (the TPOT model's T).
+func tokensWith(f latency.Features) int {
+	return max(f.PrefillTokens, 0) + max(f.DecodeTokens, 0) + max(f.Uncached, 0) + max(f.Output, 0)
+}
+
+// ceiling is the most a candidate's live score may be for the request to
+// meet its objectives there (0: no bound).
+func ceiling(obj Objectives, m latency.Model, a0 float64, tpot latency.Prediction) float64 {
+	if obj.TPOT > 0 && !tpot.Unknown && tpot.Value > obj.TPOT {
+		return Unattainable
+	}
+	if obj.TTFT <= 0 || m.TTFT.Unknown {
+		return 0
+	}
+	if c := obj.TTFT.Seconds() - a0; c > 0 {
+		return c
+	}
+	return Unattainable
+}
+
+// IdleTTFT is the least TTFT any eligible worker is predicted to give j
+// when idle, its whole prompt uncached (a request granted from the queue
+// is counted so): once a request has waited its TTFT objective less this,
+// no worker can meet the objective any more. ok is false when some
+// eligible worker's TTFT model is Unknown: it enforces no objective, so
+// the request can always go there.
+func (s predicted) IdleTTFT(j Job, eligible []Worker) (best time.Duration, ok bool) {
+	for i := range eligible {
+		m := s.model(j, &eligible[i])
+		p := m.PredictTTFT(latency.Features{Uncached: j.PromptTokens, Output: j.DecodeTokens()})
+		if p.Unknown {
+			return 0, false
+		}
+		if !ok || p.Value < best {
+			best, ok = p.Value, true
+		}
+	}
+	return best, ok
+}
