@@ -41,29 +41,30 @@ type Engine struct {
 type Router struct {
 	// RefreshInterval is how often each replica rereads its snapshot;
 	// replica i of n first reads it at i/n of the interval.
-	RefreshInterval time.Duration `json:"refresh_interval"`
+	RefreshInterval time.Duration `json:"refresh_interval_ns"`
 	// ScrapePeriod is how often each GPU's engine metrics reach the
 	// store; GPU g of n is first scraped at g/n of the period. 0: the
 	// product's telemetry.scrape_interval, or 50 ms for the emulations of
 	// the Gateway API Inference Extension, as the benchmark runs them.
-	ScrapePeriod time.Duration `json:"scrape_period"`
+	ScrapePeriod time.Duration `json:"scrape_period_ns"`
 	// TelemetryStale is telemetry.stale_after: older scrapes are unknown.
-	TelemetryStale time.Duration `json:"telemetry_stale"`
+	TelemetryStale time.Duration `json:"telemetry_stale_ns"`
 }
 
 // SLO is what a request must meet to count towards goodput.
 type SLO struct {
-	TTFT time.Duration `json:"ttft"`
+	TTFT time.Duration `json:"ttft_ns"`
 	// TPOT bounds the request's mean time per output token after the
 	// first.
-	TPOT time.Duration `json:"tpot"`
+	TPOT time.Duration `json:"tpot_ns"`
 }
 
 // Ladder is a range of offered rates: Steps rates evenly spaced from Min
 // to Max (Steps 1: Min alone).
 type Ladder struct {
-	Min, Max float64
-	Steps    int
+	Min   float64 `json:"min"`
+	Max   float64 `json:"max"`
+	Steps int     `json:"steps"`
 }
 
 // Rates lists the ladder's rates.

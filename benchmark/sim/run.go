@@ -42,9 +42,9 @@ const (
 // Result is what happened to one request. Times are virtual, from the
 // start of the run.
 type Result struct {
-	Arrival    time.Duration `json:"arrival"`
-	FirstToken time.Duration `json:"first_token"`
-	Done       time.Duration `json:"done"`
+	Arrival    time.Duration `json:"arrival_ns"`
+	FirstToken time.Duration `json:"first_token_ns"`
+	Done       time.Duration `json:"done_ns"`
 	Prompt     int           `json:"prompt_tokens"`
 	Tokens     int           `json:"tokens"`
 	// Cached are the prompt tokens the GPU's prefix cache held at the
@@ -79,7 +79,7 @@ type RunResult struct {
 	// Served counts the requests each GPU served, in fleet order.
 	Served []int `json:"served"`
 	// End is the virtual time of the last event; Events how many ran.
-	End    time.Duration `json:"end"`
+	End    time.Duration `json:"end_ns"`
 	Events uint64        `json:"events"`
 }
 

@@ -80,8 +80,11 @@ func (w Workload) Validate() error {
 			name string
 			v    int
 		}{
-			{"num_groups", sp.NumGroups}, {"num_prompts_per_group", sp.NumPromptsPerGroup},
-			{"system_prompt_len", sp.SystemPromptLen}, {"question_len", sp.QuestionLen}, {"output_len", sp.OutputLen},
+			{"num_groups", sp.NumGroups},
+			{"num_prompts_per_group", sp.NumPromptsPerGroup},
+			{"system_prompt_len", sp.SystemPromptLen},
+			{"question_len", sp.QuestionLen},
+			{"output_len", sp.OutputLen},
 		} {
 			if f.v < 1 {
 				bad("shared_prefix."+f.name, "must be at least 1, got %d", f.v)

@@ -23,8 +23,8 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 	gpus := fs.String("gpus", "a100-llama3-8b:16", "the fleet: profile:count[:max_concurrency],... (max_concurrency 0 or absent: uncapped)")
 	replicas := fs.String("replicas", "1", "router replica counts, comma-separated")
 	strategies := fs.String("strategies", "round_robin", "strategies, comma-separated (the product's and the emulations of scoring/emulate)")
-	qps := fs.String("qps", "4", "offered rates in requests/s, comma-separated (Poisson arrivals)")
-	ladder := fs.String("ladder", "", "more rates: min:max:steps, evenly spaced")
+	qps := fs.String("qps", "4", "offered rates in requests/s, comma-separated (Poisson arrivals); with --ladder, none unless given")
+	ladder := fs.String("ladder", "", "rates min:max:steps, evenly spaced (added to --qps when both are given)")
 	seeds := fs.String("seeds", "1", "seeds, comma-separated")
 	fs.StringVar(&s.Workload.Kind, "workload", sim.KindSharedPrefix, "shared_prefix or trace")
 	fs.StringVar(&s.Workload.Trace, "trace", "", "trace file for --workload trace: Azure CSV or Mooncake .jsonl")
@@ -78,6 +78,11 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 			errs = append(errs, fmt.Errorf("--ladder: %q: want min:max:steps", *ladder))
 		}
 		s.Ladder = &l
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "qps" })
+		if !set {
+			s.QPS = nil
+		}
 	}
 	if s.Seeds, err = parseList(*seeds, func(v string) (uint64, error) { return strconv.ParseUint(v, 10, 64) }); err != nil {
 		errs = append(errs, fmt.Errorf("--seeds: %w", err))
@@ -139,7 +144,7 @@ func simCommand(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var progress io.Writer = stderr
+	progress := stderr
 	if out.quiet {
 		progress = nil
 	}
