@@ -92,5 +92,9 @@ func describeWorkload(w Workload) string {
 	if n == 0 {
 		n = defaultTraceRequests
 	}
-	return fmt.Sprintf("trace %s, first %d rows, Poisson arrivals, max_tokens %s", w.Trace, n, mt)
+	arr := "Poisson arrivals"
+	if w.Arrivals == ArrivalsTrace {
+		arr = "the trace's arrivals rescaled to each rate"
+	}
+	return fmt.Sprintf("trace %s, first %d rows, %s, max_tokens %s", w.Trace, n, arr, mt)
 }

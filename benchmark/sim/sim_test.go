@@ -151,6 +151,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"workload.shared_prefix.question_len", func(s *Study) { s.Workload.SharedPrefix.QuestionLen = 0 }},
 		{"workload.trace", func(s *Study) { s.Workload.Kind = KindTrace }},
 		{"workload.kind", func(s *Study) { s.Workload.Kind = "zipf" }},
+		{"workload.arrivals", func(s *Study) { s.Workload.Arrivals = ArrivalsTrace }}, // shared_prefix has no times
 	} {
 		s := smallStudy()
 		s.Replicas = []int{1}
@@ -190,6 +191,42 @@ func TestTraceMissingFieldRefused(t *testing.T) {
 		}
 		if progress.Len() > 0 {
 			t.Errorf("%s: runs started: %s", path, progress.String())
+		}
+	}
+}
+
+// The vendored traces run through the fleet: Azure rows share no prefix,
+// Mooncake rows do; trace arrivals keep the trace's order of arrival and
+// its mean rate.
+func TestTraceWorkloads(t *testing.T) {
+	traces := filepath.Join("..", "traces")
+	for _, c := range []struct {
+		file     string
+		arrivals string
+		hits     bool
+	}{
+		{"azure-conv-2023.csv", ArrivalsPoisson, false},
+		{"azure-code-2023.csv", ArrivalsTrace, false},
+		{"mooncake-conversation.jsonl", ArrivalsTrace, true},
+	} {
+		s := smallStudy()
+		s.Workload = Workload{Kind: KindTrace, Trace: filepath.Join(traces, c.file), Requests: 60, Arrivals: c.arrivals}
+		s.QPS = []float64{4}
+		res := runOnce(t, s, "scored", 2, 1)
+		if len(res.Requests) != 60 {
+			t.Fatalf("%s: %d requests, want 60", c.file, len(res.Requests))
+		}
+		for i, r := range res.Requests {
+			if r.Outcome != OutcomeOK || r.FirstToken < r.Arrival || r.Done < r.FirstToken {
+				t.Fatalf("%s: request %d: %+v", c.file, i, r)
+			}
+		}
+		if got := res.PrefixHits > 0; got != c.hits {
+			t.Errorf("%s: prefix hits %d, want hits: %v", c.file, res.PrefixHits, c.hits)
+		}
+		last := res.Requests[len(res.Requests)-1].Arrival
+		if rate := float64(len(res.Requests)-1) / last.Seconds(); c.arrivals == ArrivalsTrace && (rate < 3.99 || rate > 4.01) {
+			t.Errorf("%s: trace arrivals at %.3f req/s, want 4", c.file, rate)
 		}
 	}
 }

@@ -1,10 +1,12 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,10 +33,22 @@ const (
 	MaxTokensBound  = loadgen.MaxTokensBound
 )
 
-// Workload says what requests a run sends. Arrivals are Poisson at the
-// run's rate, drawn from its seed.
+// Arrival processes.
+const (
+	// ArrivalsPoisson draws exponential gaps at the run's rate from its
+	// seed.
+	ArrivalsPoisson = "poisson"
+	// ArrivalsTrace keeps a trace's own arrival times (its bursts),
+	// rescaled to the run's mean rate.
+	ArrivalsTrace = "trace"
+)
+
+// Workload says what requests a run sends.
 type Workload struct {
-	Kind         string       `json:"kind"`
+	Kind string `json:"kind"`
+	// Arrivals is ArrivalsPoisson (empty: the default) or, for traces,
+	// ArrivalsTrace.
+	Arrivals     string       `json:"arrivals,omitempty"`
 	SharedPrefix SharedPrefix `json:"shared_prefix,omitzero"`
 	// Trace is the trace file of KindTrace.
 	Trace string `json:"trace,omitempty"`
@@ -100,6 +114,15 @@ func (w Workload) Validate() error {
 	default:
 		bad("kind", "%q: want %s or %s", w.Kind, KindSharedPrefix, KindTrace)
 	}
+	switch w.Arrivals {
+	case "", ArrivalsPoisson:
+	case ArrivalsTrace:
+		if w.Kind != KindTrace {
+			bad("arrivals", "%s arrivals need kind %s", ArrivalsTrace, KindTrace)
+		}
+	default:
+		bad("arrivals", "%q: want %s or %s", w.Arrivals, ArrivalsPoisson, ArrivalsTrace)
+	}
 	if w.Requests < 0 {
 		bad("requests", "must be >= 0, got %d", w.Requests)
 	}
@@ -122,10 +145,12 @@ type Request struct {
 	Blocks []uint64
 }
 
-// shape is a request without its arrival.
+// shape is a request without its arrival; at is its arrival in the trace
+// (traces only).
 type shape struct {
 	prompt, output int
 	blocks         []uint64
+	at             time.Duration
 }
 
 // source makes each run's requests from a loaded workload.
@@ -151,7 +176,7 @@ func (w Workload) load() (*source, error) {
 		}
 		for _, r := range rows[:min(n, len(rows))] {
 			sr := r.SimRequest()
-			s.shapes = append(s.shapes, shape{sr.PromptTokens, sr.OutputTokens, sr.Blocks})
+			s.shapes = append(s.shapes, shape{sr.PromptTokens, sr.OutputTokens, sr.Blocks, sr.Arrival})
 		}
 		return s, nil
 	}
@@ -162,7 +187,7 @@ func (w Workload) load() (*source, error) {
 	for _, r := range rows {
 		// Each Azure prompt is its own text: it would miss every cache,
 		// which no blocks says as well, without hashing it.
-		s.shapes = append(s.shapes, shape{prompt: r.PromptTokens, output: r.OutputTokens})
+		s.shapes = append(s.shapes, shape{prompt: r.PromptTokens, output: r.OutputTokens, at: r.Arrival})
 	}
 	return s, nil
 }
@@ -177,6 +202,10 @@ func (s *source) requests(rate float64, seed uint64) []Request {
 		shapes = sharedPrefixShapes(s.w.SharedPrefix, s.w.Requests, seed, rng)
 	} else {
 		shapes = s.shapes
+		if s.w.Arrivals == ArrivalsTrace {
+			shapes = slices.Clone(shapes)
+			slices.SortStableFunc(shapes, func(a, b shape) int { return cmp.Compare(a.at, b.at) })
+		}
 	}
 	policy := s.w.MaxTokens
 	if policy == "" {
@@ -186,18 +215,40 @@ func (s *source) requests(rate float64, seed uint64) []Request {
 		}
 	}
 	out := make([]Request, len(shapes))
-	var t float64
+	at := arrivals(shapes, s.w.Arrivals, rate, rng)
 	for i, sh := range shapes {
-		if i > 0 {
-			t += rng.ExpFloat64() / rate
-		}
-		out[i] = Request{Arrival: time.Duration(t * float64(time.Second)), Prompt: sh.prompt, Output: sh.output, Blocks: sh.blocks}
+		out[i] = Request{Arrival: at[i], Prompt: sh.prompt, Output: sh.output, Blocks: sh.blocks}
 		switch {
 		case policy == MaxTokensOracle:
 			out[i].MaxTokens = sh.output
 		case rng.IntN(2) == 1:
 			out[i].MaxTokens = loadgen.MaxTokensCap
 		}
+	}
+	return out
+}
+
+// arrivals times the shapes: Poisson at rate, or the trace's own times
+// from its first, scaled so that the mean rate is rate (gpusim.Rescale;
+// shapes must then be sorted by their trace times).
+func arrivals(shapes []shape, process string, rate float64, rng *rand.Rand) []time.Duration {
+	out := make([]time.Duration, len(shapes))
+	if process == ArrivalsTrace && len(shapes) > 1 {
+		reqs := make([]gpusim.SimRequest, len(shapes))
+		for i, sh := range shapes {
+			reqs[i].Arrival = sh.at
+		}
+		for i, r := range gpusim.Rescale(reqs, rate) {
+			out[i] = r.Arrival
+		}
+		return out
+	}
+	var t float64
+	for i := range out {
+		if i > 0 {
+			t += rng.ExpFloat64() / rate
+		}
+		out[i] = time.Duration(t * float64(time.Second))
 	}
 	return out
 }

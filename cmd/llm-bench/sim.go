@@ -28,6 +28,7 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 	seeds := fs.String("seeds", "1", "seeds, comma-separated")
 	fs.StringVar(&s.Workload.Kind, "workload", sim.KindSharedPrefix, "shared_prefix or trace")
 	fs.StringVar(&s.Workload.Trace, "trace", "", "trace file for --workload trace: Azure CSV or Mooncake .jsonl")
+	fs.StringVar(&s.Workload.Arrivals, "arrivals", sim.ArrivalsPoisson, "poisson, or trace: the trace's own arrival times rescaled to each rate")
 	fs.IntVar(&s.Workload.Requests, "requests", 0, "requests per run (0: every shared_prefix prompt once, or 1000 trace rows)")
 	fs.StringVar(&s.Workload.MaxTokens, "max-tokens", "", "max_tokens clients send: oracle or bound (default: oracle for shared_prefix, bound for traces)")
 	sp := &s.Workload.SharedPrefix
