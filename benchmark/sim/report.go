@@ -43,15 +43,17 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		r.Events, r.Wall.Seconds(), float64(r.Events)/max(r.Wall.Seconds(), 1e-9))
 	fmt.Fprintln(w, "Latencies in ms of virtual time, `value [95 % interval]` over seeds and requests; goodput, output tokens/s and prefix hit rate are the median over seeds [min, max].")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| strategy | replicas | QPS | TTFT p50 | TTFT p90 | TTFT p99 | TPOT p50 | TPOT p90 | good | goodput req/s | output tok/s | prefix hit | refused | events/s |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|---:|---:|")
+	fmt.Fprintln(w, "Snapshot age is the mean age (ms) of the snapshot each decision was made on (the JSON also has the share of decisions whose live claim changed the snapshot's pick).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| strategy | replicas | QPS | TTFT p50 | TTFT p90 | TTFT p99 | TPOT p50 | TPOT p90 | good | goodput req/s | output tok/s | prefix hit | refused | snapshot age | events/s |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|---:|---:|---:|")
 	for _, m := range r.Summaries {
-		fmt.Fprintf(w, "| %s | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.0f |\n",
+		fmt.Fprintf(w, "| %s | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.0f | %.0f |\n",
 			m.Strategy, m.Replicas, m.QPS,
 			report.MsCell(m.TTFT[0]), report.MsCell(m.TTFT[1]), report.MsCell(m.TTFT[2]),
 			report.MsCell(m.TPOT[0]), report.MsCell(m.TPOT[1]),
 			pct(m.Good), spread(m.Goodput, 2, 1), spread(m.OutputTokens, 0, 1), spread(m.PrefixHit, 1, 100),
-			m.Refused+m.TooLong, m.EventsPerSecond())
+			m.Refused+m.TooLong, m.SnapshotAge, m.EventsPerSecond())
 	}
 }
 

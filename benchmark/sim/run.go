@@ -81,6 +81,35 @@ type RunResult struct {
 	// End is the virtual time of the last event; Events how many ran.
 	End    time.Duration `json:"end_ns"`
 	Events uint64        `json:"events"`
+	// Decisions counts the replicas' decisions; SnapshotAge sums the age
+	// of the snapshot each was made on; Conflicts counts those where the
+	// live counts the claim read changed the worker the snapshot would
+	// have picked (scheduler.Decision.Conflict).
+	Decisions   int           `json:"decisions"`
+	SnapshotAge time.Duration `json:"snapshot_age_sum_ns"`
+	Conflicts   int           `json:"conflicts"`
+}
+
+// decisionTally is a scheduler.Recorder counting what RunResult reports
+// of the decisions.
+type decisionTally struct {
+	decisions, conflicts int
+	age                  time.Duration
+}
+
+var _ scheduler.Recorder = (*decisionTally)(nil)
+
+// Record counts a decision; the second record of a request, at its end
+// (Result set), is not one.
+func (d *decisionTally) Record(dec *scheduler.Decision) {
+	if dec.Result != nil {
+		return
+	}
+	d.decisions++
+	d.age += time.Duration(dec.SnapshotAge * float64(time.Second))
+	if dec.Conflict {
+		d.conflicts++
+	}
 }
 
 // epoch is virtual time zero as the router's clock reads it.
@@ -109,6 +138,7 @@ type runner struct {
 	tickets  []*scheduler.Ticket
 	left     int // requests not yet resolved
 	events   uint64
+	tally    decisionTally
 }
 
 // fleetSpecs are the GPUs' engine configs and router specs, in fleet order.
@@ -208,6 +238,7 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 			ClaimTokens:            cfg.AdaptiveCaps.Enabled && cfg.AdaptiveCaps.TokenLimits,
 			Now:                    clock,
 			Shuffle:                rng.Shuffle,
+			Recorder:               &r.tally,
 		})
 		if err != nil {
 			return fmt.Errorf("replica %d: %w", i, err)
@@ -351,7 +382,10 @@ func (r *runner) scrape(ctx context.Context, g int) error {
 }
 
 func (r *runner) result() *RunResult {
-	out := &RunResult{Run: r.run, Requests: r.res, Served: make([]int, len(r.gpus)), End: r.now, Events: r.events}
+	out := &RunResult{
+		Run: r.run, Requests: r.res, Served: make([]int, len(r.gpus)), End: r.now, Events: r.events,
+		Decisions: r.tally.decisions, SnapshotAge: r.tally.age, Conflicts: r.tally.conflicts,
+	}
 	for _, g := range r.gpus {
 		s := g.st.State()
 		out.PrefixQueries += s.PrefixCacheQueries

@@ -230,3 +230,19 @@ func TestTraceWorkloads(t *testing.T) {
 		}
 	}
 }
+
+// Every request is one decision, made on a snapshot at most one refresh
+// interval old: about half of one on average, each replica refreshing on
+// its own phase.
+func TestSnapshotAges(t *testing.T) {
+	s := smallStudy()
+	s.Router.RefreshInterval = 200 * time.Millisecond
+	res := runOnce(t, s, "scored", 3, 1)
+	if res.Decisions != len(res.Requests) {
+		t.Fatalf("%d decisions for %d requests", res.Decisions, len(res.Requests))
+	}
+	mean := res.SnapshotAge / time.Duration(res.Decisions)
+	if mean < 50*time.Millisecond || mean > 150*time.Millisecond {
+		t.Errorf("mean snapshot age %v, want about 100ms", mean)
+	}
+}

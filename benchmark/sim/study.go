@@ -32,10 +32,15 @@ type Summary struct {
 	// to the last token.
 	OutputTokens stats.Spread `json:"output_tokens_per_s"`
 	// PrefixHit is the GPUs' prefix-cache hit rate (prompt tokens).
-	PrefixHit   stats.Spread `json:"prefix_hit_rate"`
-	Refused     int          `json:"refused"`
-	TooLong     int          `json:"too_long"`
-	Preemptions uint64       `json:"preemptions"`
+	PrefixHit stats.Spread `json:"prefix_hit_rate"`
+	// SnapshotAge is the mean age of the snapshot a decision was made
+	// on (ms); Conflicts the share of decisions whose live claim changed
+	// the snapshot's pick.
+	SnapshotAge float64 `json:"snapshot_age_mean_ms"`
+	Conflicts   float64 `json:"conflict_share"`
+	Refused     int     `json:"refused"`
+	TooLong     int     `json:"too_long"`
+	Preemptions uint64  `json:"preemptions"`
 	// Events and Wall are the simulation's own cost, summed over seeds:
 	// events processed and the wall time they took.
 	Events uint64        `json:"events"`
@@ -116,7 +121,10 @@ func summarize(runs []*RunResult, slo SLO) Summary {
 	// The bootstrap reads the ITL bound off each request's gaps; the one
 	// gap given is the request's TPOT, so its "ITL" is TPOT.
 	sslo := stats.SLO{TTFT: slo.TTFT, ITL: slo.TPOT}
+	var decisions, conflicts int
+	var age time.Duration
 	for i, r := range runs {
+		decisions, conflicts, age = decisions+r.Decisions, conflicts+r.Conflicts, age+r.SnapshotAge
 		sum.Seeds = append(sum.Seeds, r.Run.Seed)
 		sum.Requests += len(r.Requests)
 		sum.Events += r.Events
@@ -135,6 +143,10 @@ func summarize(runs []*RunResult, slo SLO) Summary {
 				sum.TooLong++
 			}
 		}
+	}
+	if decisions > 0 {
+		sum.SnapshotAge = stats.Ms(age) / float64(decisions)
+		sum.Conflicts = float64(conflicts) / float64(decisions)
 	}
 	// Seeded from the configuration, so the intervals are reproducible.
 	rng := rand.New(rand.NewPCG(first.Seed, uint64(first.Replicas)<<32^uint64(first.QPS*1000)))
