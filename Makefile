@@ -132,7 +132,7 @@ chaos: build deps ## the full chaos suite (3 router replicas, Envoy, Redis, gpus
 # a run folder and latest/ under benchmark/results.
 BENCH_LONG  ?=
 BENCH_FLAGS := $(if $(BENCH_LONG),,--short)
-.PHONY: bench bench-extra bench-micro
+.PHONY: bench bench-extra bench-micro bench-sim
 bench: build envoy redis ## benchmark: the comparison on both traces into benchmark/results (short; BENCH_LONG=1 for the long one)
 	@set -e; start=$$(date +%s); \
 	$(BIN)/llm-bench compare $(BENCH_FLAGS) --name azure-conv --bin $(BIN); \
@@ -144,6 +144,20 @@ bench-extra: build envoy redis ## the herd race and the router's overhead into b
 	$(BIN)/llm-bench herd $(BENCH_FLAGS) --bin $(BIN); \
 	$(BIN)/llm-bench overhead $(BENCH_FLAGS) --bin $(BIN); \
 	echo "bench-extra: done in $$(( $$(date +%s) - start )) s; results in benchmark/results/latest/"
+
+# The virtual-time fleet simulator (benchmark/sim): llm-d's 150x5
+# shared-prefix workload on 16 simulated A100s, a ladder of five rates,
+# one and four router replicas, round_robin, scored and the emulations of
+# llm-d, SGLang and Dynamo, three seeds. No process is started; a few
+# minutes on two cores.
+SIM_OUT   ?= benchmark/results/latest
+SIM_FLAGS := --gpus a100-llama3-8b:16 --replicas 1,4 \
+	--strategies round_robin,scored,prefix_queue_kv_max_score,prefix_match_or_shortest_queue,prefix_overlap_min_cost \
+	--ladder 4:20:5 --seeds 1,2,3
+bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs) into benchmark/results/latest
+	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
+	$(GO) run ./cmd/llm-bench sim $(SIM_FLAGS) --json $(SIM_OUT)/sim-150x5.json --md $(SIM_OUT)/sim-150x5.md >/dev/null; \
+	echo "bench-sim: done in $$(( $$(date +%s) - start )) s; report: $(SIM_OUT)/sim-150x5.md"
 
 # The hot path in-process, no Envoy and no gRPC: one full ext_proc exchange
 # (request headers, 1 KB and 256 KB bodies, response headers with the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -64,7 +63,7 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		workers = v.within(workers, r.Subset)
 	}
 	// Random order: ties in the plan go to the lower index.
-	rand.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
+	s.opts.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
 	job := scoring.Job{
 		Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks,
 		Objectives: scoring.Objectives{TTFT: r.SLO.TTFT.Duration(), TPOT: r.SLO.TPOT.Duration()},

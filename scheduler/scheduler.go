@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mathrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,6 +95,13 @@ type Options struct {
 	// token-load term carry them anyway.
 	ClaimTokens bool
 	Now         func() time.Time
+	// Shuffle, when set, replaces the global random source that orders
+	// the candidates before each plan (equal scores go to the earlier),
+	// so that a caller driving the scheduler in virtual time (the fleet
+	// simulator, one goroutine) gets the same decisions for the same seed.
+	// Admit calls it, so it must be safe for concurrent use unless Admit
+	// never runs concurrently. nil: math/rand/v2's global source.
+	Shuffle func(n int, swap func(i, j int))
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.
@@ -148,6 +156,9 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Shuffle == nil {
+		opts.Shuffle = mathrand.Shuffle
 	}
 	if opts.Lease <= 0 {
 		opts.Lease = state.DefaultLease

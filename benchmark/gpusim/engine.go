@@ -120,6 +120,9 @@ type Engine struct {
 	busySum       uint64 // sum over steps of the sequences in the step
 	gen           rateWindow
 	nextID        uint64
+	// onEmit, when set, is told of every emission after it is applied
+	// (a Stepper's report of progress).
+	onEmit func(s *seq, now time.Duration)
 }
 
 // newEngine builds the engine for cfg (which must be valid) on clk.
@@ -368,9 +371,12 @@ func (e *Engine) emit(s *seq, n int, now time.Duration) {
 	s.emitted.Store(int64(s.emittedN))
 	if s.emittedN >= s.maxTokens {
 		e.finish(s, now)
-		return
+	} else {
+		s.signal()
 	}
-	s.signal()
+	if e.onEmit != nil {
+		e.onEmit(s, now)
+	}
 }
 
 // finish retires s; the caller removes it from e.running with compact.

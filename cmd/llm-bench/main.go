@@ -10,6 +10,7 @@
 //	script-cost Redis server time of a decision, a snapshot and a renewal per fleet size
 //	sequential  the same requests one at a time, then concurrently
 //	sweep       throughput and latency against client concurrency
+//	sim         a fleet of simulated GPUs and router replicas in virtual time: strategies, replicas and rates in seconds
 package main
 
 import (
@@ -67,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"script-cost":  scriptCost,
 		"sequential":   sequential,
 		"sweep":        sweep,
+		"sim":          simCommand,
 	}
 	if c, ok := cmds[args[0]]; ok {
 		return c(ctx, args[1:], stdout, stderr)

@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/llm-router/llm-router/benchmark/report"
+	"github.com/llm-router/llm-router/benchmark/stats"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteMarkdown writes the report as a Markdown page: the study, then
+// one table row per configuration.
+func (r *Report) WriteMarkdown(w io.Writer) {
+	s := r.Study
+	fmt.Fprintf(w, "# Fleet simulation\n\n")
+	if r.Command != "" {
+		fmt.Fprintf(w, "Command: `%s`\n\n", r.Command)
+	}
+	var fleet []string
+	for _, g := range s.GPUs {
+		c := "uncapped"
+		if g.MaxConcurrency > 0 {
+			c = fmt.Sprintf("max_concurrency %d", g.MaxConcurrency)
+		}
+		fleet = append(fleet, fmt.Sprintf("%d × %s (%s)", g.Count, g.Profile, c))
+	}
+	fmt.Fprintf(w, "- Fleet: %s; engines max_num_seqs %d, max_batched_tokens %d, gpu_mem_util %g\n",
+		strings.Join(fleet, ", "), s.Engine.MaxNumSeqs, s.Engine.MaxBatchedTokens, s.Engine.GPUMemUtil)
+	fmt.Fprintf(w, "- Workload: %s\n", describeWorkload(s.Workload))
+	fmt.Fprintf(w, "- Router: snapshot refresh %v, scrape period %s, telemetry stale after %v\n",
+		s.Router.RefreshInterval, scrapeLabel(s.Router), s.Router.TelemetryStale)
+	fmt.Fprintf(w, "- SLO: TTFT ≤ %v, TPOT ≤ %v; seeds %v\n", s.SLO.TTFT, s.SLO.TPOT, s.Seeds)
+	fmt.Fprintf(w, "- Simulator: %d events in %.1f s of wall time (%.0f events/s)\n\n",
+		r.Events, r.Wall.Seconds(), float64(r.Events)/max(r.Wall.Seconds(), 1e-9))
+	fmt.Fprintln(w, "Latencies in ms of virtual time, `value [95 % interval]` over seeds and requests; goodput, output tokens/s and prefix hit rate are the median over seeds [min, max].")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Snapshot age is the mean age (ms) of the snapshot each decision was made on (the JSON also has the share of decisions whose live claim changed the snapshot's pick).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| strategy | replicas | QPS | TTFT p50 | TTFT p90 | TTFT p99 | TPOT p50 | TPOT p90 | good | goodput req/s | output tok/s | prefix hit | refused | snapshot age | events/s |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|---:|---:|---:|")
+	for _, m := range r.Summaries {
+		fmt.Fprintf(w, "| %s | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.0f | %.0f |\n",
+			m.Strategy, m.Replicas, m.QPS,
+			report.MsCell(m.TTFT[0]), report.MsCell(m.TTFT[1]), report.MsCell(m.TTFT[2]),
+			report.MsCell(m.TPOT[0]), report.MsCell(m.TPOT[1]),
+			pct(m.Good), spread(m.Goodput, 2, 1), spread(m.OutputTokens, 0, 1), spread(m.PrefixHit, 1, 100),
+			m.Refused+m.TooLong, m.SnapshotAge, m.EventsPerSecond())
+	}
+}
+
+func pct(e stats.Estimate) string {
+	return fmt.Sprintf("%.1f%% [%.1f, %.1f]", 100*e.Value, 100*e.Lo, 100*e.Hi)
+}
+
+// spread renders a Spread scaled by scale with prec decimals.
+func spread(s stats.Spread, prec int, scale float64) string {
+	if len(s.Rounds) == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.*f [%.*f, %.*f]", prec, s.Median*scale, prec, s.Min*scale, prec, s.Max*scale)
+}
+
+func scrapeLabel(r Router) string {
+	if r.ScrapePeriod > 0 {
+		return r.ScrapePeriod.String()
+	}
+	return fmt.Sprintf("%v (50ms for the Gateway API Inference Extension emulations)", r.scrapePeriod(""))
+}
+
+func describeWorkload(w Workload) string {
+	mt := w.MaxTokens
+	if mt == "" {
+		mt = "default"
+	}
+	if w.Kind == KindSharedPrefix {
+		sp := w.SharedPrefix
+		n := "every prompt once"
+		if w.Requests > 0 {
+			n = fmt.Sprintf("%d requests", w.Requests)
+		}
+		return fmt.Sprintf("shared_prefix num_groups=%d num_prompts_per_group=%d system_prompt_len=%d question_len=%d output_len=%d, %s, Poisson arrivals, max_tokens %s",
+			sp.NumGroups, sp.NumPromptsPerGroup, sp.SystemPromptLen, sp.QuestionLen, sp.OutputLen, n, mt)
+	}
+	n := w.Requests
+	if n == 0 {
+		n = defaultTraceRequests
+	}
+	arr := "Poisson arrivals"
+	if w.Arrivals == ArrivalsTrace {
+		arr = "the trace's arrivals rescaled to each rate"
+	}
+	return fmt.Sprintf("trace %s, first %d rows, %s, max_tokens %s", w.Trace, n, arr, mt)
+}

@@ -1,0 +1,401 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/llm-router/llm-router/benchmark/gpusim"
+	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/internal/app"
+	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/state"
+	"github.com/llm-router/llm-router/state/memory"
+)
+
+// Run is one run of a study: a fleet, a replica count, a strategy, a rate
+// and a seed.
+type Run struct {
+	GPUs     []GPUClass `json:"gpus"`
+	Engine   Engine     `json:"engine"`
+	Replicas int        `json:"replicas"`
+	Strategy string     `json:"strategy"`
+	QPS      float64    `json:"qps"`
+	Seed     uint64     `json:"seed"`
+	Router   Router     `json:"router"`
+}
+
+// Outcomes of a request.
+const (
+	OutcomeOK = "ok"
+	// OutcomeRefused: the router admitted it nowhere (every worker at its
+	// cap, none healthy); a client would see 429 or 503.
+	OutcomeRefused = "refused"
+	// OutcomeTooLong: the GPU it was sent to could never fit it.
+	OutcomeTooLong = "too_long"
+)
+
+// Result is what happened to one request. Times are virtual, from the
+// start of the run.
+type Result struct {
+	Arrival    time.Duration `json:"arrival_ns"`
+	FirstToken time.Duration `json:"first_token_ns"`
+	Done       time.Duration `json:"done_ns"`
+	Prompt     int           `json:"prompt_tokens"`
+	Tokens     int           `json:"tokens"`
+	// Cached are the prompt tokens the GPU's prefix cache held at the
+	// request's first admission.
+	Cached  int    `json:"cached_tokens"`
+	GPU     int    `json:"gpu"` // index in the fleet; -1 when refused
+	Replica int    `json:"replica"`
+	Outcome string `json:"outcome"`
+}
+
+// TTFT is the time to first token.
+func (r Result) TTFT() time.Duration { return r.FirstToken - r.Arrival }
+
+// TPOT is the mean time per output token after the first (0 for one token).
+func (r Result) TPOT() time.Duration {
+	if r.Tokens < 2 {
+		return 0
+	}
+	return (r.Done - r.FirstToken) / time.Duration(r.Tokens-1)
+}
+
+// RunResult is one run's requests and the fleet's counters. It holds no
+// wall-clock figure: equal runs give equal results.
+type RunResult struct {
+	Run      Run      `json:"run"`
+	Requests []Result `json:"-"`
+	// PrefixQueries and PrefixHits are prompt tokens looked up in, and
+	// found in, the GPUs' prefix caches (each request once).
+	PrefixQueries uint64 `json:"prefix_queries"`
+	PrefixHits    uint64 `json:"prefix_hits"`
+	Preemptions   uint64 `json:"preemptions"`
+	// Served counts the requests each GPU served, in fleet order.
+	Served []int `json:"served"`
+	// End is the virtual time of the last event; Events how many ran.
+	End    time.Duration `json:"end_ns"`
+	Events uint64        `json:"events"`
+	// Decisions counts the replicas' decisions; SnapshotAge sums the age
+	// of the snapshot each was made on; Conflicts counts those where the
+	// live counts the claim read changed the worker the snapshot would
+	// have picked (scheduler.Decision.Conflict).
+	Decisions   int           `json:"decisions"`
+	SnapshotAge time.Duration `json:"snapshot_age_sum_ns"`
+	Conflicts   int           `json:"conflicts"`
+}
+
+// decisionTally is a scheduler.Recorder counting what RunResult reports
+// of the decisions.
+type decisionTally struct {
+	decisions, conflicts int
+	age                  time.Duration
+}
+
+var _ scheduler.Recorder = (*decisionTally)(nil)
+
+// Record counts a decision; the second record of a request, at its end
+// (Result set), is not one.
+func (d *decisionTally) Record(dec *scheduler.Decision) {
+	if dec.Result != nil {
+		return
+	}
+	d.decisions++
+	d.age += time.Duration(dec.SnapshotAge * float64(time.Second))
+	if dec.Conflict {
+		d.conflicts++
+	}
+}
+
+// epoch is virtual time zero as the router's clock reads it.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// uncapped is max_concurrency for a GPU whose class sets none.
+const uncapped = 1 << 30
+
+// fleetGPU is one simulated GPU.
+type fleetGPU struct {
+	id      string
+	st      *gpusim.Stepper
+	planned bool // a plan event is queued
+}
+
+type runner struct {
+	run      Run
+	now      time.Duration
+	q        queue
+	gpus     []*fleetGPU
+	byID     map[string]int
+	store    *memory.Store
+	replicas []*scheduler.Scheduler
+	reqs     []Request
+	res      []Result
+	tickets  []*scheduler.Ticket
+	left     int // requests not yet resolved
+	events   uint64
+	tally    decisionTally
+}
+
+// fleetSpecs are the GPUs' engine configs and router specs, in fleet order.
+func fleetSpecs(gpus []GPUClass, eng Engine) ([]gpusim.Config, []state.WorkerSpec, error) {
+	var cfgs []gpusim.Config
+	var specs []state.WorkerSpec
+	for _, g := range gpus {
+		prof, err := gpusim.LookupProfile(g.Profile)
+		if err != nil {
+			return nil, nil, err
+		}
+		// As llm-bench compare sizes workers: the KV cache in blocks, and
+		// one full chunk over the step that computes it.
+		chunk := max(eng.MaxBatchedTokens, 1)
+		prefill := float64(chunk) / prof.StepTime(chunk, 0, 1).Seconds()
+		capacity := g.MaxConcurrency
+		if capacity == 0 {
+			capacity = uncapped
+		}
+		for range g.Count {
+			id := fmt.Sprintf("%s-%d", prof.GPU, len(cfgs))
+			c := gpusim.DefaultConfig()
+			c.ID, c.Listen, c.Models, c.Profile = id, id, []string{loadgen.Model}, g.Profile
+			c.MaxNumSeqs, c.MaxBatchedTokens, c.GPUMemUtil = eng.MaxNumSeqs, eng.MaxBatchedTokens, eng.GPUMemUtil
+			cfgs = append(cfgs, c)
+			specs = append(specs, state.WorkerSpec{
+				ID: id, Address: id + ":8000", Models: []string{loadgen.Model}, MaxConcurrency: capacity,
+				KVBlocks: prof.KVCapacityBlocks(eng.GPUMemUtil), PrefillTokensPerSecond: prefill,
+			})
+		}
+	}
+	return cfgs, specs, nil
+}
+
+// simulate runs reqs (sorted by arrival) through the run's fleet.
+func simulate(run Run, reqs []Request) (*RunResult, error) {
+	cfgs, specs, err := fleetSpecs(run.GPUs, run.Engine)
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{run: run, byID: map[string]int{}, reqs: reqs, left: len(reqs)}
+	for i, c := range cfgs {
+		st, err := gpusim.NewStepper(c)
+		if err != nil {
+			return nil, fmt.Errorf("gpu %s: %w", c.ID, err)
+		}
+		r.gpus = append(r.gpus, &fleetGPU{id: c.ID, st: st})
+		r.byID[c.ID] = i
+	}
+	clock := func() time.Time { return epoch.Add(r.now) }
+	// Claims live as long as their request: leases guard against a dead
+	// replica, which the simulator does not model, so none may lapse.
+	r.store = memory.New(clock, state.Limits{Lease: 100_000 * time.Hour})
+	if err := r.store.Register(context.Background(), specs); err != nil {
+		return nil, err
+	}
+	if err := r.newReplicas(clock); err != nil {
+		return nil, err
+	}
+	r.res = make([]Result, len(reqs))
+	r.tickets = make([]*scheduler.Ticket, len(reqs))
+	for i, q := range reqs {
+		r.res[i] = Result{Arrival: q.Arrival, Prompt: q.Prompt, GPU: -1, Replica: i % run.Replicas}
+		r.q.push(q.Arrival, kindArrival, i)
+	}
+	period := run.Router.scrapePeriod(run.Strategy)
+	for g := range r.gpus {
+		r.q.push(period*time.Duration(g)/time.Duration(len(r.gpus)), kindScrape, g)
+	}
+	every := run.Router.RefreshInterval
+	for i := range r.replicas {
+		r.q.push(every*time.Duration(i)/time.Duration(len(r.replicas)), kindRefresh, i)
+	}
+	if err := r.loop(period); err != nil {
+		return nil, err
+	}
+	return r.result(), nil
+}
+
+// newReplicas builds the router replicas: the product's scheduler with the
+// product's defaults, each with its own strategy instance and random
+// source, all on one store and the simulator's clock.
+func (r *runner) newReplicas(clock func() time.Time) error {
+	cfg := config.Default()
+	for i := range r.run.Replicas {
+		rng := rand.New(rand.NewPCG(r.run.Seed, uint64(i)))
+		s, err := scheduler.New(r.store, scheduler.Options{
+			Strategy:               r.run.Strategy,
+			Params:                 app.Params(cfg),
+			ReplicaID:              "replica-" + strconv.Itoa(i),
+			RefreshInterval:        r.run.Router.RefreshInterval,
+			EMAAlpha:               cfg.EMAAlpha,
+			TelemetryStale:         r.run.Router.TelemetryStale,
+			KVBlocks:               cfg.Scoring.KVBlocks,
+			MaxAffinityBlocks:      cfg.Scoring.MaxPrefixBlocks,
+			PrefillTokensPerSecond: cfg.Scoring.PrefillTokensPerSecond,
+			ClaimTokens:            cfg.AdaptiveCaps.Enabled && cfg.AdaptiveCaps.TokenLimits,
+			Now:                    clock,
+			Shuffle:                rng.Shuffle,
+			Recorder:               &r.tally,
+		})
+		if err != nil {
+			return fmt.Errorf("replica %d: %w", i, err)
+		}
+		if err := s.Refresh(context.Background()); err != nil {
+			return err
+		}
+		r.replicas = append(r.replicas, s)
+	}
+	return nil
+}
+
+// maxOverrun bounds how long after the last arrival a run may go on: a
+// fleet that has not finished by then is stalled (a bug), not slow.
+const maxOverrun = 1000 * time.Hour
+
+func (r *runner) loop(period time.Duration) error {
+	ctx := context.Background()
+	last := time.Duration(0)
+	if n := len(r.reqs); n > 0 {
+		last = r.reqs[n-1].Arrival
+	}
+	for r.left > 0 {
+		if r.q.len() == 0 {
+			return fmt.Errorf("at %v: no event left with %d requests unresolved", r.now, r.left)
+		}
+		ev := r.q.pop()
+		r.now = ev.at
+		r.events++
+		if r.now > last+maxOverrun {
+			return fmt.Errorf("at %v: %d requests still unresolved", r.now, r.left)
+		}
+		switch ev.kind {
+		case kindStepEnd:
+			r.stepEnd(ev.i)
+		case kindArrival:
+			if err := r.arrive(ctx, ev.i); err != nil {
+				return err
+			}
+		case kindScrape:
+			if err := r.scrape(ctx, ev.i); err != nil {
+				return err
+			}
+			r.q.push(r.now+period, kindScrape, ev.i)
+		case kindRefresh:
+			if err := r.replicas[ev.i].Refresh(ctx); err != nil {
+				return err
+			}
+			r.q.push(r.now+r.run.Router.RefreshInterval, kindRefresh, ev.i)
+		case kindPlan:
+			g := r.gpus[ev.i]
+			g.planned = false
+			if at, ok := g.st.Plan(r.now); ok {
+				r.q.push(at, kindStepEnd, ev.i)
+			}
+		}
+	}
+	return nil
+}
+
+// wake queues a plan for GPU g at the end of this instant, unless one is
+// queued or a step is in flight (its end plans the next).
+func (r *runner) wake(g int) {
+	if gp := r.gpus[g]; !gp.planned && !gp.st.Busy() {
+		gp.planned = true
+		r.q.push(r.now, kindPlan, g)
+	}
+}
+
+// arrive admits request i through its replica and submits it to the GPU
+// the replica claimed.
+func (r *runner) arrive(ctx context.Context, i int) error {
+	q := r.reqs[i]
+	res := &r.res[i]
+	t, err := r.replicas[res.Replica].Admit(ctx, scheduler.Request{
+		ID: strconv.Itoa(i), Model: loadgen.Model, PromptTokens: q.Prompt, MaxTokens: q.MaxTokens,
+		Blocks: q.Blocks, Stream: true,
+	})
+	if err != nil {
+		if errors.Is(err, scheduler.ErrStore) || errors.Is(err, scheduler.ErrUnknownModel) {
+			return fmt.Errorf("request %d: %w", i, err)
+		}
+		res.Outcome = OutcomeRefused
+		r.left--
+		return nil
+	}
+	g, ok := r.byID[t.Worker()]
+	if !ok {
+		return fmt.Errorf("request %d: claimed unknown worker %q", i, t.Worker())
+	}
+	res.GPU = g
+	err = r.gpus[g].st.Submit(i, gpusim.SimRequest{PromptTokens: q.Prompt, OutputTokens: q.Output, Blocks: q.Blocks}, r.now)
+	switch {
+	case errors.Is(err, gpusim.ErrContextTooLong):
+		res.Outcome = OutcomeTooLong
+		r.left--
+		t.Finish(scheduler.Outcome{Status: 400})
+		return nil
+	case err != nil:
+		return fmt.Errorf("request %d: %w", i, err)
+	}
+	r.tickets[i] = t
+	r.wake(g)
+	return nil
+}
+
+// stepEnd applies GPU g's step: first tokens are noted, finished requests
+// release their claims with what the router would have measured.
+func (r *runner) stepEnd(g int) {
+	for _, p := range r.gpus[g].st.Advance(r.now) {
+		res := &r.res[p.Tag]
+		if p.First {
+			res.FirstToken, res.Cached = p.At, p.CachedTokens
+		}
+		if !p.Done {
+			continue
+		}
+		res.Done, res.Tokens, res.Outcome = p.At, p.Tokens, OutcomeOK
+		r.left--
+		o := scheduler.Outcome{Status: 200, TTFT: res.TTFT(), CompletionTokens: p.Tokens}
+		if p.Tokens > 1 && res.Done > res.FirstToken {
+			o.TokensPerSec = float64(p.Tokens-1) / (res.Done - res.FirstToken).Seconds()
+		}
+		r.tickets[p.Tag].Finish(o)
+		r.tickets[p.Tag] = nil
+	}
+	r.wake(g)
+}
+
+// scrape writes GPU g's engine metrics to the store, as the replica
+// monitoring it would after reading its /metrics.
+func (r *runner) scrape(ctx context.Context, g int) error {
+	s := r.gpus[g].st.State()
+	at := epoch.Add(r.now)
+	return r.store.PutTelemetry(ctx, map[string]state.Telemetry{r.gpus[g].id: {
+		KVUsage: state.Sample{Value: s.KVUsage(), At: at},
+		Waiting: state.Sample{Value: float64(s.Waiting), At: at},
+		Running: state.Sample{Value: float64(s.Running), At: at},
+		At:      at,
+	}})
+}
+
+func (r *runner) result() *RunResult {
+	out := &RunResult{
+		Run: r.run, Requests: r.res, Served: make([]int, len(r.gpus)), End: r.now, Events: r.events,
+		Decisions: r.tally.decisions, SnapshotAge: r.tally.age, Conflicts: r.tally.conflicts,
+	}
+	for _, g := range r.gpus {
+		s := g.st.State()
+		out.PrefixQueries += s.PrefixCacheQueries
+		out.PrefixHits += s.PrefixCacheHits
+		out.Preemptions += s.Preemptions
+	}
+	for _, res := range r.res {
+		if res.Outcome == OutcomeOK {
+			out.Served[res.GPU]++
+		}
+	}
+	return out
+}
