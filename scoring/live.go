@@ -15,7 +15,7 @@ import "math"
 //	  + Ahead·q + AheadDecode·(q + u(m))·d
 //
 // where the Miss part is 0 when the prompt has no blocks, and m counts as 0
-// when PrefillLimit > 0 and p + u(m) > PrefillLimit (the prefill guard,
+// when PrefillLimit > 0 and q + u(m) > PrefillLimit (the prefill guard,
 // "sticky until saturated"). The last two terms are the latency model's
 // time to first token (scoring/latency: the prefill the request waits for,
 // and how the decodes sharing each step slow it). A candidate whose live
@@ -48,8 +48,8 @@ type LiveWeights struct {
 	// Ceiling (0: none) is the most the candidate's live score (not its
 	// curve) may be: past it the claim skips the candidate as if full.
 	Ceiling float64
-	// PrefillLimit is the in-flight prefill past which the match counts 0
-	// (0: never).
+	// PrefillLimit is the prefill ahead (Live.Ahead) plus the request's
+	// uncached prompt past which the match counts 0 (0: never).
 	PrefillLimit float64
 	// Trust scales the match the Miss part counts: the share of predicted
 	// hits the engine confirmed (0..1; 0: unknown, counted 1).
@@ -78,9 +78,13 @@ func (w LiveWeights) MatchTrust() float64 {
 	return w.Trust
 }
 
-// Guarded reports whether the prefill guard voids match m.
-func (w LiveWeights) Guarded(p Prompt, m, prefill int) bool {
-	return w.PrefillLimit > 0 && float64(prefill+p.Uncached(m)) > w.PrefillLimit
+// Guarded reports whether the prefill guard voids match m, ahead being the
+// prefill still ahead on the worker (Live.Ahead): what delays the first
+// token. In-flight prompts past their first token no longer count (they
+// did until requests ended, which kept a warm worker guarded for as long
+// as its decodes ran and sent its prefix's next turns elsewhere).
+func (w LiveWeights) Guarded(p Prompt, m, ahead int) bool {
+	return w.PrefillLimit > 0 && float64(ahead+p.Uncached(m)) > w.PrefillLimit
 }
 
 // LiveScore is what the store adds to a candidate's curve given the live
@@ -88,7 +92,7 @@ func (w LiveWeights) Guarded(p Prompt, m, prefill int) bool {
 // the score of no match, an upper bound.
 func LiveScore(w LiveWeights, p Prompt, l Live) float64 {
 	m := l.Match
-	if w.Guarded(p, m, l.Prefill) {
+	if w.Guarded(p, m, l.Ahead) {
 		m = 0
 	}
 	u := float64(p.Uncached(m))
@@ -235,7 +239,7 @@ func appendLiveTerms(terms []Term, c Candidate, p Prompt, l Live) []Term {
 	if tr := w.MatchTrust(); n > 0 && tr < 1 {
 		terms = append(terms, Term{Name: "prefix_trust", Value: tr})
 	}
-	if w.Guarded(p, l.Match, l.Prefill) {
+	if w.Guarded(p, l.Match, l.Ahead) {
 		terms = append(terms, Term{Name: "prefill_guard", Value: 1})
 	}
 	return terms

@@ -66,7 +66,9 @@ func TestLiveScore(t *testing.T) {
 		{"warm", Live{Match: 8, Prefill: 100, Decode: 30}, 10*0.2 + 4*(100+30+72)/1000.0},
 		{"cold", Live{Prefill: 0, Decode: 0}, 10 + 4*200/1000.0},
 		// 450 + 72 > 500: the match yields, all 200 tokens count.
-		{"saturated", Live{Match: 8, Prefill: 450}, 10 + 4*(450+200)/1000.0},
+		{"saturated", Live{Match: 8, Prefill: 450, Ahead: 450}, 10 + 4*(450+200)/1000.0},
+		// The same prefill past its first token: the match counts.
+		{"decoding", Live{Match: 8, Prefill: 450}, 10*0.2 + 4*(450+72)/1000.0},
 		// Not looked up: the terms of no match, an upper bound.
 		{"unread", Live{Prefill: 100, Decode: 30, Unread: true}, 10 + 4*(100+30+200)/1000.0},
 	} {
@@ -93,7 +95,7 @@ func TestLiveScore(t *testing.T) {
 	if got := names(Live{Match: 2}); slices.Contains(got, "prefix_unread") || !slices.Contains(got, "prefix_match") {
 		t.Errorf("looked-up candidate's terms %v", got)
 	}
-	if got := names(Live{Match: 8, Prefill: 450}); !slices.Contains(got, "prefill_guard") {
+	if got := names(Live{Match: 8, Prefill: 450, Ahead: 450}); !slices.Contains(got, "prefill_guard") {
 		t.Errorf("saturated candidate's terms %v: want prefill_guard", got)
 	}
 	if got := LiveScore(c.LiveWeights, Prompt{PromptTokens: 8}, Live{}); math.Abs(got-4*8/1000.0) > 1e-12 {
@@ -110,9 +112,10 @@ func TestLiveBounds(t *testing.T) {
 		p := Prompt{Blocks: make([]uint64, i%40), PromptTokens: i % 900}
 		full := 4 * (len(p.Blocks) / 4)
 		pre, dec := i%700, i%300
-		lo, hi := LiveBounds(w, p, full, Live{Prefill: pre, Decode: dec})
+		ahead := pre * (i % 3) / 2
+		lo, hi := LiveBounds(w, p, full, Live{Prefill: pre, Decode: dec, Ahead: ahead})
 		for m := 0; m <= full; m++ {
-			s := LiveScore(w, p, Live{Match: m, Prefill: pre, Decode: dec})
+			s := LiveScore(w, p, Live{Match: m, Prefill: pre, Decode: dec, Ahead: ahead})
 			if s < lo-1e-9 || s > hi+1e-9 {
 				t.Fatalf("%+v %+v match %d: %v outside [%v, %v]", w, p, m, s, lo, hi)
 			}

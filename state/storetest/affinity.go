@@ -260,7 +260,8 @@ func tokensQueued(t *testing.T, s state.Store) {
 
 // prefillGuard: w0 holds the prefix but already prefills 100 tokens; with
 // a limit of 120 the request's 36 uncached tokens would pass it, so the
-// match no longer counts and w1 wins.
+// match no longer counts and w1 wins. Once that prefill has its first
+// token it is no longer ahead, and the match counts again.
 func prefillGuard(t *testing.T, s state.Store) {
 	register(t, s, workers(2, 8))
 	b := seqBlocks(1, 4)
@@ -280,5 +281,19 @@ func prefillGuard(t *testing.T, s state.Store) {
 		}
 		release(t, s, id)
 	}
+	if err := s.FirstToken(context.Background(), busy); err != nil {
+		t.Fatal(err)
+	}
+	// w1 holds the prefix too by now (the guarded claim went there): it
+	// costs 1 more, so only w0's guard decides.
+	cands := []state.Candidate{
+		{Worker: "w0", Cap: 8, LiveWeights: scoring.LiveWeights{Miss: 10, PrefillLimit: 120}},
+		{Worker: "w1", Cap: 8, Base: 1, LiveWeights: scoring.LiveWeights{Miss: 10, PrefillLimit: 120}},
+	}
+	id, res := claimAff(t, s, cands, a)
+	if res.Index != 0 {
+		t.Fatalf("after the first token: claimed %d (live %+v), want 0: prefill past its first token is not ahead", res.Index, res.Live)
+	}
+	release(t, s, id)
 	release(t, s, busy)
 }

@@ -15,7 +15,7 @@
 --   prefill*p + decode*d + uncached*u(m) + ahead*q + aheaddecode*(q + u(m))*d
 --     + miss*(1 - trust*m/n)
 -- (u(m) the prompt tokens past m blocks; the miss part 0 with no blocks;
--- m counts 0 when p + u(m) exceeds a positive prefill limit), evaluated
+-- m counts 0 when q + u(m) exceeds a positive prefill limit), evaluated
 -- in exactly that order, as Go does; a candidate whose live score passes
 -- its positive ceiling is skipped as if full. The winner's index records
 -- the blocks and the request's tokens are held on it until the claim ends,
@@ -123,7 +123,7 @@ end
 local function live(i, m, p, d, q)
   -- The prefill guard: a warm worker past its prefill limit scores as cold.
   local u = uncached(m)
-  if plim[i] > 0 and p + u > plim[i] then m, u = 0, uncached(0) end
+  if plim[i] > 0 and q + u > plim[i] then m, u = 0, uncached(0) end
   local s = wp[i] * p + wd[i] * d + wu[i] * u + wa[i] * q + wad[i] * (q + u) * d
   if nb > 0 then s = s + wm[i] * (1 - trust[i] * m / nb) end
   return s
