@@ -140,8 +140,15 @@ func (s *Scheduler) addLatency(ctx context.Context, t *Ticket, worker string, o 
 	}
 }
 
-// background runs f off the request's path with its own deadline.
+// background runs f off the request's path with its own deadline (on the
+// caller's goroutine with Options.InlineLearning).
 func (s *Scheduler) background(f func(ctx context.Context)) {
+	if s.opts.InlineLearning {
+		ctx, cancel := context.WithTimeout(context.Background(), learnTimeout)
+		defer cancel()
+		f(ctx)
+		return
+	}
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()

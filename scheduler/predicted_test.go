@@ -419,3 +419,39 @@ func lastDecision(t *testing.T, rec *recorder, id string) *Decision {
 	t.Fatalf("no decision recorded for %s", id)
 	return nil
 }
+
+// With InlineLearning the first token reaches the store before
+// FirstToken returns, and the finish's observation before Finish
+// returns: no goroutine is left to read the caller's clock later.
+func TestInlineLearningIsSynchronous(t *testing.T) {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	store := memory.New(c.now, state.Limits{})
+	if err := store.Register(context.Background(), []state.WorkerSpec{spec("a", "m", 8)}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(store, Options{Strategy: scoring.Predicted, ReplicaID: "test", Now: c.now, InlineLearning: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := s.Admit(context.Background(), Request{ID: "r", Model: "m", PromptTokens: 1000, MaxTokens: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(200 * time.Millisecond)
+	tk.FirstToken(200 * time.Millisecond)
+	if a := aheadOf(t, store, "a"); a != 0 {
+		t.Fatalf("prefill ahead %d right after FirstToken, want 0", a)
+	}
+	c.add(time.Second)
+	tk.Finish(Outcome{Status: 200, CompletionTokens: 11})
+	snap, err := store.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := snap.Workers[0].LatencyStats["m"]; len(st.Sums) != latency.Size {
+		t.Fatalf("stats right after Finish hold %d sums, want %d", len(st.Sums), latency.Size)
+	}
+}

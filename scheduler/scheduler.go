@@ -102,6 +102,13 @@ type Options struct {
 	// Admit calls it, so it must be safe for concurrent use unless Admit
 	// never runs concurrently. nil: math/rand/v2's global source.
 	Shuffle func(n int, swap func(i, j int))
+	// InlineLearning runs the store round trips that learning makes after
+	// a first token or a finish (FirstToken, AddLatency) on the caller's
+	// goroutine instead of in the background, so that a caller driving
+	// the scheduler in virtual time sees them happen at the instant they
+	// are due, in order, with no goroutine reading its clock. Production
+	// leaves it off: the request path never waits on learning.
+	InlineLearning bool
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.

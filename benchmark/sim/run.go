@@ -238,6 +238,7 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 			ClaimTokens:            cfg.AdaptiveCaps.Enabled && cfg.AdaptiveCaps.TokenLimits,
 			Now:                    clock,
 			Shuffle:                rng.Shuffle,
+			InlineLearning:         true,
 			Recorder:               &r.tally,
 		})
 		if err != nil {
