@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -106,7 +107,7 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 			// The tokens its claims hold: uncached prompt and max_tokens.
 			PrefillTokens int         `json:"prefill_tokens"`
 			DecodeTokens  int         `json:"decode_tokens"`
-			MaxConc       int         `json:"max_concurrency"`
+			MaxConc       ceiling     `json:"max_concurrency"`
 			Stats         state.Stats `json:"moving_averages"`
 			// Learned is the concurrency limit adaptive caps learned (nil:
 			// none, max_concurrency applies).
@@ -124,7 +125,7 @@ func Handler(src Source, st Status, ex Explainer, replica string, reg *prometheu
 		for _, wk := range snap.Workers {
 			ow := worker{
 				ID: wk.Spec.ID, Address: wk.Spec.Address, Models: wk.Spec.Models, Zone: wk.Spec.Zone,
-				Health: wk.Health, Draining: wk.Draining, InFlight: wk.InFlight, MaxConc: wk.Spec.MaxConcurrency, Stats: wk.Stats,
+				Health: wk.Health, Draining: wk.Draining, InFlight: wk.InFlight, MaxConc: ceiling(wk.Spec.MaxConcurrency), Stats: wk.Stats,
 				PrefillTokens: wk.PrefillTokens, DecodeTokens: wk.DecodeTokens,
 			}
 			if wk.Limit.Value > 0 {
@@ -152,4 +153,15 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// ceiling is a configured max_concurrency in JSON: the number, or "none"
+// for 0 (no cap).
+type ceiling int
+
+func (c ceiling) MarshalJSON() ([]byte, error) {
+	if c <= 0 {
+		return []byte(`"none"`), nil
+	}
+	return []byte(strconv.Itoa(int(c))), nil
 }

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -31,5 +32,16 @@ func TestDecisionSLO(t *testing.T) {
 	}
 	if decision(&scheduler.Decision{RequestID: "old"}).GetSlo() != nil {
 		t.Fatal("a record without objectives must not show zero ones")
+	}
+}
+
+// A worker with no max_concurrency shows "none" in /stats, not 0 (which
+// would read as a worker that takes nothing).
+func TestNoCeilingShowsAsNone(t *testing.T) {
+	for c, want := range map[ceiling]string{0: `"none"`, 6: `6`} {
+		got, err := json.Marshal(c)
+		if err != nil || string(got) != want {
+			t.Errorf("ceiling %d = %s, %v; want %s", c, got, err, want)
+		}
 	}
 }

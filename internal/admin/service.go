@@ -171,8 +171,8 @@ func specFrom(p *pb.WorkerSpec) (state.WorkerSpec, error) {
 		return bad("spec.id %q must be 1-63 letters, digits, '.', '_' or '-', not starting with 'pool.' nor containing '.via.'", p.GetId())
 	case len(p.GetModels()) == 0:
 		return bad("spec.models: at least one model is required")
-	case p.GetMaxConcurrency() < 1:
-		return bad("spec.max_concurrency must be at least 1")
+	case p.GetMaxConcurrency() < 0:
+		return bad("spec.max_concurrency must be 0 (none) or more")
 	}
 	if _, _, err := net.SplitHostPort(p.GetAddress()); err != nil {
 		return bad("spec.address %q: want host:port", p.GetAddress())

@@ -257,7 +257,7 @@ func printCandidates(w io.Writer, d *scheduler.Decision) {
 		if l.Worker == d.Worker {
 			mark = "*"
 		}
-		row := []string{mark, l.Worker, fmt.Sprintf("%d/%d", l.Active, l.Cap), total(l.Total)}
+		row := []string{mark, l.Worker, fmt.Sprintf("%d/%s", l.Active, CapString(l.Cap)), total(l.Total)}
 		for _, n := range names {
 			row = append(row, termCell(l, n))
 		}

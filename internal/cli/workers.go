@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -179,13 +180,21 @@ func PrintWorkers(w io.Writer, ws []*pb.Worker) {
 		if x.GetLeaseExpires() != nil {
 			src += fmt.Sprintf(" (lease %s)", time.Until(x.GetLeaseExpires().AsTime()).Round(time.Second))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%d/%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%d/%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
 			x.GetSpec().GetId(), x.GetSpec().GetAddress(), strings.Join(x.GetSpec().GetModels(), ","),
-			x.GetHealth(), x.GetDraining(), x.GetInFlight(), x.GetSpec().GetMaxConcurrency(), src,
+			x.GetHealth(), x.GetDraining(), x.GetInFlight(), CapString(int(x.GetSpec().GetMaxConcurrency())), src,
 			secs(x.GetLatencySeconds()), secs(x.GetTtftSeconds()), num(x.GetTokensPerSecond()), kv(x),
 			x.GetRequests(), x.GetErrors())
 	}
 	_ = tw.Flush()
+}
+
+// CapString is a concurrency cap as shown to operators: "none" for 0.
+func CapString(c int) string {
+	if c <= 0 {
+		return "none"
+	}
+	return strconv.Itoa(c)
 }
 
 func secs(a *pb.MovingAverage) string {

@@ -261,7 +261,8 @@ type Discovery struct {
 	TargetPort    int    `yaml:"target_port"`
 	// Namespace of the pool and pods; empty: the router's own.
 	Namespace string `yaml:"namespace"`
-	// Models every discovered pod serves, with its cap and metrics format.
+	// Models every discovered pod serves, with its cap (0: none) and
+	// metrics format.
 	Models         []string `yaml:"models"`
 	MaxConcurrency int      `yaml:"max_concurrency"`
 	MetricsFormat  string   `yaml:"metrics_format"`
@@ -330,12 +331,15 @@ type InferenceAware struct {
 
 // Worker is one GPU inference server. Its ID is also its Envoy cluster name.
 type Worker struct {
-	ID             string   `yaml:"id"`
-	Address        string   `yaml:"address"`
-	Models         []string `yaml:"models"`
-	Zone           string   `yaml:"zone"`
-	Region         string   `yaml:"region"`
-	MaxConcurrency int      `yaml:"max_concurrency"`
+	ID      string   `yaml:"id"`
+	Address string   `yaml:"address"`
+	Models  []string `yaml:"models"`
+	Zone    string   `yaml:"zone"`
+	Region  string   `yaml:"region"`
+	// MaxConcurrency is an optional safety ceiling on the requests the
+	// worker runs at once; 0 (absent): none, the strategy and the learned
+	// limits bound it.
+	MaxConcurrency int `yaml:"max_concurrency"`
 	// MetricsFormat: vllm (default), sglang, llamacpp, trtllm, or none.
 	MetricsFormat string `yaml:"metrics_format"`
 	MetricsURL    string `yaml:"metrics_url"`
@@ -407,7 +411,7 @@ func Default() Config {
 			Mode:             ModeClusterHeader,
 			Fallbacks:        0,
 		},
-		Discovery: Discovery{MaxConcurrency: 4, MetricsFormat: "vllm"},
+		Discovery: Discovery{MetricsFormat: "vllm"},
 		Scoring: Scoring{
 			Weights:                defaultWeights(),
 			JobCostScale:           Duration(10 * time.Second),

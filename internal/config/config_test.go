@@ -58,7 +58,7 @@ func TestBadConfigNamesTheKey(t *testing.T) {
 		{"wrong type", "max_body_bytes: lots\n", "max_body_bytes"},
 		{"bad duration", "shutdown_grace: soon\n", "not a duration"},
 		{"bad address", "admin_listen: nowhere\n", "admin_listen: want host:port"},
-		{"zero cap", "workers:\n- id: w\n  address: 127.0.0.1:1\n  models: [m]\n  max_concurrency: 0\n", "workers[0].max_concurrency: must be at least 1"},
+		{"negative cap", "workers:\n- id: w\n  address: 127.0.0.1:1\n  models: [m]\n  max_concurrency: -1\n", "workers[0].max_concurrency: must be 0 (none) or more"},
 		{"no models", "workers:\n- id: w\n  address: 127.0.0.1:1\n  max_concurrency: 1\n", "workers[0].models"},
 		{"duplicate id", "workers:\n- {id: w, address: 127.0.0.1:1, models: [m], max_concurrency: 1}\n- {id: w, address: 127.0.0.1:2, models: [m], max_concurrency: 1}\n", "workers[1].id: duplicate"},
 		{"reserved id", "workers:\n- {id: pool.x, address: 127.0.0.1:1, models: [m], max_concurrency: 1}\n", "workers[0].id"},
@@ -140,6 +140,19 @@ func TestVLLMNodesReplaceTheWorkers(t *testing.T) {
 	}
 	if len(cfg.Workers) != 2 || cfg.Workers[1].Address != "localhost:8002" || cfg.Workers[1].Models[0] != "mistral" || cfg.Workers[0].ID != "node-0" {
 		t.Fatalf("workers = %+v", cfg.Workers)
+	}
+	if cfg.Workers[0].MaxConcurrency != 0 {
+		t.Fatalf("VLLM_NODES workers have cap %d, want 0 (none) without MAX_CONCURRENCY_PER_NODE", cfg.Workers[0].MaxConcurrency)
+	}
+}
+
+func TestMaxConcurrencyIsOptional(t *testing.T) {
+	cfg, err := Parse([]byte("workers:\n- {id: w, address: 127.0.0.1:1, models: [m]}\n"), noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Workers[0].MaxConcurrency != 0 || cfg.Discovery.MaxConcurrency != 0 {
+		t.Fatalf("caps %d and discovery %d, want 0 (none) when absent", cfg.Workers[0].MaxConcurrency, cfg.Discovery.MaxConcurrency)
 	}
 }
 

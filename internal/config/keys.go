@@ -105,7 +105,7 @@ var Keys = slices.Concat([]Key{
 	{Path: "discovery.target_port", Env: "DISCOVERY_TARGET_PORT", Default: "", Doc: "the model server's port on each pod, with discovery.selector", apply: setInt(func(c *Config) *int { return &c.Discovery.TargetPort })},
 	{Path: "discovery.namespace", Env: "POD_NAMESPACE", Default: "", Doc: "namespace of the pool and its pods; empty: the router's own", apply: setString(func(c *Config) *string { return &c.Discovery.Namespace })},
 	{Path: "discovery.models", Env: "DISCOVERY_MODELS", Default: "", Doc: "the models every discovered pod serves (pods carry no model names), comma-separated in the env var", apply: setList(func(c *Config) *[]string { return &c.Discovery.Models })},
-	{Path: "discovery.max_concurrency", Env: "DISCOVERY_MAX_CONCURRENCY", Default: "4", Doc: "max_concurrency of each discovered pod", apply: setInt(func(c *Config) *int { return &c.Discovery.MaxConcurrency })},
+	{Path: "discovery.max_concurrency", Env: "DISCOVERY_MAX_CONCURRENCY", Default: "0", Doc: "max_concurrency of each discovered pod: an optional safety ceiling; 0: none (the strategy and the learned limits bound each pod)", apply: setInt(func(c *Config) *int { return &c.Discovery.MaxConcurrency })},
 	{Path: "discovery.metrics_format", Env: "DISCOVERY_METRICS_FORMAT", Default: "vllm", Doc: "metrics_format of each discovered pod", apply: setString(func(c *Config) *string { return &c.Discovery.MetricsFormat })},
 	{Path: "scoring.weights.active", Env: "SCORING_WEIGHT_ACTIVE", Default: "100", Doc: "weight of a worker's live in-flight requests (all replicas), read in the claim: one more request always costs this much; the scored formula's other weights follow, one per registered term (scoring/doc.go defines them)", apply: setFloat(func(c *Config) *float64 { return &c.Scoring.Weights.Active })},
 }, termKeys(), []Key{
@@ -134,7 +134,7 @@ var Keys = slices.Concat([]Key{
 	{Path: "slo.min_tpot", Env: "SLO_MIN_TPOT_SECONDS", Default: "25ms", Doc: "tightest TPOT objective likewise (key: min_tpot_slo)", apply: setDuration(func(c *Config) *Duration { return &c.SLO.MinTPOT })},
 	{Path: "slo.models.<model>.<priority>.{ttft,tpot}", Env: "", Default: "", Doc: "objectives of a model's requests at a priority (critical, standard or batch) that name none in headers; each unset one falls to the default"},
 	{Path: "slo.objectives.<name>.{ttft,tpot}", Env: "", Default: "", Doc: "objectives of requests naming <name> in x-llm-d-inference-objective (and none in headers); ahead of slo.models"},
-	{Path: "workers[].{id,address,models,zone,region,max_concurrency,metrics_format,metrics_url,health_url,dcgm_url,dcgm_gpu,kv_blocks,prefill_tokens_per_second}", Env: "VLLM_NODES, MODEL_NAME", Default: "", Doc: "the GPU workers; id is also the Envoy cluster name; kv_blocks and prefill_tokens_per_second default to the scoring keys of the same names; metrics_format vllm (default), sglang, llamacpp, trtllm or none; metrics_url/health_url default to the address's /metrics and /health; dcgm_url with dcgm_gpu (gpu index or UUID) feeds gpu_util. VLLM_NODES (comma-separated URLs) with MODEL_NAME replaces the list, with ids node-0.. and max_concurrency from MAX_CONCURRENCY_PER_NODE (default 4)", apply: nil},
+	{Path: "workers[].{id,address,models,zone,region,max_concurrency,metrics_format,metrics_url,health_url,dcgm_url,dcgm_gpu,kv_blocks,prefill_tokens_per_second}", Env: "VLLM_NODES, MODEL_NAME", Default: "", Doc: "the GPU workers; id is also the Envoy cluster name; kv_blocks and prefill_tokens_per_second default to the scoring keys of the same names; metrics_format vllm (default), sglang, llamacpp, trtllm or none; metrics_url/health_url default to the address's /metrics and /health; dcgm_url with dcgm_gpu (gpu index or UUID) feeds gpu_util. VLLM_NODES (comma-separated URLs) with MODEL_NAME replaces the list, with ids node-0.. and max_concurrency from MAX_CONCURRENCY_PER_NODE (default 0); max_concurrency is an optional safety ceiling, 0 or absent: none", apply: nil},
 })
 
 // Set applies one key by its path (scoring.weights.prefix=...), as the
@@ -177,7 +177,7 @@ func applyNodesEnv(c *Config, getenv func(string) string) error {
 	if model == "" {
 		return fmt.Errorf("workers (from env VLLM_NODES): MODEL_NAME is required with VLLM_NODES")
 	}
-	maxConc := 4
+	maxConc := 0 // no ceiling: see Worker.MaxConcurrency
 	if v := strings.TrimSpace(getenv("MAX_CONCURRENCY_PER_NODE")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {

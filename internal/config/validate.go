@@ -158,8 +158,8 @@ func (c *Config) Validate() error {
 		if len(d.Models) == 0 {
 			bad("discovery.models", "name the models the discovered pods serve")
 		}
-		if d.MaxConcurrency < 1 {
-			bad("discovery.max_concurrency", "must be at least 1, got %d", d.MaxConcurrency)
+		if d.MaxConcurrency < 0 {
+			bad("discovery.max_concurrency", "must be 0 (none) or more, got %d", d.MaxConcurrency)
 		}
 	}
 	if c.Envoy.Fallbacks < 0 || c.Envoy.Fallbacks > 16 {
@@ -240,8 +240,8 @@ func (c *Config) validateWorkers(bad func(string, string, ...any), checkAddr fun
 		if w.KVBlocks < 0 || w.PrefillTokensPerSecond < 0 {
 			bad(key, "kv_blocks and prefill_tokens_per_second must not be negative")
 		}
-		if w.MaxConcurrency < 1 {
-			bad(key+".max_concurrency", "must be at least 1, got %d", w.MaxConcurrency)
+		if w.MaxConcurrency < 0 {
+			bad(key+".max_concurrency", "must be 0 (none) or more, got %d", w.MaxConcurrency)
 		}
 		if w.MetricsFormat != "" && !slices.Contains([]string{"vllm", "sglang", "llamacpp", "trtllm", "none"}, w.MetricsFormat) {
 			bad(key+".metrics_format", "want vllm, sglang, llamacpp, trtllm or none, got %q", w.MetricsFormat)

@@ -111,7 +111,7 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 		RequestsRejected:     f.counter("requests_rejected_total", "Requests answered with an error by the router itself, by reason.", labelsReason),
 		RequestsPerNode:      f.counter("requests_per_node_total", "Requests served per worker (the worker that actually served, after any Envoy retry).", labelsNode),
 		NodeActiveRequests:   f.gauge("node_active_requests", "In-flight requests per worker across all replicas, as of the last snapshot.", labelsNode),
-		NodeConcurrencyLimit: f.gauge("node_concurrency_limit", "Requests a worker may run at once: its max_concurrency, or the lower limit learned from its TTFT and inter-token latency (adaptive caps), as of the last snapshot.", labelsNode),
+		NodeConcurrencyLimit: f.gauge("node_concurrency_limit", "Requests a worker may run at once: its max_concurrency, or the lower limit learned (adaptive caps, or from its latency model with strategy predicted), as of the last snapshot; no series: no cap (none).", labelsNode),
 		NodePrefixHitRatio:   f.gauge("node_prefix_hit_ratio", "Prefix-cache hit tokens the worker's engine reported over those the router's prefix index predicted, smoothed; it scales the prefix term (workers reporting no prefix-cache metrics are absent).", labelsNode),
 		NodeFailures:         f.counter("node_failures_total", "Requests that failed on a worker (5xx, reset or connect failure).", labelsNode),
 		UpstreamErrors:       f.counter("upstream_errors_total", "Upstream error responses by HTTP status and worker.", labelsCodeNode),

@@ -99,7 +99,13 @@ func (m *Metrics) Published(snap state.Snapshot, queueAllow [3]int) {
 	}
 	for _, w := range snap.Workers {
 		m.NodeActiveRequests.WithLabelValues(w.Spec.ID).Set(float64(w.InFlight))
-		m.NodeConcurrencyLimit.WithLabelValues(w.Spec.ID).Set(float64(state.CapWith(w.Spec.MaxConcurrency, w.Limit.Value)))
+		// No series is no cap: a gauge cannot say "none", and 0 would
+		// read as a worker that takes nothing.
+		if c := state.CapWith(w.Spec.MaxConcurrency, w.Limit.Value); c > 0 {
+			m.NodeConcurrencyLimit.WithLabelValues(w.Spec.ID).Set(float64(c))
+		} else {
+			m.NodeConcurrencyLimit.DeleteLabelValues(w.Spec.ID)
+		}
 		if r := w.Telemetry.HitRatio; !r.At.IsZero() {
 			m.NodePrefixHitRatio.WithLabelValues(w.Spec.ID).Set(r.Value)
 		}
