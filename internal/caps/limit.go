@@ -35,7 +35,14 @@ type Limit struct {
 	// 0: none. TokenEstimate is it before rounding down.
 	Tokens        int64   `json:"tokens,omitempty"`
 	TokenEstimate float64 `json:"token_estimate,omitempty"`
+	// Basis is what the limit was learned from: BasisModel, or empty for
+	// the latency gradient (Params.Next).
+	Basis string `json:"basis,omitempty"`
 }
+
+// BasisModel marks a limit derived from the worker's latency model and
+// objectives (ModelBox).
+const BasisModel = "latency_model"
 
 // FromState reads a limit as the store keeps it. The store's Value and
 // Tokens win over the memory's copy; a memory that does not decode
