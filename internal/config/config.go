@@ -364,7 +364,7 @@ func Default() Config {
 	return Config{
 		ExtProcListen:         "127.0.0.1:9002",
 		AdminListen:           "127.0.0.1:9090",
-		Strategy:              scoring.Scored,
+		Strategy:              scoring.Predicted,
 		LogLevel:              "info",
 		MaxBodyBytes:          4 << 20,
 		ShutdownGrace:         Duration(30 * time.Second),

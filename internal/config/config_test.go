@@ -164,6 +164,12 @@ func TestEmptyFileIsAllDefaults(t *testing.T) {
 	if cfg.ExtProcListen != "127.0.0.1:9002" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
+	// New installs schedule by prediction, with the queue as it was.
+	q := cfg.Queue
+	if cfg.Strategy != "predicted" || q.MaxQueueSize != 32 || q.Timeout.Critical.D() != 60*time.Second ||
+		q.Timeout.Standard.D() != 30*time.Second || q.Timeout.Batch.D() != 15*time.Second {
+		t.Fatalf("default strategy %q, queue %+v; want predicted, 32 waiters, 60/30/15 s", cfg.Strategy, q)
+	}
 }
 
 var updateReadme = flag.Bool("update-readme", false, "rewrite docs/configuration.md's table from Keys")

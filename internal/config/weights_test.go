@@ -131,7 +131,7 @@ func TestKeysListTheRegisteredTerms(t *testing.T) {
 // emulations of other schedulers) — and not those, in a binary that does
 // not link them, such as llm-router and this test.
 func TestStrategiesAreTheRegisteredOnes(t *testing.T) {
-	product := []string{scoring.RoundRobin, scoring.LeastLoaded, scoring.LatencyBased, scoring.InferenceAware, scoring.Scored}
+	product := []string{scoring.RoundRobin, scoring.LeastLoaded, scoring.LatencyBased, scoring.InferenceAware, scoring.Scored, scoring.Predicted}
 	for _, name := range append(slices.Clone(product), "config_test_strategy") {
 		c := Default()
 		c.Strategy = name
@@ -144,8 +144,8 @@ func TestStrategiesAreTheRegisteredOnes(t *testing.T) {
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `strategy: unknown strategy "queue_kv_max_score"`) {
 		t.Errorf("an emulation is accepted without scoring/emulate linked: %v", err)
 	}
-	if Default().Strategy != scoring.Scored {
-		t.Error("the default strategy must stay scored")
+	if Default().Strategy != scoring.Predicted {
+		t.Error("the default strategy for new installs must be predicted")
 	}
 	// The key's documentation (and so docs/configuration.md) names each of
 	// the product's strategies.

@@ -19,6 +19,7 @@ import (
 	"github.com/llm-router/llm-router/envoy"
 	"github.com/llm-router/llm-router/internal/app"
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/test/stack"
 )
 
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 type workerSpec struct {
 	ID    string
 	Model string
-	Cap   int
+	Cap   int      // 0: 4; below 0: no max_concurrency
 	Args  []string // extra gpusim flags
 }
 
@@ -102,14 +103,17 @@ func startWorkers(t *testing.T, workers []workerSpec) *env {
 	cfg := config.Default()
 	cfg.ShutdownDelay = 0 // one Envoy, one replica per test: nothing to wait for
 	cfg.ReplicaID = "e2e"
+	// The tests were written against scored's placement, with capped
+	// workers; a test of predicted (the default) sets it itself.
+	cfg.Strategy = scoring.Scored
 	cfg.ShutdownGrace = config.Duration(2 * time.Second)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make(chan error, len(workers))
 	for i, w := range workers {
 		addr := addrs[i]
-		cap := w.Cap
-		if cap == 0 {
+		cap := max(w.Cap, 0) // Cap < 0: none
+		if w.Cap == 0 {
 			cap = 4
 		}
 		cfg.Workers = append(cfg.Workers, config.Worker{ID: w.ID, Address: addr, Models: []string{w.Model}, MaxConcurrency: cap, Zone: "zone-a"})

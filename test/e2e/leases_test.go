@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	redisstore "github.com/llm-router/llm-router/state/redis"
 	"github.com/llm-router/llm-router/test/stack"
@@ -25,6 +26,7 @@ func TestKilledReplicaLeaksNothing(t *testing.T) {
 	addrs := stack.MustFreeAddrs(2)
 	cfg := config.Default()
 	cfg.ShutdownDelay = 0
+	cfg.Strategy = scoring.Scored // written against scored, like the harness
 	cfg.ExtProcListen, cfg.AdminListen = addrs[0], addrs[1]
 	cfg.Redis.URL = "redis://" + rd.Addr + "/0"
 	cfg.Redis.KeyPrefix = fmt.Sprintf("kill%d", prefixSeq.Add(1))

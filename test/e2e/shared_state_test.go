@@ -17,6 +17,7 @@ import (
 
 	"github.com/llm-router/llm-router/internal/app"
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
 	redisstore "github.com/llm-router/llm-router/state/redis"
@@ -78,6 +79,7 @@ func newRouterFleet(t *testing.T, n int, workers []config.Worker, redisAddr stri
 		addrs := stack.MustFreeAddrs(2)
 		cfg := config.Default()
 		cfg.ShutdownDelay = 0
+		cfg.Strategy = scoring.Scored // written against scored, like the harness
 		cfg.ExtProcListen, cfg.AdminListen = addrs[0], addrs[1]
 		cfg.ReplicaID = fmt.Sprintf("replica-%d", i)
 		cfg.Workers = workers
