@@ -20,10 +20,18 @@ import (
 const fleetPriorStrength = 4
 
 // fitLatency fits the latency model of every worker of snap for every
-// model it serves, at now. A worker with no statistics for a model starts
-// from the pooled statistics of the model's other workers when they have
-// some (latency.PriorFrom), else from latency.DefaultPrior; either way its
-// model is Unknown until its own observations count.
+// model it serves, at now. A worker's prior is the pooled curves of the
+// model's workers when some have statistics (latency.PriorFrom, weak),
+// else latency.DefaultPrior; its own observations soon outweigh either.
+// A worker whose own history is too short is Unknown whichever prior.
+//
+// The pooled prior applies to a worker with a few observations as well as
+// to one with none: from the generic prior (a slow GPU) a newcomer with a
+// handful of observations would be predicted slower than every known
+// worker, never picked by the strategy predicted, and so never learned.
+// Predicted from the fleet's curves, it ties with the fleet and gets its
+// share of requests until its own history shows what it is; objectives
+// are not enforced on it meanwhile (Unknown).
 func fitLatency(snap state.Snapshot, now time.Time) []map[string]latency.Model {
 	cfg := latency.DefaultConfig()
 	pooled := map[string]latency.Stats{}
@@ -51,11 +59,11 @@ func fitLatency(snap state.Snapshot, now time.Time) []map[string]latency.Model {
 		ms := make(map[string]latency.Model, len(w.Spec.Models))
 		for _, m := range w.Spec.Models {
 			st := w.LatencyStats[m]
-			p := latency.DefaultPrior()
-			if len(st.Sums) == 0 {
-				p = prior(m)
+			fit := latency.Fit(cfg, st, latency.DefaultPrior(), now)
+			if fit.Unknown() {
+				fit = latency.Fit(cfg, st, prior(m), now)
 			}
-			ms[m] = latency.Fit(cfg, st, p, now)
+			ms[m] = fit
 		}
 		out[i] = ms
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -47,7 +48,11 @@ func truth() latency.Model {
 }
 
 // trained is the stats of n observations of truth ending at end.
-func trained(n int, end time.Time) latency.Stats {
+func trained(n int, end time.Time) latency.Stats { return trainedOn(truth(), n, end) }
+
+// trainedOn is the stats of n observations of the worker whose true
+// latency is truth, ending at end.
+func trainedOn(truth latency.Model, n int, end time.Time) latency.Stats {
 	cfg := latency.DefaultConfig()
 	var st latency.Stats
 	var m latency.Model
@@ -55,7 +60,7 @@ func trained(n int, end time.Time) latency.Stats {
 		f := latency.Features{Running: i % 40, PrefillTokens: (i * 397) % 4000, DecodeTokens: (i * 911) % 30000, Uncached: 100 + (i*131)%1500, Output: 64 + (i*37)%400}
 		o := latency.Observation{
 			At: end.Add(-time.Duration(n-i) * 50 * time.Millisecond), Features: f,
-			TTFT: truth().PredictTTFT(f).Value, TPOT: truth().PredictTPOT(f).Value,
+			TTFT: truth.PredictTTFT(f).Value, TPOT: truth.PredictTPOT(f).Value,
 		}
 		st = cfg.Add(st, cfg.Contribution(m, o))
 		m = latency.Fit(cfg, st, latency.DefaultPrior(), o.At)
@@ -453,5 +458,60 @@ func TestInlineLearningIsSynchronous(t *testing.T) {
 	}
 	if st := snap.Workers[0].LatencyStats["m"]; len(st.Sums) != latency.Size {
 		t.Fatalf("stats right after Finish hold %d sums, want %d", len(st.Sums), latency.Size)
+	}
+}
+
+// A worker with a few observations, too few to be known, is predicted
+// from the fleet's curves, not the generic prior's slow GPU: otherwise,
+// in a fleet faster than that GPU, the strategy predicted would rank it
+// below every known worker and never send it the requests it needs to be
+// learned.
+func TestFewObservationsDoNotStarveAWorker(t *testing.T) {
+	ctx := context.Background()
+	fast := truth() // a tenth of truth's latency: faster than the prior
+	for i := range fast.TTFT.Coef {
+		fast.TTFT.Coef[i] /= 10
+		fast.TPOT.Coef[i] /= 10
+	}
+	s, store, c, _ := newPredictedScheduler(t, false, spec("a", "m", 0), spec("few", "m", 0))
+	c.real = true
+	if err := store.AddLatency(ctx, []state.LatencyContribution{
+		{Worker: "a", Model: "m", Stats: trainedOn(fast, 400, c.now())},
+		{Worker: "few", Model: "m", Stats: trainedOn(fast, 3, c.now())},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	few := s.LatencyModel("few", "m")
+	if !few.Unknown() {
+		t.Fatal("a worker with 3 observations is known")
+	}
+	f := latency.Features{Uncached: 1000, Output: 200}
+	generic := latency.Fit(latency.DefaultConfig(), latency.Stats{}, latency.DefaultPrior(), time.Time{}).PredictTTFT(f).Value.Seconds()
+	want := fast.PredictTTFT(f).Value.Seconds()
+	got := few.PredictTTFT(f).Value.Seconds()
+	t.Logf("TTFT at %+v: %.3fs predicted with 3 observations, truth %.3fs, generic prior %.3fs", f, got, want, generic)
+	if math.Abs(got-want) > 0.5*want {
+		t.Fatalf("the worker with few observations predicts %.3fs, want the fleet's %.3fs within 50%% (generic prior: %.3fs)", got, want, generic)
+	}
+	// Under load the newcomer gets its share.
+	served := map[string]int{}
+	var held []*Ticket
+	for i := range 20 {
+		tk, err := s.Admit(ctx, Request{ID: fmt.Sprintf("r%d", i), Model: "m", PromptTokens: 1000, MaxTokens: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		served[tk.Worker()]++
+		held = append(held, tk)
+	}
+	for _, tk := range held {
+		tk.Finish(Outcome{Status: 200})
+	}
+	t.Logf("20 requests in flight: %v", served)
+	if served["few"] < 5 {
+		t.Fatalf("served %v: the worker with few observations is starved", served)
 	}
 }
