@@ -33,6 +33,18 @@ import (
 // can no longer be met (IdleTTFT). A model still Unknown for a target
 // does not enforce that target's objective: its numbers are the prior's,
 // a deliberately slow GPU, and a new worker is worth a try.
+//
+// Exploration. Predictions from a prior, even the fleet's curves, are
+// never exactly the fleet's: a worker with too little history would rank
+// just behind a known one and, where load hardly moves the known one's
+// predictions, never get the requests it needs to be learned. So while
+// some eligible worker is known, an unknown one's base is spread over its
+// first exploreInFlight requests in flight (Base/exploreInFlight more
+// slope, no base): idle, it ranks first on its live terms; at
+// exploreInFlight in flight it scores as predicted; past it, more: a few
+// requests to learn from, not a burst onto a worker that may be slow.
+// With every worker unknown (a fresh fleet) nothing explores: all are
+// predicted alike.
 type predicted struct {
 	// prior is the model of a worker with no entry for the job's model:
 	// the default prior, Unknown.
@@ -44,6 +56,11 @@ func newPredicted(Params) Strategy {
 }
 
 func (predicted) Name() string { return Predicted }
+
+// exploreInFlight is the in-flight count up to which a worker whose model
+// is still unknown ranks ahead of its prediction, in a fleet where some
+// worker is known (see predicted's Exploration).
+const exploreInFlight = 2
 
 // Unattainable is the Ceiling of a candidate that cannot meet the
 // request's objectives: every live score above 0 passes it. A live score is
@@ -67,6 +84,13 @@ func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
 	j := in.Job
 	o := float64(j.DecodeTokens())
 	out := make([]Candidate, 0, len(eligible))
+	explore := false // some eligible worker is known: the unknown ones explore
+	for i := range eligible {
+		if !s.model(j, &eligible[i]).Unknown() {
+			explore = true
+			break
+		}
+	}
 	backing := make([]Term, 2*len(eligible))
 	liveBacking := make([]LiveTerm, 3*len(eligible))
 	for i := range eligible {
@@ -90,6 +114,11 @@ func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
 		c.AddLive(LiveTerm{Name: "ttft_decode", Weight: a[2] * kilo, Decode: 1})
 		c.AddLive(LiveTerm{Name: "ttft_decode_prefill", Weight: a[3] * kilo * kilo, AheadDecode: 1})
 		c.LiveWeights.Ceiling = ceiling(j.Objectives, m, a[0], tpot)
+		if explore && m.Unknown() {
+			// The base is spread over the first exploreInFlight requests.
+			c.Curve.Slope += c.Curve.Base / exploreInFlight
+			c.Curve.Base = 0
+		}
 		out = append(out, c)
 	}
 	return out

@@ -194,3 +194,29 @@ func TestPredictedIdleTTFT(t *testing.T) {
 		t.Fatal("a worker with no model bounded the wait")
 	}
 }
+
+// In a fleet with a known worker, an unknown one explores: its base is
+// spread over its first exploreInFlight requests, so idle it ranks ahead
+// of a known worker as fast as itself, at exploreInFlight in flight it
+// scores as predicted, and past that more. With no worker known, nothing
+// explores.
+func TestPredictedUnknownWorkerExplores(t *testing.T) {
+	j := Job{Model: "m", PromptTokens: 512, MaxTokens: 100}
+	unknown := handModel(1)
+	unknown.TTFT.Unknown, unknown.TPOT.Unknown = true, true
+	plan := planPredicted(t, j, predictedWorker("known", handModel(1)), predictedWorker("new", unknown))
+	known, fresh := plan.Candidates[0].Curve, plan.Candidates[1].Curve
+	if fresh.At(0) >= known.At(0) {
+		t.Fatalf("idle, the unknown worker scores %.4f, the known one %.4f: want it first", fresh.At(0), known.At(0))
+	}
+	if !near(fresh.At(exploreInFlight), known.At(exploreInFlight)) {
+		t.Fatalf("at %d in flight the unknown worker scores %.6f, want its prediction %.6f", exploreInFlight, fresh.At(exploreInFlight), known.At(exploreInFlight))
+	}
+	if fresh.At(exploreInFlight+2) <= known.At(exploreInFlight+2) {
+		t.Fatal("past exploreInFlight in flight, the unknown worker is not ranked behind its prediction")
+	}
+	alone := planPredicted(t, j, predictedWorker("a", unknown), predictedWorker("b", unknown))
+	if c := alone.Candidates[0].Curve; c.Base <= 0 {
+		t.Fatalf("with no worker known, an unknown worker's curve %+v explores", c)
+	}
+}
