@@ -90,6 +90,7 @@ func (b *ModelBox) Learn(ctx context.Context, snap state.Snapshot, mine []string
 			out[w.Spec.ID] = next.State()
 		}
 	}
+	b.forget(want)
 	if len(out) == 0 {
 		return nil
 	}
@@ -97,6 +98,17 @@ func (b *ModelBox) Learn(ctx context.Context, snap state.Snapshot, mine []string
 		return fmt.Errorf("store model limits: %w", err)
 	}
 	return nil
+}
+
+// forget drops the mix of workers this replica no longer monitors.
+func (b *ModelBox) forget(mine map[string]bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range b.mix {
+		if !mine[id] {
+			delete(b.mix, id)
+		}
+	}
 }
 
 // observeMix folds the worker's in-flight requests into its usual size.
