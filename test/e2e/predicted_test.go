@@ -125,7 +125,7 @@ func TestPredictedAvoidsASlowedWorker(t *testing.T) {
 	var limitFell time.Duration
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
 		l := e.limits()["w-2"]
-		if limitFell == 0 && l < before["w-2"] {
+		if limitFell == 0 && 4*l < 3*before["w-2"] { // a quarter down: past the fit's jitter
 			limitFell = time.Since(epoch) - slowedAt
 		}
 		limitAfter = l
@@ -156,7 +156,7 @@ func TestPredictedAvoidsASlowedWorker(t *testing.T) {
 			othersMiss++
 		}
 	}
-	t.Logf("limits before the slowdown %v; w-2's %d at the end (first fall %.1f s after)", before, limitAfter, limitFell.Seconds())
+	t.Logf("limits before the slowdown %v; w-2's %d at the end (a quarter down %.1f s after the slowdown)", before, limitAfter, limitFell.Seconds())
 	t.Logf("%d requests placed in the %.1f s after w-2 slowed: %d on w-2, the last %.1f s after; %d on the others, %d missing an objective; %d failed overall",
 		after, (end - slowedAt).Seconds(), onSlow, lastOnSlow.Seconds(), othersAfter, othersMiss, failed)
 	if failed > 0 {
@@ -165,8 +165,8 @@ func TestPredictedAvoidsASlowedWorker(t *testing.T) {
 	if lastOnSlow > 8*time.Second {
 		t.Errorf("the slowed worker still got a request %.1f s after it slowed, want none after 8 s", lastOnSlow.Seconds())
 	}
-	if limitFell == 0 || limitAfter >= before["w-2"] {
-		t.Errorf("w-2's limit went from %d to %d: want it lower", before["w-2"], limitAfter)
+	if limitFell == 0 || 4*limitAfter >= 3*before["w-2"] {
+		t.Errorf("w-2's limit went from %d to %d: want it a quarter lower", before["w-2"], limitAfter)
 	}
 	if othersAfter < 50 || othersMiss > othersAfter/50 {
 		t.Errorf("%d of %d requests on the healthy workers missed an objective, want at most 2 %%", othersMiss, othersAfter)
