@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/llm-router/llm-router/benchmark/stats"
+	"github.com/llm-router/llm-router/internal/config"
 )
 
 func TestReplicaHitAim(t *testing.T) {
@@ -16,7 +17,8 @@ func TestReplicaHitAim(t *testing.T) {
 	if a := replicaHitAim(one, far3, 0.8); a.Verdict != stats.Missed {
 		t.Errorf("four points apart: %+v", a)
 	}
-	if !ownVariant("router scored x3") || !ownVariant("router scored") || ownVariant("router scored_other") || ownVariant("envoy LEAST_REQUEST") {
+	def := "router " + config.Default().Strategy // the default strategy's setups are the router's own
+	if !ownVariant(def+" x3") || !ownVariant(def) || ownVariant(def+"_other") || ownVariant("envoy LEAST_REQUEST") {
 		t.Error("ownVariant")
 	}
 }

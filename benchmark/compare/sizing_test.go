@@ -162,7 +162,7 @@ func TestWindow(t *testing.T) {
 func TestDefaultSetups(t *testing.T) {
 	// Every strategy once, and the GIE prefix emulation again with three
 	// replicas.
-	if len(DefaultSetups()) != 5+len(config.Strategies()) || !slices.ContainsFunc(DefaultSetups(), func(s fleet.Setup) bool { return s.Replicas == 3 && s.Strategy == "scored" }) ||
+	if len(DefaultSetups()) != 5+len(config.Strategies()) || !slices.ContainsFunc(DefaultSetups(), func(s fleet.Setup) bool { return s.Replicas == 3 && s.Strategy == config.Default().Strategy }) ||
 		!slices.ContainsFunc(DefaultSetups(), func(s fleet.Setup) bool { return len(s.Settings) == 2 }) {
 		t.Errorf("default setups %v", DefaultSetups())
 	}
