@@ -325,7 +325,8 @@ const minScrape = config.Duration(10 * time.Millisecond)
 //   - decision logs off (warn level): they are the router's biggest CPU
 //     cost on two shared cores, and no table reads them;
 //   - every period that bounds how fresh the router's knowledge of the GPUs
-//     is runs timeScale times slower, as the GPUs do;
+//     is, and every request objective, is timeScale times the GPU time, as
+//     the GPUs run;
 //   - the Gateway API Inference Extension's emulations scrape every 50 ms
 //     of GPU time, as it does (its default metrics refresh;
 //     fleet.Setup.FastScrape).
@@ -337,6 +338,10 @@ func benchRouterConfig(s fleet.Setup, c *config.Config, timeScale float64) {
 	}
 	scale := func(d config.Duration) config.Duration { return config.Duration(float64(d) * timeScale) }
 	c.RefreshInterval = scale(c.RefreshInterval)
+	// The request objectives are GPU time, and the router measures and
+	// predicts TTFT and TPOT in wall time.
+	c.SLO.TTFT, c.SLO.TPOT = scale(c.SLO.TTFT), scale(c.SLO.TPOT)
+	c.SLO.MinTTFT, c.SLO.MinTPOT = scale(c.SLO.MinTTFT), scale(c.SLO.MinTPOT)
 	c.InferenceAware.Staleness = scale(c.InferenceAware.Staleness)
 	// The engines' inter-token histograms are in wall time with buckets
 	// scaled alike (gpusim), so an SLO in GPU time is scaled too.

@@ -100,6 +100,9 @@ func TestBenchRouterConfigIsValid(t *testing.T) {
 			if err := c.Validate(); err != nil {
 				t.Errorf("%s at time scale %g: %v", s.Name, scale, err)
 			}
+			if d := config.Default().SLO; c.SLO.TTFT.D() != time.Duration(scale*float64(d.TTFT.D())) || c.SLO.TPOT.D() != time.Duration(scale*float64(d.TPOT.D())) {
+				t.Errorf("%s at time scale %g: objectives %v, %v in wall time", s.Name, scale, c.SLO.TTFT, c.SLO.TPOT)
+			}
 		}
 	}
 }
