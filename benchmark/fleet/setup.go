@@ -104,7 +104,7 @@ func (s Setup) Emulation() bool {
 // only where scoring/emulate is linked, which llm-router never is:
 // `llm-bench serve` runs the same router (app.Run) with them registered.
 func (s Setup) routerCommand() string {
-	if slices.Contains(emulate.Names(), s.Strategy) {
+	if s.Emulation() {
 		return "llm-bench"
 	}
 	return "llm-router"
