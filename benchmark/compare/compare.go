@@ -19,6 +19,7 @@ import (
 	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/scoring/emulate"
 	"github.com/llm-router/llm-router/test/stack"
 )
@@ -39,8 +40,11 @@ type Options struct {
 	// in GPU time whatever the machine needed.
 	TimeScale float64
 	Setups    []fleet.Setup
-	Loads     []float64 // shares of the measured capacity
-	Requests  int       // jobs per run
+	// Aims is the aim set the report judges (AimsConversation,
+	// AimsMooncake, AimsReuse); empty: none.
+	Aims     string
+	Loads    []float64 // shares of the measured capacity
+	Requests int       // jobs per run
 	// Warmup and Tail are the shares of each run's jobs before and after
 	// the measured window: the first load an idle fleet and warm the
 	// router's averages, the last keep the load steady until the measured
@@ -84,28 +88,71 @@ type Options struct {
 	Log          io.Writer // one line per run
 }
 
-// DefaultSetups are the configurations compared: Envoy alone with its two
-// usual policies, the router with every strategy, and the GIE emulation
-// with prefix scoring again with three replicas, each with its own index,
-// as that scheduler would run active-active.
+// DefaultSetups are the configurations of the long comparison: Envoy
+// alone with its two usual policies, the router with every strategy, and
+// the GIE emulation with prefix scoring again with three replicas, each
+// with its own index, as that scheduler would run active-active.
 //
-// The default strategy runs three ways besides: with three replicas
-// sharing one Redis (its prefix index is shared, so its hit rate should
-// not fall), and with its prefix and token-load weights at 0 (the
-// strategy before those terms), to show what they change.
+// Every router setup runs with caps an operator could set without
+// replaying the trace: none (max_concurrency 0), or, for a strategy whose
+// plan has no load term (needsCap), the engine's batch limit.
+//
+// The default strategy runs three ways besides: with the offline
+// SLO-sized caps (caps=slo-sized, a labelled variant: no operator has
+// them), with three replicas sharing one Redis (its prefix index is
+// shared, so its hit rate should not fall); and scored with its prefix
+// and token-load weights at 0 (the formula before those terms), to show
+// what they change.
 func DefaultSetups() []fleet.Setup {
 	out := []fleet.Setup{fleet.EnvoySetup("ROUND_ROBIN"), fleet.EnvoySetup("LEAST_REQUEST")}
 	def := config.Default().Strategy
 	for _, s := range config.Strategies() {
-		out = append(out, fleet.RouterSetup(s))
-		switch s {
-		case emulate.PrefixQueueKVMaxScore:
+		out = append(out, routerSetup(s))
+		if s == emulate.PrefixQueueKVMaxScore {
 			out = append(out, fleet.RouterReplicasSetup(s, 3))
-		case def:
-			out = append(out, fleet.RouterReplicasSetup(s, 3), fleet.VariantSetup(s, 1, "scoring.weights.prefix=0", "scoring.weights.token_load=0"))
+		}
+		if s == def {
+			out = append(out, fleet.RouterSetup(s).WithCaps(fleet.CapsSLOSized), fleet.RouterReplicasSetup(s, 3))
+		}
+		if s == scoring.Scored {
+			out = append(out, fleet.VariantSetup(s, 1, "scoring.weights.prefix=0", "scoring.weights.token_load=0"))
 		}
 	}
 	return out
+}
+
+// ShortSetups are the short comparison's configurations (`make bench`),
+// fewer so that three presets at three loads and three seeds fit about 25
+// minutes on two cores: Envoy LEAST_REQUEST (the baseline), the default
+// strategy uncapped and with the SLO-sized caps, scored when it is not the
+// default (the strategy before), and every peer emulation, the GIE prefix
+// one also as three replicas.
+func ShortSetups() []fleet.Setup {
+	def := config.Default().Strategy
+	out := []fleet.Setup{fleet.EnvoySetup("LEAST_REQUEST"), fleet.RouterSetup(def), fleet.RouterSetup(def).WithCaps(fleet.CapsSLOSized)}
+	if def != scoring.Scored {
+		out = append(out, fleet.RouterSetup(scoring.Scored))
+	}
+	for _, s := range emulate.Names() {
+		out = append(out, fleet.RouterSetup(s))
+		if s == emulate.PrefixQueueKVMaxScore {
+			out = append(out, fleet.RouterReplicasSetup(s, 3))
+		}
+	}
+	return out
+}
+
+// needsCap are the strategies whose plan has no load term: uncapped, each
+// would send every request to the worker that looks best, so they run
+// with the engine's batch limit.
+var needsCap = []string{scoring.LatencyBased}
+
+// routerSetup is the router with strategy s and the caps it needs.
+func routerSetup(s string) fleet.Setup {
+	if slices.Contains(needsCap, s) {
+		return fleet.RouterSetup(s).WithCaps(fleet.CapsBatchLimit)
+	}
+	return fleet.RouterSetup(s)
 }
 
 // DefaultOptions is the long comparison on the Azure conversation
@@ -114,7 +161,7 @@ func DefaultOptions() Options {
 	return Options{
 		BinDir: "bin", Name: "azure-conv", Fleet: fleet.Default, TimeScale: 1,
 		Workload: loadgen.WorkloadOptions{TracePath: "benchmark/traces/azure-conv-2023.csv", Kind: loadgen.KindTrace, Arrivals: loadgen.ArrivalsPoisson, LongShare: 0.25},
-		Setups:   DefaultSetups(), Loads: []float64{0.6, 0.8, 0.95},
+		Setups:   DefaultSetups(), Aims: AimsConversation, Loads: []float64{0.6, 0.8, 0.95},
 		Requests: 1300, Warmup: 0.1, Tail: 0.1, Seeds: []uint64{1, 2, 3}, SLO: stats.DefaultSLO(),
 		CapacitySetup: fleet.EnvoySetup("LEAST_REQUEST"), CapacityTTFT: 500 * time.Millisecond, ProbeRequests: 2000, MaxProbes: 6, SizingRequests: 2000,
 		Grace: 10 * time.Minute, SamplePeriod: 250 * time.Millisecond, ResultsDir: "benchmark/results",
@@ -168,13 +215,8 @@ func Compare(ctx context.Context, o Options) (*report.Report, error) {
 	r := &runner{
 		env: e, fleet: sim, gpus: gpus, scale: o.TimeScale, slo: o.SLO, progress: o.Progress,
 		sample: o.SamplePeriod, grace: time.Duration(float64(o.Grace) * o.TimeScale), blockTokens: w.BlockTokens(),
-		workers: func(s fleet.Setup) []config.Worker {
-			if s.Uncapped() {
-				return fleet.Workers(gpus, uncapped)
-			}
-			return fleet.ScaleCaps(fleet.Workers(gpus, 0), s.CapScale)
-		},
-		mutate: func(s fleet.Setup, c *config.Config) { benchRouterConfig(s, c, o.TimeScale) },
+		workers: func(s fleet.Setup) []config.Worker { return fleet.Workers(gpus, s) },
+		mutate:  func(s fleet.Setup, c *config.Config) { benchRouterConfig(s, c, o.TimeScale) },
 	}
 	if slices.ContainsFunc(o.Setups, func(s fleet.Setup) bool { return s.Replicas > 1 }) {
 		redis, err := stack.StartRedis(ctx, dir, "")
@@ -257,7 +299,7 @@ func Compare(ctx context.Context, o Options) (*report.Report, error) {
 	rep.Overload = overloaded(rep.Runs, o)
 	rep.MarkVoid()
 	rep.Stats = pooledStats(rep.Runs, rep.Measured, o, rep.Overload)
-	rep.Aims = computeAims(rep, 0.8)
+	rep.Aims = computeAims(rep, o.Aims)
 	rep.Notes = compareNotes(o, w)
 	if warn := rep.Budget.Warning(o.TimeScale); warn != "" {
 		rep.Notes = append([]string{"Before the runs: " + warn + "."}, rep.Notes...)
@@ -276,10 +318,6 @@ func Compare(ctx context.Context, o Options) (*report.Report, error) {
 // minScrape is the shortest scrape interval the router accepts.
 const minScrape = config.Duration(10 * time.Millisecond)
 
-// uncapped is the "no cap" of the emulations of other schedulers
-// (fleet.Setup.Uncapped): the schedulers they emulate have none.
-const uncapped = 1 << 20
-
 // benchRouterConfig adjusts the router's config for the benchmark:
 //   - the queue holds every burst (Envoy alone queues without limit at the
 //     GPUs, so a router that shed load would win on latency by refusing
@@ -287,7 +325,8 @@ const uncapped = 1 << 20
 //   - decision logs off (warn level): they are the router's biggest CPU
 //     cost on two shared cores, and no table reads them;
 //   - every period that bounds how fresh the router's knowledge of the GPUs
-//     is runs timeScale times slower, as the GPUs do;
+//     is, and every request objective, is timeScale times the GPU time, as
+//     the GPUs run;
 //   - the Gateway API Inference Extension's emulations scrape every 50 ms
 //     of GPU time, as it does (its default metrics refresh;
 //     fleet.Setup.FastScrape).
@@ -299,6 +338,10 @@ func benchRouterConfig(s fleet.Setup, c *config.Config, timeScale float64) {
 	}
 	scale := func(d config.Duration) config.Duration { return config.Duration(float64(d) * timeScale) }
 	c.RefreshInterval = scale(c.RefreshInterval)
+	// The request objectives are GPU time, and the router measures and
+	// predicts TTFT and TPOT in wall time.
+	c.SLO.TTFT, c.SLO.TPOT = scale(c.SLO.TTFT), scale(c.SLO.TPOT)
+	c.SLO.MinTTFT, c.SLO.MinTPOT = scale(c.SLO.MinTTFT), scale(c.SLO.MinTPOT)
 	c.InferenceAware.Staleness = scale(c.InferenceAware.Staleness)
 	// The engines' inter-token histograms are in wall time with buckets
 	// scaled alike (gpusim), so an SLO in GPU time is scaled too.
@@ -361,6 +404,7 @@ var presets = map[string]func(o *Options, short bool){
 	"azure-conv": func(o *Options, short bool) {
 		o.Workload.TracePath = "benchmark/traces/azure-conv-2023.csv"
 		o.Fleet = fleet.Default
+		o.Aims = AimsConversation
 		if short {
 			o.TimeScale = 0.15
 		}
@@ -371,6 +415,21 @@ var presets = map[string]func(o *Options, short bool){
 		o.Fleet = mooncakeFleet
 		o.Workload.TokenScale = mooncakeTokenScale
 		o.FleetExtra = map[string]any{"gpu_mem_util": mooncakeMemUtil}
+		o.Aims = AimsMooncake
+		if short {
+			o.TimeScale = 0.15
+		}
+	},
+	// The same trace with each GPU's whole KV cache (gpusim's default
+	// gpu_mem_util, 0.9), 8 times the scaled trace's: the fleet holds the
+	// working set of a run, so the hit rate a placement reaches is its
+	// own, not the cache's (multi-turn chat with high reuse).
+	"mooncake-reuse": func(o *Options, short bool) {
+		o.Workload.TracePath = "benchmark/traces/mooncake-conversation.jsonl"
+		o.Fleet = mooncakeFleet
+		o.Workload.TokenScale = mooncakeTokenScale
+		o.FleetExtra = nil
+		o.Aims = AimsReuse
 		if short {
 			o.TimeScale = 0.15
 		}

@@ -206,11 +206,7 @@ func harnessStack(ctx context.Context, o HarnessOptions, w *loadgen.Workload) (u
 		os.RemoveAll(dir)
 		return "", nil, err
 	}
-	capOverride := 0
-	if o.Setup.Uncapped() {
-		capOverride = uncapped
-	}
-	rs, err := e.Start(ctx, o.Setup, fleet.Workers(gpus, capOverride), fleet.RouterOptions{Mutate: func(c *config.Config) { benchRouterConfig(o.Setup, c, o.TimeScale) }})
+	rs, err := e.Start(ctx, o.Setup, fleet.Workers(gpus, o.Setup), fleet.RouterOptions{Mutate: func(c *config.Config) { benchRouterConfig(o.Setup, c, o.TimeScale) }})
 	if err != nil {
 		sim.Stop(3 * time.Second)
 		os.RemoveAll(dir)

@@ -30,8 +30,10 @@ type CapRule struct {
 // DefaultCapRule fits the default SLO, with room for bursts.
 func DefaultCapRule() CapRule { return CapRule{ITL: stats.DefaultSLO().ITL} }
 
-// SizeFleet fills each GPU's saturation rate and cap from a virtual-time
-// replay of jobs on its profile (gpusim's engine, no processes). The
+// SizeFleet fills each GPU's saturation rate and SLO-sized cap from a
+// virtual-time replay of jobs on its profile (gpusim's engine, no
+// processes), and what an operator knows of it without any replay: its KV
+// blocks, prefill rate and engine batch limit. The
 // saturation rate is the highest rate at which the GPU alone keeps the
 // median TTFT under 2 s (gpusim.FindSaturation). The cap (the router's
 // max_concurrency) follows rule:
@@ -61,7 +63,7 @@ func DefaultCapRule() CapRule { return CapRule{ITL: stats.DefaultSLO().ITL} }
 func SizeFleet(gpus []fleet.GPU, reqs []gpusim.SimRequest, extra map[string]any, rule CapRule) error {
 	type sized struct {
 		rate, prefill, load float64
-		cap, kv             int
+		cap, kv, batch      int
 		held                string
 	}
 	done := map[string]sized{}
@@ -81,10 +83,11 @@ func SizeFleet(gpus []fleet.GPU, reqs []gpusim.SimRequest, extra map[string]any,
 				return fmt.Errorf("size %s: %w", gpus[i].Profile, err)
 			}
 			s.kv, s.prefill = profileCapacity(cfg)
+			s.batch = cfg.MaxNumSeqs
 			done[gpus[i].Profile] = s
 		}
 		gpus[i].SaturationRate, gpus[i].Cap, gpus[i].CapLoad, gpus[i].CapHeld = s.rate, s.cap, s.load, s.held
-		gpus[i].KVBlocks, gpus[i].PrefillRate = s.kv, s.prefill
+		gpus[i].KVBlocks, gpus[i].PrefillRate, gpus[i].BatchLimit = s.kv, s.prefill, s.batch
 	}
 	return nil
 }

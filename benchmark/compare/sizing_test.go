@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"testing"
@@ -35,12 +36,16 @@ func TestSizeFleet(t *testing.T) {
 		t.Errorf("kv blocks %d/%d, prefill %.0f/%.0f tokens/s", h.KVBlocks, a.KVBlocks, h.PrefillRate, a.PrefillRate)
 	}
 	t.Logf("h100 %d blocks %.0f tok/s; a40 %d blocks %.0f tok/s", h.KVBlocks, h.PrefillRate, a.KVBlocks, a.PrefillRate)
-	ws := fleet.Workers(gpus, 0)
+	ws := fleet.Workers(gpus, fleet.RouterSetup("scored").WithCaps(fleet.CapsSLOSized))
 	if ws[0].MaxConcurrency != h.Cap || ws[2].Models[0] != loadgen.Model || ws[0].KVBlocks != h.KVBlocks || ws[2].PrefillTokensPerSecond != a.PrefillRate {
 		t.Errorf("workers %+v", ws)
 	}
-	if fleet.Workers(gpus, uncapped)[2].MaxConcurrency != uncapped {
-		t.Error("cap override ignored")
+	// The engine's batch limit is gpusim's max_num_seqs, as the fleet runs it.
+	if h.BatchLimit != gpusim.DefaultConfig().MaxNumSeqs || fleet.Workers(gpus, fleet.RouterSetup("latency_based").WithCaps(fleet.CapsBatchLimit))[2].MaxConcurrency != a.BatchLimit {
+		t.Errorf("batch limits %d, %d", h.BatchLimit, a.BatchLimit)
+	}
+	if fleet.Workers(gpus, fleet.RouterSetup("scored"))[2].MaxConcurrency != 0 {
+		t.Error("a setup with no caps= must give its workers no cap")
 	}
 	if e := fleetEstimate(gpus); e < 2*h.SaturationRate {
 		t.Errorf("estimate %g", e)
@@ -94,6 +99,9 @@ func TestBenchRouterConfigIsValid(t *testing.T) {
 			benchRouterConfig(s, &c, scale)
 			if err := c.Validate(); err != nil {
 				t.Errorf("%s at time scale %g: %v", s.Name, scale, err)
+			}
+			if d := config.Default().SLO; c.SLO.TTFT.D() != time.Duration(scale*float64(d.TTFT.D())) || c.SLO.TPOT.D() != time.Duration(scale*float64(d.TPOT.D())) {
+				t.Errorf("%s at time scale %g: objectives %v, %v in wall time", s.Name, scale, c.SLO.TTFT, c.SLO.TPOT)
 			}
 		}
 	}
@@ -159,19 +167,61 @@ func TestWindow(t *testing.T) {
 	}
 }
 
+// TestDefaultSetups: every strategy once, with no caps but latency_based
+// (the engine's batch limit); the default strategy again with the
+// SLO-sized caps, named so, and with three replicas; scored with two
+// weights at 0; the GIE prefix emulation again with three replicas. No
+// other setup has an SLO-sized cap. The short list has the default both
+// ways, scored and every peer emulation.
 func TestDefaultSetups(t *testing.T) {
-	// Every strategy once, and the GIE prefix emulation again with three
-	// replicas.
-	if len(DefaultSetups()) != 5+len(config.Strategies()) || !slices.ContainsFunc(DefaultSetups(), func(s fleet.Setup) bool { return s.Replicas == 3 && s.Strategy == config.Default().Strategy }) ||
-		!slices.ContainsFunc(DefaultSetups(), func(s fleet.Setup) bool { return len(s.Settings) == 2 }) {
-		t.Errorf("default setups %v", DefaultSetups())
+	def := config.Default().Strategy
+	all := DefaultSetups()
+	if len(all) != 2+len(config.Strategies())+4 {
+		t.Errorf("%d default setups: %v", len(all), all)
 	}
-	for _, s := range DefaultSetups() {
-		emulation := slices.Contains([]string{
-			"queue_kv_max_score", "prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",
-		}, s.Strategy)
-		if s.Uncapped() != emulation {
-			t.Errorf("%s: uncapped %v", s.Name, s.Uncapped())
+	names := map[string]bool{}
+	for _, s := range all {
+		if names[s.Name] {
+			t.Errorf("%s twice", s.Name)
+		}
+		names[s.Name] = true
+		if !s.Router() {
+			continue
+		}
+		want := fleet.CapsNone
+		switch {
+		case s.Strategy == "latency_based":
+			want = fleet.CapsBatchLimit
+		case s.Name == "router "+def+" caps=slo-sized":
+			want = fleet.CapsSLOSized
+		}
+		if got := cmp.Or(s.Caps, fleet.CapsNone); got != want {
+			t.Errorf("%s: caps %s, want %s", s.Name, got, want)
 		}
 	}
+	for _, want := range []string{
+		report.DefaultSetup, report.DefaultSetup + " x3", report.DefaultSetup + " caps=slo-sized", "router latency_based caps=batch-limit",
+		"router prefix_queue_kv_max_score x3", "router scored scoring.weights.prefix=0 scoring.weights.token_load=0",
+	} {
+		if !names[want] {
+			t.Errorf("no %q in %v", want, all)
+		}
+	}
+	short := ShortSetups()
+	for _, want := range append([]string{report.DefaultSetup, report.DefaultSetup + " caps=slo-sized", "router scored", "envoy LEAST_REQUEST", "router prefix_queue_kv_max_score x3"}, emulationSetups()...) {
+		if !slices.ContainsFunc(short, func(s fleet.Setup) bool { return s.Name == want }) {
+			t.Errorf("short: no %q in %v", want, short)
+		}
+	}
+}
+
+// emulationSetups names every peer emulation's setup.
+func emulationSetups() []string {
+	var out []string
+	for _, s := range DefaultSetups() {
+		if s.Emulation() && s.Replicas <= 1 {
+			out = append(out, s.Name)
+		}
+	}
+	return out
 }

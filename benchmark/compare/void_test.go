@@ -58,7 +58,7 @@ func overloadAll(rep *report.Report) {
 	}
 	rep.MarkVoid()
 	rep.Stats = pooledStats(rep.Runs, rep.Measured, Options{Loads: rep.Loads, Setups: setups, SLO: rep.SLO}, rep.Overload)
-	rep.Aims = computeAims(rep, 0.8)
+	rep.Aims = computeAims(rep, AimsConversation)
 }
 
 // compareFiles are the files Write publishes for a comparison

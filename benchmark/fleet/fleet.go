@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,6 +33,10 @@ type GPU struct {
 	// is the share of the saturation rate it was sized at.
 	Cap     int     `json:"max_concurrency"`
 	CapLoad float64 `json:"cap_load"`
+	// BatchLimit is the engine's own limit on the sequences in a batch
+	// (gpusim's max_num_seqs, as vLLM names it): the cap of Setup caps
+	// CapsBatchLimit.
+	BatchLimit int `json:"max_num_seqs"`
 	// CapHeld says which figure of the requests held at CapLoad the cap
 	// is: "p99" or "mean", and "mean, SLO unmet" when even capLoadMin
 	// left more than 1 % of the requests over the inter-token SLO.
@@ -125,33 +128,18 @@ func Start(ctx context.Context, binDir, dir string, gpus []GPU, slowdown float64
 	return &Proc{Proc: p, gpus: gpus}, nil
 }
 
-// Workers lists the fleet as router workers, each with its cap (or
-// capOverride when positive).
-func Workers(gpus []GPU, capOverride int) []config.Worker {
+// Workers lists the fleet as the router workers of setup s, each with
+// its max_concurrency under the setup's caps (Setup.MaxConcurrency; 0:
+// no cap).
+func Workers(gpus []GPU, s Setup) []config.Worker {
 	out := make([]config.Worker, len(gpus))
 	for i, g := range gpus {
-		c := g.Cap
-		if capOverride > 0 {
-			c = capOverride
-		}
 		out[i] = config.Worker{
-			ID: g.ID, Address: g.Addr, Models: []string{loadgen.Model}, MaxConcurrency: max(c, 1),
+			ID: g.ID, Address: g.Addr, Models: []string{loadgen.Model}, MaxConcurrency: s.MaxConcurrency(g),
 			KVBlocks: g.KVBlocks, PrefillTokensPerSecond: g.PrefillRate,
 		}
 	}
 	return out
-}
-
-// ScaleCaps multiplies every worker's max_concurrency by f (rounded, at
-// least 1); f ≤ 0 leaves them.
-func ScaleCaps(ws []config.Worker, f float64) []config.Worker {
-	if f <= 0 {
-		return ws
-	}
-	for i := range ws {
-		ws[i].MaxConcurrency = max(1, int(math.Round(f*float64(ws[i].MaxConcurrency))))
-	}
-	return ws
 }
 
 // IDs lists the GPUs' ids, in fleet order.

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/llm-router/llm-router/internal/config"
 )
 
 func TestParseFleet(t *testing.T) {
@@ -57,17 +55,46 @@ func TestParseSetups(t *testing.T) {
 	if err != nil || len(ss) != 1 || ss[0].Replicas != 3 || ss[0].Name != "router scored scoring.weights.prefix=100 x3" || !slices.Equal(ss[0].Settings, []string{"scoring.weights.prefix=100"}) {
 		t.Errorf("settings: %+v %v", ss, err)
 	}
-	ss, err = ParseSetups("scored caps=x4 adaptive_caps.enabled=true")
-	if err != nil || len(ss) != 1 || ss[0].CapScale != 4 || ss[0].Name != "router scored adaptive_caps.enabled=true caps=x4" {
-		t.Errorf("caps: %+v %v", ss, err)
-	}
-	ws := ScaleCaps([]config.Worker{{MaxConcurrency: 23}, {MaxConcurrency: 1}}, 0.5)
-	if ws[0].MaxConcurrency != 12 || ws[1].MaxConcurrency != 1 {
-		t.Errorf("caps x0.5 of 23 and 1: %d %d, want 12 and 1", ws[0].MaxConcurrency, ws[1].MaxConcurrency)
-	}
-	for _, bad := range []string{"scored scoring.weights.prefix=x", "scored no.such.key=1", "scored 3", "scored caps=x0", "scored caps=big"} {
+	for _, bad := range []string{"scored scoring.weights.prefix=x", "scored no.such.key=1", "scored 3"} {
 		if _, err := ParseSetups(bad); err == nil {
 			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestParseCaps: caps= takes none, batch-limit, slo-sized or xF, names
+// the setup by it (none, the default, unnamed), and gives each worker the
+// max_concurrency it says; anything else is refused naming the choices.
+func TestParseCaps(t *testing.T) {
+	gpus := []GPU{{ID: "h100-0", Cap: 23, BatchLimit: 256}, {ID: "a40-0", Cap: 1, BatchLimit: 64}}
+	for _, c := range []struct {
+		setup, name string
+		caps        []int
+	}{
+		{"scored", "router scored", []int{0, 0}},
+		{"scored caps=none", "router scored", []int{0, 0}},
+		{"latency_based caps=batch-limit", "router latency_based caps=batch-limit", []int{256, 64}},
+		{"scored caps=slo-sized x3", "router scored x3 caps=slo-sized", []int{23, 1}},
+		{"scored caps=x0.5", "router scored caps=x0.5", []int{12, 1}},
+		{"scored caps=x4 adaptive_caps.enabled=true", "router scored adaptive_caps.enabled=true caps=x4", []int{92, 4}},
+	} {
+		ss, err := ParseSetups(c.setup)
+		if err != nil || len(ss) != 1 {
+			t.Errorf("%q: %v", c.setup, err)
+			continue
+		}
+		var got []int
+		for _, w := range Workers(gpus, ss[0]) {
+			got = append(got, w.MaxConcurrency)
+		}
+		if ss[0].Name != c.name || !slices.Equal(got, c.caps) {
+			t.Errorf("%q: name %q caps %v, want %q %v", c.setup, ss[0].Name, got, c.name, c.caps)
+		}
+	}
+	for _, bad := range []string{"scored caps=x0", "scored caps=big", "scored caps=", "scored caps=x-1", "scored caps=xinf", "scored caps=4", "scored caps=None"} {
+		_, err := ParseSetups(bad)
+		if err == nil || !strings.Contains(err.Error(), "want caps=none|batch-limit|slo-sized or caps=xF") || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%q: %v, want a refusal naming the setup and the choices", bad, err)
 		}
 	}
 }

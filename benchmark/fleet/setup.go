@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,17 +38,63 @@ type Setup struct {
 	// Settings are config keys set on every replica, "path=value"
 	// (scoring.weights.prefix=100): variants of one strategy.
 	Settings []string `json:"settings,omitempty"`
-	// CapScale multiplies every worker's max_concurrency (0: 1): a cap
-	// guessed too high or too low, the case adaptive caps are for.
+	// Caps is the max_concurrency the setup gives its workers: CapsNone
+	// (also when empty), CapsBatchLimit or CapsSLOSized.
+	Caps string `json:"caps,omitempty"`
+	// CapScale multiplies every SLO-sized cap (0: 1): a cap guessed too
+	// high or too low, the case adaptive caps are for.
 	CapScale float64 `json:"cap_scale,omitempty"`
+}
+
+// The caps a router setup runs with, as `caps=` names them in --setups.
+const (
+	// CapsNone is no cap (max_concurrency 0): what a new install runs.
+	CapsNone = "none"
+	// CapsBatchLimit is each engine's own batch limit (GPU.BatchLimit,
+	// vLLM's max_num_seqs): a number an operator reads from the engine's
+	// configuration.
+	CapsBatchLimit = "batch-limit"
+	// CapsSLOSized is the benchmark's offline caps (GPU.Cap): each GPU's
+	// profile replayed on the trace against the SLO, which no operator can
+	// do for their own traffic.
+	CapsSLOSized = "slo-sized"
+)
+
+// CapModes lists the caps= values besides xF.
+func CapModes() []string { return []string{CapsNone, CapsBatchLimit, CapsSLOSized} }
+
+// MaxConcurrency is the router's max_concurrency for g under the setup's
+// caps; 0 is no cap.
+func (s Setup) MaxConcurrency(g GPU) int {
+	switch s.Caps {
+	case CapsBatchLimit:
+		return g.BatchLimit
+	case CapsSLOSized:
+		f := s.CapScale
+		if f <= 0 {
+			f = 1
+		}
+		return max(1, int(math.Round(f*float64(g.Cap))))
+	}
+	return 0
+}
+
+// WithCaps is s with caps (a CapModes value) and its name saying so;
+// CapsNone, the default, leaves the name alone.
+func (s Setup) WithCaps(caps string) Setup {
+	s.Caps = caps
+	if caps != "" && caps != CapsNone {
+		s.Name += " caps=" + caps
+	}
+	return s
 }
 
 // Router reports whether the setup runs llm-router.
 func (s Setup) Router() bool { return s.LBPolicy == "" }
 
-// Uncapped reports whether the setup's strategy emulates another router's
-// scheduler: those run without per-worker caps, as the originals have none.
-func (s Setup) Uncapped() bool {
+// Emulation reports whether the setup's strategy emulates another
+// router's scheduler (a peer) rather than being one of llm-router's own.
+func (s Setup) Emulation() bool {
 	return slices.Contains(emulate.Names(), s.Strategy)
 }
 
@@ -57,7 +104,7 @@ func (s Setup) Uncapped() bool {
 // only where scoring/emulate is linked, which llm-router never is:
 // `llm-bench serve` runs the same router (app.Run) with them registered.
 func (s Setup) routerCommand() string {
-	if slices.Contains(emulate.Names(), s.Strategy) {
+	if s.Emulation() {
 		return "llm-bench"
 	}
 	return "llm-router"
@@ -218,9 +265,12 @@ func (e Env) Start(ctx context.Context, s Setup, workers []config.Worker, o Rout
 // ParseSetups reads a comma-separated list: ROUND_ROBIN and LEAST_REQUEST
 // (any upper-case word) are Envoy alone with that policy, anything else a
 // router strategy followed by space-separated options: "xN" for N
-// replicas, "caps=xF" to multiply every worker's max_concurrency by F,
+// replicas, "caps=none|batch-limit|slo-sized|xF" for the workers'
+// max_concurrency (none, the default: no cap; batch-limit: the engine's
+// batch limit; slo-sized: the offline SLO-sized caps; xF: those times F),
 // and config keys as path=value (scored x3,
-// scored scoring.weights.prefix=100, scored caps=x4).
+// scored scoring.weights.prefix=100, latency_based caps=batch-limit,
+// scored caps=x4).
 func ParseSetups(s string) ([]Setup, error) {
 	var out []Setup
 	for _, part := range strings.Split(s, ",") {
@@ -239,14 +289,13 @@ func ParseSetups(s string) ([]Setup, error) {
 		}
 		replicas := 1
 		var settings []string
-		scale := 0.0
+		caps, scale := "", 0.0
 		for _, f := range fields[1:] {
 			if v, ok := strings.CutPrefix(f, "caps="); ok {
-				x, err := strconv.ParseFloat(strings.TrimPrefix(v, "x"), 64)
-				if err != nil || x <= 0 {
-					return nil, fmt.Errorf("setup %q: caps=xF wants a factor > 0 for every max_concurrency, got %q", part, v)
+				var err error
+				if caps, scale, err = parseCaps(v); err != nil {
+					return nil, fmt.Errorf("setup %q: %w", part, err)
 				}
-				scale = x
 				continue
 			}
 			if path, _, ok := strings.Cut(f, "="); ok {
@@ -264,8 +313,10 @@ func ParseSetups(s string) ([]Setup, error) {
 		}
 		v := VariantSetup(name, replicas, settings...)
 		if scale > 0 {
-			v.CapScale = scale
+			v.Caps, v.CapScale = CapsSLOSized, scale
 			v.Name += fmt.Sprintf(" caps=x%g", scale)
+		} else {
+			v = v.WithCaps(caps)
 		}
 		out = append(out, v)
 	}
@@ -273,6 +324,20 @@ func ParseSetups(s string) ([]Setup, error) {
 		return nil, errors.New("no setup given")
 	}
 	return out, nil
+}
+
+// parseCaps reads a caps= value: a CapModes name, or xF (the SLO-sized
+// caps times F > 0), returned as its scale.
+func parseCaps(v string) (caps string, scale float64, err error) {
+	if slices.Contains(CapModes(), v) {
+		return v, 0, nil
+	}
+	if f, ok := strings.CutPrefix(v, "x"); ok {
+		if x, err := strconv.ParseFloat(f, 64); err == nil && x > 0 && !math.IsInf(x, 0) {
+			return CapsSLOSized, x, nil
+		}
+	}
+	return "", 0, fmt.Errorf("caps=%s: want caps=%s or caps=xF (the SLO-sized caps times a factor F > 0)", v, strings.Join(CapModes(), "|"))
 }
 
 // VariantSetup is Envoy with n llm-router replicas using strategy with

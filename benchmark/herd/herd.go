@@ -100,7 +100,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer redis.Stop(2 * time.Second)
-	workers := fleet.Workers(gpus, 0)
+	// The race is for the cap's last slot: every worker keeps its cap.
+	workers := fleet.Workers(gpus, fleet.Setup{})
+	for i := range workers {
+		workers[i].MaxConcurrency = gpus[i].Cap
+	}
 
 	type herdCase struct {
 		setup    fleet.Setup

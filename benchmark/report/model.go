@@ -167,12 +167,18 @@ type Aim struct {
 	Ratio  stats.Estimate `json:"ratio"`
 	Target string         `json:"target"`
 	// Verdict is "met" when the whole interval is on the target's side,
-	// "missed" when the whole interval is on the other side, and "not
-	// settled" when it straddles the target.
+	// "missed" when the whole interval is on the other side, "not
+	// settled" when it straddles the target, and NotJudged when a setup
+	// the aim needs has no figures at its load.
 	Verdict string `json:"verdict"`
+	// Judges names the interval the verdict reads.
+	Judges string `json:"judged_by"`
 	// Detail gives the values compared.
 	Detail string `json:"detail"`
 }
+
+// NotJudged is the verdict of an aim a setup it needs has no figures for.
+const NotJudged = "not judged"
 
 // EstimateSetup names the capacity when it is the fleet estimate.
 const EstimateSetup = "fleet estimate (virtual time)"

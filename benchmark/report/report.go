@@ -166,14 +166,18 @@ func (r *Report) markdown(w io.Writer, plots []string) {
 		}
 		statsTables(w, st)
 	}
-	if len(r.Aims) == 0 {
-		fmt.Fprintf(w, "\n## Aims\n\nNot judged: the default strategy (%s) has no figures at the load they are judged at.\n", DefaultSetup)
+	if !slices.ContainsFunc(r.Aims, func(a Aim) bool { return a.Verdict != NotJudged }) {
+		fmt.Fprintf(w, "\n## Aims\n\nNot judged: the default strategy (%s) or the setups the aims compare it with have no figures at the loads they are judged at.\n", DefaultSetup)
 	} else {
-		fmt.Fprintf(w, "\n## Aims\n\nJudged by the interval: met when all of it is on the target's side, missed when all of it is on the other, not settled otherwise.\n\n")
-		fmt.Fprintln(w, "| aim | load | value [95% interval] | target | verdict | values |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|")
+		fmt.Fprintf(w, "\n## Aims\n\nThe default strategy (%s) with no caps configured. Judged by the interval named in \"judged by\": met when all of it is on the target's side, missed when all of it is on the other, not settled otherwise; not judged when a setup the aim needs has no figures at its load. Peers are the emulations of other schedulers.\n\n", DefaultSetup)
+		fmt.Fprintln(w, "| aim | load | value [interval] | target | verdict | judged by | values |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 		for _, a := range r.Aims {
-			fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | **%s** | %s |\n", a.Name, 100*a.Load, FmtEst(a.Ratio, ""), a.Target, a.Verdict, a.Detail)
+			value := FmtEst(a.Ratio, "")
+			if a.Verdict == NotJudged {
+				value = "-"
+			}
+			fmt.Fprintf(w, "| %s | %.0f%% | %s | %s | **%s** | %s | %s |\n", a.Name, 100*a.Load, value, a.Target, a.Verdict, a.Judges, a.Detail)
 		}
 	}
 	r.runsTable(w)
@@ -192,13 +196,13 @@ func (r *Report) markdown(w io.Writer, plots []string) {
 }
 
 func (r *Report) fleetSection(w io.Writer) {
-	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet and caps in every configuration and seed.\n\n", loadgen.Model, r.FleetKeys)
-	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | router max_concurrency | sized at | requests held there |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "\n## Fleet\n\nOne `gpusim --fleet` process; every GPU serves model `%s`, with the fleet-file keys %v. The same fleet in every configuration and seed. A router setup gives every worker no max_concurrency unless its name says caps=: caps=batch-limit gives each the engine's batch limit (max_num_seqs), caps=slo-sized the SLO-sized cap below (caps=xF: times F).\n\n", loadgen.Model, r.FleetKeys)
+	fmt.Fprintln(w, "| GPU | profile | alone: saturation req/s | engine batch limit | SLO-sized cap | sized at | requests held there |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, g := range r.Fleet {
-		fmt.Fprintf(w, "| %s | %s | %.2f | %d | %.0f%% | %s |\n", g.ID, g.Profile, g.SaturationRate, g.Cap, 100*g.CapLoad, g.CapHeld)
+		fmt.Fprintf(w, "| %s | %s | %.2f | %d | %d | %.0f%% | %s |\n", g.ID, g.Profile, g.SaturationRate, g.BatchLimit, g.Cap, 100*g.CapLoad, g.CapHeld)
 	}
-	fmt.Fprintf(w, "\nCap rule (gpusim alone, virtual time, one fixed sample of the trace, seed %d, whatever the seeds compared): each GPU is sized at %.0f%% of its saturation rate, or at a lower share (in steps of %.0f points, down to %.0f%%) where fewer than %.0f%% of its requests would keep their p99 inter-token gap within %v (\"sized at\"; no bound when it is 0); its cap is the 99th percentile, weighted by time, of the requests it holds there when it was sized at %.0f%%, room for bursts, or their mean (Little's law) when the SLO lowered its load or the run asked for means (\"requests held there\"). The peers' emulations run uncapped.\n",
+	fmt.Fprintf(w, "\nSLO-sized cap rule (gpusim alone, virtual time, one fixed sample of the trace, seed %d, whatever the seeds compared): each GPU is sized at %.0f%% of its saturation rate, or at a lower share (in steps of %.0f points, down to %.0f%%) where fewer than %.0f%% of its requests would keep their p99 inter-token gap within %v (\"sized at\"; no bound when it is 0); its cap is the 99th percentile, weighted by time, of the requests it holds there when it was sized at %.0f%%, room for bursts, or their mean (Little's law) when the SLO lowered its load or the run asked for means (\"requests held there\"). An operator cannot size caps this way: it replays the trace on each GPU's profile.\n",
 		SizingSeed, 100*CapLoad, 100*CapLoadStep, 100*CapLoadMin, 100*CapGoodShare, r.CapITL, 100*CapLoad)
 }
 

@@ -378,3 +378,36 @@ func Ratio(a, b Estimate) Estimate {
 
 // Overlaps reports whether two estimates' intervals overlap.
 func (e Estimate) Overlaps(o Estimate) bool { return e.Lo <= o.Hi && o.Lo <= e.Hi }
+
+// Diff is a−b with the interval of the differences of their replicates,
+// paired by their seed draw as in Ratio.
+func Diff(a, b Estimate) Estimate {
+	r := Estimate{Value: a.Value - b.Value}
+	n := min(len(a.reps), len(b.reps))
+	r.reps = make([]float64, n)
+	for i := range n {
+		r.reps[i] = a.reps[i] - b.reps[i]
+	}
+	r.Lo, r.Hi = interval(r.reps)
+	if n == 0 {
+		r.Lo, r.Hi = r.Value, r.Value
+	}
+	for i := range min(len(a.Seeds), len(b.Seeds)) {
+		r.Seeds = append(r.Seeds, a.Seeds[i]-b.Seeds[i])
+	}
+	return r
+}
+
+// Scale is e with its value, interval, seeds and replicates times f > 0
+// (a share in points, f = 100).
+func Scale(e Estimate, f float64) Estimate {
+	r := Estimate{Value: f * e.Value, Lo: f * e.Lo, Hi: f * e.Hi}
+	for _, s := range e.Seeds {
+		r.Seeds = append(r.Seeds, f*s)
+	}
+	r.reps = make([]float64, len(e.reps))
+	for i, x := range e.reps {
+		r.reps[i] = f * x
+	}
+	return r
+}

@@ -85,6 +85,22 @@ func TestRatio(t *testing.T) {
 	}
 }
 
+func TestDiffAndScale(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	fast := Bootstrap([][]loadgen.Result{synthetic(1500, 50, 1)}, DefaultSLO(), rng)
+	slow := Bootstrap([][]loadgen.Result{synthetic(1500, 200, 2)}, DefaultSLO(), rng)
+	d := Diff(slow.TTFT[1], fast.TTFT[1])
+	if want := slow.TTFT[1].Value - fast.TTFT[1].Value; d.Value != want || d.Lo > d.Value || d.Hi < d.Value || d.Lo <= 0 {
+		t.Fatalf("diff %+v, want %g with an interval above 0", d, want)
+	}
+	if same := Diff(fast.TTFT[1], fast.TTFT[1]); same.Value != 0 || same.Lo > 0 || same.Hi < 0 {
+		t.Errorf("a figure minus itself: %+v", same)
+	}
+	if s := Scale(d, 100); s.Value != 100*d.Value || s.Lo != 100*d.Lo || s.Hi != 100*d.Hi || Diff(s, s).Hi != 0 {
+		t.Errorf("scaled %+v of %+v", s, d)
+	}
+}
+
 // Three seeds, the third twice as slow: a workload whose seeds disagree.
 func splitSeeds(scale time.Duration) [][]loadgen.Result {
 	strata := [][]loadgen.Result{synthetic(1000, 100, 1), synthetic(1000, 100, 2), synthetic(1000, 200, 3)}

@@ -35,9 +35,9 @@ func parseCompareFlags(args []string, stderr io.Writer) (compare.Options, error)
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	name := fs.String("name", "azure-conv", "the comparison: "+strings.Join(compare.PresetNames(), " or ")+" (its trace, fleet and scales; flags below override them)")
-	short := fs.Bool("short", false, "the short version: 80% load only, 1,150 requests a run (1,000 measured), 3 seeds, 800 a capacity probe, 4 probes")
+	short := fs.Bool("short", false, "the short version: 60, 80 and 95% load, 500 requests a run (435 measured), 3 seeds, the short list of configurations (the default strategy with and without the SLO-sized caps, scored, Envoy LEAST_REQUEST, every peer emulation), 800 a capacity probe, 4 probes")
 	loads := fs.String("loads", "0.6,0.8,0.95", "loads as shares of the measured capacity")
-	setups := fs.String("setups", "", "configurations: Envoy policies (upper case) and router strategies, \"strategy xN\" for N replicas (default: all)")
+	setups := fs.String("setups", "", "configurations: Envoy policies (upper case) and router strategies, \"strategy xN\" for N replicas, \"strategy caps=none|batch-limit|slo-sized|xF\" for the workers' max_concurrency (default none), \"strategy path=value\" for config keys (default: all, or the short list with --short)")
 	capSetup := fs.String("capacity-setup", "LEAST_REQUEST", "configuration whose capacity defines the loads")
 	seeds := fs.String("seeds", "1,2,3", "workload seeds; every configuration runs every seed")
 	fleetSet := fs.String("fleet-set", "", "gpusim fleet keys for every GPU, key=value,... (e.g. gpu_mem_util=0.5)")
@@ -75,7 +75,7 @@ func parseCompareFlags(args []string, stderr io.Writer) (compare.Options, error)
 	}
 	if *short {
 		if !set["requests"] {
-			o.Requests = 1150
+			o.Requests = shortRequests
 		}
 		if !set["warmup"] {
 			o.Warmup = 0.05
@@ -89,9 +89,7 @@ func parseCompareFlags(args []string, stderr io.Writer) (compare.Options, error)
 		if !set["max-probes"] {
 			o.MaxProbes = 4
 		}
-		if !set["loads"] {
-			*loads = "0.8"
-		}
+		o.Setups = compare.ShortSetups()
 	}
 	if set["trace"] {
 		o.Workload.TracePath = *trace
@@ -129,6 +127,10 @@ func parseCompareFlags(args []string, stderr io.Writer) (compare.Options, error)
 	o.CapacitySetup = cs[0]
 	return o, nil
 }
+
+// shortRequests is a run of the short comparison: 3 loads x 3 seeds x the
+// short setups on three presets fit about 25 minutes of two cores.
+const shortRequests = 500
 
 // parseUints reads "1,2,3".
 func parseUints(s string) ([]uint64, error) {

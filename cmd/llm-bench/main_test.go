@@ -23,13 +23,13 @@ func TestCompareFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.Loads) != 1 || o.Loads[0] != 0.8 || o.Requests != 1150 || o.ProbeRequests != 800 || o.MaxProbes != 4 || len(o.Seeds) != 3 || o.CapsForThroughput || o.CapsAtMean {
+	if len(o.Loads) != 3 || o.Loads[0] != 0.6 || o.Loads[2] != 0.95 || o.Requests != 500 || o.ProbeRequests != 800 || o.MaxProbes != 4 || len(o.Seeds) != 3 || o.CapsForThroughput || o.CapsAtMean {
 		t.Errorf("short: %+v", o)
 	}
-	if from, to := o.Requests-int(float64(o.Requests)*o.Tail+0.5), int(float64(o.Requests)*o.Warmup+0.5); from-to < 1000 {
-		t.Errorf("short measures %d requests a seed, want at least 1,000", from-to)
+	if from, to := o.Requests-int(float64(o.Requests)*o.Tail+0.5), int(float64(o.Requests)*o.Warmup+0.5); from-to < 400 {
+		t.Errorf("short measures %d requests a seed, want at least 400", from-to)
 	}
-	if o.Name != "azure-conv" || len(o.Setups) != len(compare.DefaultSetups()) || o.CapacitySetup.Name != "envoy LEAST_REQUEST" {
+	if o.Name != "azure-conv" || len(o.Setups) != len(compare.ShortSetups()) || o.CapacitySetup.Name != "envoy LEAST_REQUEST" || o.Aims != compare.AimsConversation {
 		t.Errorf("name %q, setups %v, capacity setup %v", o.Name, o.Setups, o.CapacitySetup)
 	}
 	o, err = parseCompareFlags([]string{"--short", "--name", "mooncake-conv", "--requests", "50", "--loads", "0.5,0.9", "--setups", "LEAST_REQUEST,scored,scored x3", "--seeds", "4", "--fleet-set", "gpu_mem_util=0.5", "--caps-for-throughput", "--caps-at-mean"}, io.Discard)
@@ -38,10 +38,14 @@ func TestCompareFlags(t *testing.T) {
 		t.Errorf("explicit flags must win over --short and the preset: %+v %v", o, err)
 	}
 	long, err := parseCompareFlags(nil, io.Discard)
-	if err != nil || len(long.Loads) != 3 || long.Requests != 1300 {
+	if err != nil || len(long.Loads) != 3 || long.Requests != 1300 || len(long.Setups) != len(compare.DefaultSetups()) {
 		t.Errorf("long: %+v %v", long, err)
 	}
-	for _, bad := range [][]string{{"--loads", "x"}, {"--setups", "fastest"}, {"--capacity-setup", "LEAST_REQUEST,scored"}, {"--name", "nope"}, {"--seeds", "a"}, {"--fleet-set", "x"}} {
+	reuse, err := parseCompareFlags([]string{"--short", "--name", "mooncake-reuse", "--setups", "latency_based caps=batch-limit"}, io.Discard)
+	if err != nil || reuse.Aims != compare.AimsReuse || reuse.FleetExtra != nil || reuse.Workload.TokenScale != 0.125 || len(reuse.Setups) != 1 || reuse.Setups[0].Caps != "batch-limit" {
+		t.Errorf("mooncake-reuse: %+v %v", reuse, err)
+	}
+	for _, bad := range [][]string{{"--loads", "x"}, {"--setups", "fastest"}, {"--setups", "scored caps=oracle"}, {"--capacity-setup", "LEAST_REQUEST,scored"}, {"--name", "nope"}, {"--seeds", "a"}, {"--fleet-set", "x"}} {
 		if _, err := parseCompareFlags(bad, io.Discard); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
