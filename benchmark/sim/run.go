@@ -353,6 +353,9 @@ func (r *runner) stepEnd(g int) {
 		res := &r.res[p.Tag]
 		if p.First {
 			res.FirstToken, res.Cached = p.At, p.CachedTokens
+			// As the router's response phase: the prefill stops counting
+			// ahead of others, and the TTFT is learned.
+			r.tickets[p.Tag].FirstToken(res.TTFT())
 		}
 		if !p.Done {
 			continue
