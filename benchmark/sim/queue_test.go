@@ -1,0 +1,58 @@
+package sim
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/llm-router/llm-router/internal/config"
+)
+
+// With every GPU capped at one request, the router's own queue holds the
+// rest in virtual time: a request waits until a GPU frees (its claim comes
+// after its arrival, at the end of another request), or leaves after the
+// queue's timeout refused; the same seed gives the same run.
+func TestQueueInVirtualTime(t *testing.T) {
+	s := smallStudy()
+	for i := range s.GPUs {
+		s.GPUs[i].MaxConcurrency = 1
+	}
+	s.Workload.SharedPrefix.OutputLen = 2000 // each request holds its GPU ~30 s
+	a := runOnce(t, s, "scored", 2, 3)
+	timeout := config.Default().Queue.Timeout.Standard.D()
+	var waited, refused int
+	for i, q := range a.Requests {
+		switch q.Outcome {
+		case OutcomeOK:
+			if q.FirstToken-q.Arrival > time.Second {
+				waited++
+				// It was claimed when another request on its GPU ended.
+				if !endsAt(a.Requests, q.GPU, q.FirstToken) {
+					t.Errorf("request %d waited %v, but no request on GPU %d ended before its first token", i, q.FirstToken-q.Arrival, q.GPU)
+				}
+				if q.FirstToken-q.Arrival > timeout+5*time.Second {
+					t.Errorf("request %d waited %v, past the %v timeout", i, q.FirstToken-q.Arrival, timeout)
+				}
+			}
+		case OutcomeRefused:
+			refused++
+		}
+	}
+	t.Logf("%d waited, %d refused", waited, refused)
+	if waited == 0 || refused == 0 {
+		t.Fatalf("%d requests waited and were served, %d refused: want both", waited, refused)
+	}
+	if b := runOnce(t, s, "scored", 2, 3); !reflect.DeepEqual(a, b) {
+		t.Fatal("two runs of the same seed with a queue differ")
+	}
+}
+
+// endsAt reports whether a request on GPU g finished before at.
+func endsAt(rs []Result, g int, at time.Duration) bool {
+	for _, r := range rs {
+		if r.GPU == g && r.Outcome == OutcomeOK && r.Done <= at {
+			return true
+		}
+	}
+	return false
+}
