@@ -123,7 +123,7 @@ func TestPredictedCeiling(t *testing.T) {
 			if !near(w.Ceiling, tc.ceiling) {
 				t.Fatalf("ceiling %v, want %v", w.Ceiling, tc.ceiling)
 			}
-			if got := w.Over(LiveScore(w, j.Prompt(), live)); got != tc.over {
+			if got := w.Over(j.Prompt(), live); got != tc.over {
 				t.Fatalf("over %v, want %v", got, tc.over)
 			}
 			if tc.over && PickLive([]Candidate{c}, j.Prompt(), []int{2}, []Live{live}, nil) != -1 {

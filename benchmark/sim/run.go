@@ -228,6 +228,9 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 	if err := r.loop(period); err != nil {
 		return nil, err
 	}
+	if diagHook != nil {
+		diagHook(r)
+	}
 	return r.result(), nil
 }
 
@@ -405,3 +408,5 @@ func (r *runner) result() *RunResult {
 	}
 	return out
 }
+
+var diagHook func(*runner)
