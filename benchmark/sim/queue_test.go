@@ -56,3 +56,33 @@ func endsAt(rs []Result, g int, at time.Duration) bool {
 	}
 	return false
 }
+
+// Each configuration's TTFT p90 is set against the baselines run at its
+// replicas and rate, and only those: the ratio is its p90 over theirs.
+func TestRatiosToTheBaselines(t *testing.T) {
+	s := smallStudy()
+	s.Strategies = []string{"round_robin", "scored"}
+	s.Replicas = []int{1, 2}
+	rep, err := Execute(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range rep.Summaries {
+		if m.Strategy == "round_robin" {
+			if len(m.P90Ratio) != 0 {
+				t.Fatalf("the baseline has ratios %v", m.P90Ratio)
+			}
+			continue
+		}
+		var base Summary
+		for _, b := range rep.Summaries {
+			if b.Strategy == "round_robin" && b.Replicas == m.Replicas {
+				base = b
+			}
+		}
+		e, ok := m.P90Ratio["round_robin"]
+		if !ok || len(m.P90Ratio) != 1 || e.Value != m.TTFT[1].Value/base.TTFT[1].Value || !(e.Lo <= e.Value && e.Value <= e.Hi) {
+			t.Fatalf("%d replicas: ratios %v, want round_robin's %v/%v", m.Replicas, m.P90Ratio, m.TTFT[1].Value, base.TTFT[1].Value)
+		}
+	}
+}

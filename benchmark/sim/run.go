@@ -87,13 +87,17 @@ type RunResult struct {
 	Decisions   int           `json:"decisions"`
 	SnapshotAge time.Duration `json:"snapshot_age_sum_ns"`
 	Conflicts   int           `json:"conflicts"`
+	// Queued counts the decisions that waited in the router's queue, and
+	// Waited sums their waits.
+	Queued int           `json:"queued"`
+	Waited time.Duration `json:"waited_sum_ns"`
 }
 
 // decisionTally is a scheduler.Recorder counting what RunResult reports
 // of the decisions.
 type decisionTally struct {
-	decisions, conflicts int
-	age                  time.Duration
+	decisions, conflicts, queued int
+	age, waited                  time.Duration
 }
 
 var _ scheduler.Recorder = (*decisionTally)(nil)
@@ -103,6 +107,10 @@ var _ scheduler.Recorder = (*decisionTally)(nil)
 func (d *decisionTally) Record(dec *scheduler.Decision) {
 	if dec.Result != nil {
 		return
+	}
+	if dec.QueuePosition > 0 {
+		d.queued++
+		d.waited += time.Duration(dec.WaitSeconds * float64(time.Second))
 	}
 	d.decisions++
 	d.age += time.Duration(dec.SnapshotAge * float64(time.Second))
@@ -228,9 +236,7 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 	if err := r.loop(period); err != nil {
 		return nil, err
 	}
-	if diagHook != nil {
-		diagHook(r)
-	}
+
 	return r.result(), nil
 }
 
@@ -394,6 +400,7 @@ func (r *runner) result() *RunResult {
 	out := &RunResult{
 		Run: r.run, Requests: r.res, Served: make([]int, len(r.gpus)), End: r.now, Events: r.events,
 		Decisions: r.tally.decisions, SnapshotAge: r.tally.age, Conflicts: r.tally.conflicts,
+		Queued: r.tally.queued, Waited: r.tally.waited,
 	}
 	for _, g := range r.gpus {
 		s := g.st.State()
@@ -408,5 +415,3 @@ func (r *runner) result() *RunResult {
 	}
 	return out
 }
-
-var diagHook func(*runner)
