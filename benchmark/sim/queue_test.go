@@ -86,3 +86,21 @@ func TestRatiosToTheBaselines(t *testing.T) {
 		}
 	}
 }
+
+// predicted, past what the fleet can serve within the default 2 s TTFT
+// objective, queues requests for their objective and sheds some, and the
+// same seed still gives the same run: the waiters' requeue timers and
+// rebinds run in virtual time.
+func TestObjectiveQueueDeterministic(t *testing.T) {
+	s := smallStudy()
+	s.QPS = []float64{40}
+	s.Workload.SharedPrefix = SharedPrefix{NumGroups: 60, NumPromptsPerGroup: 5, SystemPromptLen: 4000, QuestionLen: 800, OutputLen: 300}
+	a := runOnce(t, s, "predicted", 2, 5)
+	if a.Queued == 0 {
+		t.Fatal("nothing queued for its objective")
+	}
+	if b := runOnce(t, s, "predicted", 2, 5); !reflect.DeepEqual(a, b) {
+		t.Fatal("two runs of the same seed with objective waits differ")
+	}
+	t.Logf("%d of %d queued, %v waited", a.Queued, a.Decisions, a.Waited)
+}
