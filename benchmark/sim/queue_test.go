@@ -88,7 +88,7 @@ func TestRatiosToTheBaselines(t *testing.T) {
 }
 
 // predicted, past what the fleet can serve within the default 2 s TTFT
-// objective, queues requests for their objective and sheds some, and the
+// objective, queues requests for their objective, and the
 // same seed still gives the same run: the waiters' requeue timers and
 // rebinds run in virtual time.
 func TestObjectiveQueueDeterministic(t *testing.T) {
