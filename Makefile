@@ -150,14 +150,15 @@ bench-extra: build envoy redis ## the herd race and the router's overhead into b
 	echo "bench-extra: done in $$(( $$(date +%s) - start )) s; results in benchmark/results/latest/"
 
 # The virtual-time fleet simulator (benchmark/sim): llm-d's 150x5
-# shared-prefix workload on 16 simulated A100s, a ladder of five rates,
-# one and four router replicas, round_robin, scored and the emulations of
-# llm-d, SGLang and Dynamo, three seeds. No process is started; a few
+# shared-prefix workload on 16 simulated A100s, a ladder of five rates up
+# to where round robin's TTFT p90 passes 10 s, one and four router
+# replicas, round_robin, scored, predicted and the emulations of llm-d,
+# SGLang and Dynamo, three seeds. No process is started; a few
 # minutes on two cores.
 SIM_OUT   ?= benchmark/results/latest
 SIM_FLAGS := --gpus a100-llama3-8b:16 --replicas 1,4 \
-	--strategies round_robin,scored,prefix_queue_kv_max_score,prefix_match_or_shortest_queue,prefix_overlap_min_cost \
-	--ladder 4:20:5 --seeds 1,2,3
+	--strategies round_robin,scored,predicted,prefix_queue_kv_max_score,prefix_match_or_shortest_queue,prefix_overlap_min_cost \
+	--ladder 8:40:5 --seeds 1,2,3
 bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs) into benchmark/results/latest
 	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
 	$(GO) run ./cmd/llm-bench sim $(SIM_FLAGS) --json $(SIM_OUT)/sim-150x5.json --md $(SIM_OUT)/sim-150x5.md >/dev/null; \

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/scoring/latency"
 	"github.com/llm-router/llm-router/state"
@@ -57,95 +55,122 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		s.obs.Rejected("", "unknown_model")
 		return nil, &ModelError{Model: r.Model, Err: ErrUnknownModel}
 	}
-
-	workers := v.candidates(r.Model, start)
-	if r.Subset != nil {
-		workers = v.within(workers, r.Subset)
-	}
-	// Random order: ties in the plan go to the lower index.
-	s.opts.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
-	job := scoring.Job{
-		Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks,
-		Objectives: scoring.Objectives{TTFT: r.SLO.TTFT.Duration(), TPOT: r.SLO.TPOT.Duration()},
-	}
-	plan := scoring.Build(s.strategy, scoring.Input{Job: job, Workers: workers, Cursor: s.cursor.Add(1) - 1, Now: start})
-
+	pl := s.plan(v, r, start)
 	d := &Decision{
 		RequestID: r.ID, Time: start, Replica: s.opts.ReplicaID, Model: r.Model,
 		Priority: r.Priority, Tenant: r.Tenant, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens,
-		Stream: r.Stream, Strategy: plan.Strategy, Fallback: plan.Fallback, Excluded: plan.Excluded,
+		Stream: r.Stream, Strategy: pl.plan.Strategy, Fallback: pl.plan.Fallback, Excluded: pl.plan.Excluded,
 		SnapshotAge: start.Sub(v.snap.At).Seconds(), SLO: r.SLO,
 	}
 	d.LearnedCaps, d.LearnedTokenCaps = v.learnedCaps(r.Model)
-	if len(plan.Candidates) == 0 {
+	if len(pl.plan.Candidates) == 0 {
 		return nil, s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
-			&RetryAfter{Err: fmt.Errorf("%s (%s): %w", r.Model, describeExcluded(plan.Excluded), ErrNoHealthyWorker), After: retryAfterBusy})
+			&RetryAfter{Err: fmt.Errorf("%s (%s): %w", r.Model, describeExcluded(pl.plan.Excluded), ErrNoHealthyWorker), After: retryAfterBusy})
 	}
 
-	bound := s.objectiveBound(job, workers)
+	bound := s.objectiveBound(pl.job, pl.workers)
 	if bound.on && bound.wait <= s.now().Sub(start) {
 		d.Prediction = &Prediction{TTFTSeconds: bound.idle.Seconds()}
 		return nil, s.fail(d, OutcomeObjectiveUnmet, "slo_unattainable", &RetryAfter{
-			Err:   fmt.Errorf("%s: TTFT objective %s, best idle prediction %s: %w", r.Model, job.Objectives.TTFT, bound.idle, ErrObjectiveUnmet),
+			Err:   fmt.Errorf("%s: TTFT objective %s, best idle prediction %s: %w", r.Model, pl.job.Objectives.TTFT, bound.idle, ErrObjectiveUnmet),
 			After: retryAfterBusy,
 		})
 	}
 
 	id := s.newClaimID()
-	snapActive := snapshotActive(plan.Candidates, workers)
-	snapPick := scoring.Pick(plan.Candidates, snapActive, nil)
+	snapActive := snapshotActive(pl.plan.Candidates, pl.workers)
+	snapPick := scoring.Pick(pl.plan.Candidates, snapActive, nil)
 	var res state.ClaimResult
 	var err error
 	var req state.ClaimRequest
 	if s.opts.NonAtomicClaim {
-		res, err = s.claimNonAtomic(ctx, id, plan.Candidates, snapActive, snapPick)
+		res, err = s.claimNonAtomic(ctx, id, pl.plan.Candidates, snapActive, snapPick)
 	} else {
-		req = state.ClaimRequest{ID: id, Candidates: toStateCandidates(plan.Candidates), Queue: s.queueSpec(r)}
-		if plan.UsesLive() {
-			if n := s.opts.MaxAffinityBlocks; n > 0 && len(job.Blocks) > n {
-				// A leading run: the match of a chain is a prefix. Only the
-				// store's lookup is bounded; the emulations planned on all.
-				job.Blocks = job.Blocks[:n]
-			}
-			req.Prompt = job.Prompt()
-		} else if s.opts.ClaimTokens || len(d.LearnedTokenCaps) > 0 {
-			// Token limits need the request's tokens, whatever the
-			// strategy: without blocks, the store looks nothing up.
-			req.Prompt = scoring.Prompt{PromptTokens: job.PromptTokens, DecodeTokens: job.DecodeTokens()}
-		}
+		req = s.claimRequest(id, &pl, d, s.queueSpec(r))
 		res, err = s.store.Claim(ctx, req)
 	}
 	if err != nil {
 		return nil, s.fail(d, OutcomeStoreFailed, "store_error", fmt.Errorf("claim for %s: %w: %w", r.Model, ErrStore, err))
 	}
-	d.Candidates = scoring.BreakdownLive(plan.Candidates, job.Prompt(), res.Active, res.Live)
-	d.Unknown = unknownTerms(plan.Candidates)
+	d.Candidates = scoring.BreakdownLive(pl.plan.Candidates, pl.job.Prompt(), res.Active, res.Live)
+	d.Unknown = unknownTerms(pl.plan.Candidates)
 	if snapPick != res.Index && !res.Queued && res.Live == nil {
 		// The live counts changed the choice the cached snapshot would have
 		// made: the atomic claim at work (most often, a herd averted). With
 		// affinity the snapshot knows no match, so no such comparison.
 		d.Conflict = true
 	}
-	p := pending{job: job, cands: plan.Candidates, bound: bound}
 	switch {
 	case res.Index >= 0:
-		c := plan.Candidates[res.Index]
-		f := claimFeatures(job, req.Prompt, res, res.Index, c.Worker, workers)
+		c := pl.plan.Candidates[res.Index]
+		f := claimFeatures(pl.job, req.Prompt, res, res.Index, c.Worker, pl.workers)
 		return s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling), nil
 	case res.Queued:
 		d.QueuePosition = res.Position
+		p := pending{job: pl.job, cands: pl.plan.Candidates, bound: bound}
 		return s.wait(ctx, r, d, id, s.now(), p) // the wait counts from joining the queue
+	}
+	return nil, s.refused(d, r, pl.plan.Candidates, res)
+}
+
+// placement is a request's plan on the current view: the eligible workers
+// in the order the plan saw them, the job and the plan.
+type placement struct {
+	workers []scoring.Worker
+	job     scoring.Job
+	plan    scoring.Plan
+}
+
+// plan scores r's eligible workers of view v at now (shuffled first:
+// ties in the plan go to the lower index).
+func (s *Scheduler) plan(v *view, r Request, now time.Time) placement {
+	workers := v.candidates(r.Model, now)
+	if r.Subset != nil {
+		workers = v.within(workers, r.Subset)
+	}
+	s.opts.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
+	job := scoring.Job{
+		Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks,
+		Objectives: scoring.Objectives{TTFT: r.SLO.TTFT.Duration(), TPOT: r.SLO.TPOT.Duration()},
+	}
+	plan := scoring.Build(s.strategy, scoring.Input{Job: job, Workers: workers, Cursor: s.cursor.Add(1) - 1, Now: now})
+	return placement{workers: workers, job: job, plan: plan}
+}
+
+// claimRequest is the store's claim of pl's candidates under id, queueing
+// by q (nil: never). It bounds the blocks looked up (pl.job's too, which
+// the claim's features read).
+func (s *Scheduler) claimRequest(id string, pl *placement, d *Decision, q *state.QueueSpec) state.ClaimRequest {
+	req := state.ClaimRequest{ID: id, Candidates: toStateCandidates(pl.plan.Candidates), Queue: q}
+	if pl.plan.UsesLive() {
+		if n := s.opts.MaxAffinityBlocks; n > 0 && len(pl.job.Blocks) > n {
+			// A leading run: the match of a chain is a prefix. Only the
+			// store's lookup is bounded; the emulations planned on all.
+			pl.job.Blocks = pl.job.Blocks[:n]
+		}
+		req.Prompt = pl.job.Prompt()
+	} else if s.opts.ClaimTokens || len(d.LearnedTokenCaps) > 0 {
+		// Token limits need the request's tokens, whatever the
+		// strategy: without blocks, the store looks nothing up.
+		req.Prompt = scoring.Prompt{PromptTokens: pl.job.PromptTokens, DecodeTokens: pl.job.DecodeTokens()}
+	}
+	return req
+}
+
+// refused is the error of a claim that neither claimed nor queued.
+func (s *Scheduler) refused(d *Decision, r Request, cands []scoring.Candidate, res state.ClaimResult) error {
+	switch {
 	case !anyTrue(res.Available):
-		return nil, s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
+		return s.fail(d, OutcomeNoHealthy, "no_healthy_worker",
 			&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrNoHealthyWorker), After: retryAfterBusy})
 	case res.QueueFull:
-		return nil, s.fail(d, OutcomeQueueFull, "queue_full",
+		return s.fail(d, OutcomeQueueFull, "queue_full",
 			&RetryAfter{Err: fmt.Errorf("%s, %s priority: %w", r.Model, r.Priority, ErrQueueFull), After: retryAfterBusy})
-	case ceilingRefused(plan.Candidates, res):
-		return nil, s.fail(d, OutcomeObjectiveUnmet, "slo_unattainable",
+	case ceilingRefused(cands, res):
+		return s.fail(d, OutcomeObjectiveUnmet, "slo_unattainable",
 			&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrObjectiveUnmet), After: retryAfterBusy})
 	}
-	return nil, s.fail(d, OutcomeAtCapacity, "at_capacity",
+	return s.fail(d, OutcomeAtCapacity, "at_capacity",
 		&RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrAtCapacity), After: retryAfterBusy})
 }
 
@@ -184,101 +209,6 @@ func (s *Scheduler) admitted(d *Decision, r Request, id, worker string, f latenc
 		s.observer.Claimed(id, job, worker, t.start)
 	}
 	return t
-}
-
-// wait holds a queued request until a worker is handed to it (late
-// binding: whichever eligible worker frees first), its priority's timeout
-// passes, it is shed, or the client leaves.
-func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string, start time.Time, p pending) (*Ticket, error) {
-	timeout := s.opts.Queue.Timeouts[r.Priority.Rank()]
-	// The TTFT objective bounds the wait once some worker could meet it
-	// idle: past that, none can.
-	byObjective := p.bound.on && p.bound.wait-start.Sub(d.Time) < timeout
-	if byObjective {
-		timeout = max(p.bound.wait-start.Sub(d.Time), 0)
-	}
-	ch := make(chan state.Notice, 1)
-	s.mu.Lock()
-	s.waiters[id] = ch
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.waiters, id)
-		s.mu.Unlock()
-	}()
-	if r.OnQueued != nil {
-		r.OnQueued(timeout)
-	}
-	if ce := s.log.Check(zap.DebugLevel, "queued"); ce != nil {
-		ce.Write(zap.String("request_id", r.ID), zap.String("model", r.Model), zap.String("priority", string(r.Priority)), zap.Int("position", d.QueuePosition))
-	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	poll := time.NewTicker(s.opts.Queue.PollEvery)
-	defer poll.Stop()
-
-	granted := func(worker string) (*Ticket, error) {
-		waited := s.now().Sub(start)
-		d.WaitSeconds = waited.Seconds()
-		f, ceiling := s.grantFeatures(p, worker)
-		return s.admitted(d, r, id, worker, f, ceiling), nil
-	}
-	// leave takes the request out of the queue; a slot handed to it in the
-	// meantime is kept (keep) or given back.
-	leave := func(keep bool) (string, error) {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-		defer cancel()
-		st, err := s.store.Cancel(cctx, id)
-		if err != nil {
-			return "", err
-		}
-		if st.State != state.WaiterGranted {
-			return "", nil
-		}
-		if keep {
-			return st.Worker, nil
-		}
-		_, err = s.store.Release(cctx, state.Release{ID: id})
-		return "", err
-	}
-	for {
-		select {
-		case n := <-ch:
-			if n.Shed {
-				d.WaitSeconds = s.now().Sub(start).Seconds()
-				return nil, s.fail(d, OutcomeShed, "shed", &RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrShed), After: retryAfterBusy})
-			}
-			return granted(n.Worker)
-		case <-poll.C:
-			st, err := s.store.Poll(ctx, id)
-			if err != nil {
-				continue
-			}
-			switch st.State {
-			case state.WaiterGranted:
-				return granted(st.Worker)
-			case state.WaiterGone:
-				d.WaitSeconds = s.now().Sub(start).Seconds()
-				return nil, s.fail(d, OutcomeShed, "shed", &RetryAfter{Err: fmt.Errorf("%s: %w", r.Model, ErrShed), After: retryAfterBusy})
-			}
-		case <-timer.C:
-			if w, err := leave(true); err == nil && w != "" {
-				return granted(w) // the slot arrived as the timer fired: use it
-			}
-			d.WaitSeconds = s.now().Sub(start).Seconds()
-			if byObjective {
-				return nil, s.fail(d, OutcomeObjectiveUnmet, "slo_unattainable", &RetryAfter{
-					Err: fmt.Errorf("%s after %s, TTFT objective %s: %w", r.Model, timeout, p.job.Objectives.TTFT, ErrObjectiveUnmet), After: retryAfterBusy,
-				})
-			}
-			return nil, s.fail(d, OutcomeQueueTimeout, "queue_timeout",
-				&RetryAfter{Err: fmt.Errorf("%s after %s: %w", r.Model, timeout, ErrQueueTimeout), After: retryAfterBusy})
-		case <-ctx.Done():
-			_, _ = leave(false)
-			d.WaitSeconds = s.now().Sub(start).Seconds()
-			return nil, s.fail(d, OutcomeAbandoned, "client_gone", ctx.Err())
-		}
-	}
 }
 
 func (s *Scheduler) fail(d *Decision, outcome, reason string, err error) error {

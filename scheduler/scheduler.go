@@ -49,6 +49,10 @@ type QueueOptions struct {
 	// PollEvery is how often a waiter checks its place in case a
 	// notification was lost.
 	PollEvery time.Duration
+	// RequeueAfter is how long a waiter that was handed a worker, but
+	// found none meeting its objectives, waits before it rejoins the
+	// queue (0: DefaultRequeueAfter).
+	RequeueAfter time.Duration
 }
 
 // Options configure a Scheduler.
@@ -109,6 +113,19 @@ type Options struct {
 	// are due, in order, with no goroutine reading its clock. Production
 	// leaves it off: the request path never waits on learning.
 	InlineLearning bool
+	// After, when set, replaces the wall clock's timers of the queue (a
+	// waiter's timeout, poll and requeue): it runs f once d has passed on
+	// the caller's clock, unless stop is called first (stop reports
+	// whether it prevented f). nil: time.AfterFunc. With it and Now, a
+	// caller driving the scheduler in virtual time runs the product's
+	// queue with no goroutine reading the wall clock.
+	After func(d time.Duration, f func()) (stop func() bool)
+	// Parked, when set, is called with the request's id each time a
+	// queued request has armed its timers and is about to block until a
+	// notice, a timer or its context wakes it: a caller driving the
+	// scheduler in virtual time runs one waiter at a time and resumes its
+	// own events then. It must not block.
+	Parked func(requestID string)
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.
@@ -187,6 +204,12 @@ func New(store Store, opts Options) (*Scheduler, error) {
 	if opts.Queue.PollEvery <= 0 {
 		opts.Queue.PollEvery = time.Second
 	}
+	if opts.Queue.RequeueAfter <= 0 {
+		opts.Queue.RequeueAfter = DefaultRequeueAfter
+	}
+	if opts.After == nil {
+		opts.After = afterFunc
+	}
 	if opts.Queue.CriticalMultiplier <= 0 {
 		opts.Queue.CriticalMultiplier = 2
 	}
@@ -219,7 +242,7 @@ func (s *Scheduler) Strategy() string { return s.strategy.Name() }
 // to the observer), renews leases and pumps the queues until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
 	s.publish(s.Snapshot())
-	if err := s.store.Subscribe(ctx, s.opts.ReplicaID, s.onNotice); err != nil {
+	if err := s.Subscribe(ctx); err != nil {
 		s.log.Warn("subscribe to queue notices; waiters will poll", zap.Error(err))
 	}
 	refresh := time.NewTicker(s.opts.RefreshInterval)
@@ -249,6 +272,13 @@ func (s *Scheduler) Run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// Subscribe routes the store's queue notices about this replica's waiters
+// (granted, shed) to them until ctx ends. Run calls it; a caller driving
+// the scheduler without Run (the fleet simulator) calls it once.
+func (s *Scheduler) Subscribe(ctx context.Context) error {
+	return s.store.Subscribe(ctx, s.opts.ReplicaID, s.onNotice)
 }
 
 // onNotice routes a queue notice to the waiting request, if still here.

@@ -12,16 +12,19 @@ import "math"
 // adds to the curve
 //
 //	Miss·(1 − trust·m/n) + Prefill·p + Decode·d + Uncached·u(m)
-//	  + Ahead·q + AheadDecode·(q + u(m))·d
+//	  + Ahead·q + AheadDecode·(q + u(m))·d + Stall·u(m)
 //
 // where the Miss part is 0 when the prompt has no blocks, and m counts as 0
 // when PrefillLimit > 0 and q + u(m) > PrefillLimit (the prefill guard,
 // "sticky until saturated"). The last two terms are the latency model's
 // time to first token (scoring/latency: the prefill the request waits for,
 // and how the decodes sharing each step slow it). A candidate whose live
-// score passes a positive Ceiling is not available: a strategy bounds what
-// its live form predicts (the time to first token against its objective)
-// and keeps the rest of its cost in the curve. LiveScore is the one evaluation
+// score less its Stall part passes a positive Ceiling is not available: a
+// strategy bounds what its live form predicts (the time to first token
+// against its objective) and keeps the rest of its cost in the curve, or,
+// when that cost depends on the match, in Stall (what the request's
+// prefill costs the requests already running there, which is not its
+// own latency). LiveScore is the one evaluation
 // of this form; the memory store calls it and claim.lua computes exactly
 // the same.
 //
@@ -45,8 +48,13 @@ type LiveWeights struct {
 	// AheadDecode of each unit of (Live.Ahead + uncached)·Live.Decode.
 	Ahead       float64
 	AheadDecode float64
-	// Ceiling (0: none) is the most the candidate's live score (not its
-	// curve) may be: past it the claim skips the candidate as if full.
+	// Stall is of each of the request's uncached prompt tokens, as
+	// Uncached, but outside what the Ceiling bounds: a cost the request
+	// puts on others, not a part of its own latency.
+	Stall float64
+	// Ceiling (0: none) is the most the candidate's live score less its
+	// Stall part (not its curve) may be: past it the claim skips the
+	// candidate as if full.
 	Ceiling float64
 	// PrefillLimit is the prefill ahead (Live.Ahead) plus the request's
 	// uncached prompt past which the match counts 0 (0: never).
@@ -62,12 +70,18 @@ type LiveWeights struct {
 // On reports whether the claim must read the live figures.
 func (w LiveWeights) On() bool {
 	return w.Miss != 0 || w.Prefill != 0 || w.Decode != 0 || w.Uncached != 0 ||
-		w.Ahead != 0 || w.AheadDecode != 0
+		w.Ahead != 0 || w.AheadDecode != 0 || w.Stall != 0
 }
 
-// Over reports whether live, a candidate's live score, passes its
-// Ceiling.
-func (w LiveWeights) Over(live float64) bool { return w.Ceiling > 0 && live > w.Ceiling }
+// Over reports whether the live figures l put the candidate past its
+// Ceiling: its live score less the Stall part above a positive Ceiling.
+func (w LiveWeights) Over(p Prompt, l Live) bool {
+	if w.Ceiling <= 0 {
+		return false
+	}
+	_, bounded := liveParts(w, p, l)
+	return bounded > w.Ceiling
+}
 
 // MatchTrust is the factor on the match the Miss part counts: Trust, or 1
 // when it is unset or out of 0..1.
@@ -91,6 +105,13 @@ func (w LiveWeights) Guarded(p Prompt, m, ahead int) bool {
 // figures it read (see the form above). A Live that is Unread has Match 0:
 // the score of no match, an upper bound.
 func LiveScore(w LiveWeights, p Prompt, l Live) float64 {
+	s, _ := liveParts(w, p, l)
+	return s
+}
+
+// liveParts is LiveScore and the part of it the Ceiling bounds (all but
+// Stall·u), evaluated in this order as claim.lua does.
+func liveParts(w LiveWeights, p Prompt, l Live) (score, bounded float64) {
 	m := l.Match
 	if w.Guarded(p, m, l.Ahead) {
 		m = 0
@@ -101,7 +122,7 @@ func LiveScore(w LiveWeights, p Prompt, l Live) float64 {
 	if n := len(p.Blocks); n > 0 {
 		s += w.Miss * (1 - w.MatchTrust()*float64(m)/float64(n))
 	}
-	return s
+	return s + w.Stall*u, s
 }
 
 // LiveBounds are the least and the most LiveScore can be for any match up
@@ -114,7 +135,7 @@ func LiveScore(w LiveWeights, p Prompt, l Live) float64 {
 // nor tie. The bound holds for non-negative coefficients; with a negative
 // one, lo and hi are infinite and nothing is skipped.
 func LiveBounds(w LiveWeights, p Prompt, full int, l Live) (lo, hi float64) {
-	if w.Miss < 0 || w.Prefill < 0 || w.Decode < 0 || w.Uncached < 0 || w.Ahead < 0 || w.AheadDecode < 0 {
+	if w.Miss < 0 || w.Prefill < 0 || w.Decode < 0 || w.Uncached < 0 || w.Ahead < 0 || w.AheadDecode < 0 || w.Stall < 0 {
 		return math.Inf(-1), math.Inf(1)
 	}
 	l.Unread = false
@@ -123,6 +144,22 @@ func LiveBounds(w LiveWeights, p Prompt, full int, l Live) (lo, hi float64) {
 	l.Match = 0
 	hi = LiveScore(w, p, l)
 	return lo, hi
+}
+
+// OverBounds is Over with a full match and with none, the figures of
+// LiveBounds: a candidate over with a full match is over with any, and
+// one over with none cannot bound the others. With a negative coefficient
+// neither holds, as LiveBounds' infinities say: full is never over, and
+// none is over whenever there is a Ceiling.
+func (w LiveWeights) OverBounds(p Prompt, full int, l Live) (fullOver, noneOver bool) {
+	if w.Miss < 0 || w.Prefill < 0 || w.Decode < 0 || w.Uncached < 0 || w.Ahead < 0 || w.AheadDecode < 0 || w.Stall < 0 {
+		return false, w.Ceiling > 0
+	}
+	l.Unread = false
+	l.Match = full
+	fullOver = w.Over(p, l)
+	l.Match = 0
+	return fullOver, w.Over(p, l)
 }
 
 // LiveTerm is one named live term: Weight times a unit coefficient
@@ -134,14 +171,14 @@ type LiveTerm struct {
 	Name                            string
 	Weight                          float64
 	Miss, Prefill, Decode, Uncached float64
-	Ahead, AheadDecode              float64
+	Ahead, AheadDecode, Stall       float64
 }
 
 // Term evaluates t for the decision log, under w's guard and trust.
 func (t LiveTerm) Term(w LiveWeights, p Prompt, l Live) Term {
 	unit := LiveWeights{
 		Miss: t.Miss, Prefill: t.Prefill, Decode: t.Decode, Uncached: t.Uncached,
-		Ahead: t.Ahead, AheadDecode: t.AheadDecode, PrefillLimit: w.PrefillLimit, Trust: w.Trust,
+		Ahead: t.Ahead, AheadDecode: t.AheadDecode, Stall: t.Stall, PrefillLimit: w.PrefillLimit, Trust: w.Trust,
 	}
 	return Term{Name: t.Name, Weight: t.Weight, Value: LiveScore(unit, p, l)}
 }
@@ -156,6 +193,7 @@ func (c *Candidate) AddLive(t LiveTerm) {
 	c.LiveWeights.Uncached += t.Weight * t.Uncached
 	c.LiveWeights.Ahead += t.Weight * t.Ahead
 	c.LiveWeights.AheadDecode += t.Weight * t.AheadDecode
+	c.LiveWeights.Stall += t.Weight * t.Stall
 }
 
 // Prompt is what a claim tells the store about the request's prompt: the

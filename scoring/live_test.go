@@ -108,7 +108,7 @@ func TestLiveScore(t *testing.T) {
 func TestLiveBounds(t *testing.T) {
 	for i := range 2000 {
 		f := func(k int) float64 { return float64((i*7919+k*104729)%1000) / 100 }
-		w := LiveWeights{Miss: f(1), Prefill: f(2) / 100, Decode: f(3) / 100, Uncached: f(4) / 100, PrefillLimit: 100 * f(5), Trust: f(6) / 10}
+		w := LiveWeights{Miss: f(1), Prefill: f(2) / 100, Decode: f(3) / 100, Uncached: f(4) / 100, PrefillLimit: 100 * f(5), Trust: f(6) / 10, Stall: f(7) / 100}
 		p := Prompt{Blocks: make([]uint64, i%40), PromptTokens: i % 900}
 		full := 4 * (len(p.Blocks) / 4)
 		pre, dec := i%700, i%300
@@ -123,6 +123,40 @@ func TestLiveBounds(t *testing.T) {
 	}
 	if lo, hi := LiveBounds(LiveWeights{Prefill: -1}, Prompt{}, 0, Live{}); !math.IsInf(lo, -1) || !math.IsInf(hi, 1) {
 		t.Fatalf("a negative coefficient bounds nothing: [%v, %v]", lo, hi)
+	}
+}
+
+// The Stall part counts in the score and not against the ceiling: 100
+// uncached tokens at Uncached 0.1 and Stall 1 score 110, of which the
+// ceiling bounds 10; a full match leaves neither. OverBounds is Over at a
+// full match and at none, and with a negative coefficient bounds nothing.
+func TestStallOutsideTheCeiling(t *testing.T) {
+	p := Prompt{Blocks: make([]uint64, 8), PromptTokens: 128}
+	l := Live{Match: 2} // 32 tokens cached: 96 uncached
+	for _, tc := range []struct {
+		ceiling  float64
+		over     bool
+		fullOver bool
+		noneOver bool
+	}{
+		{ceiling: 0, over: false, fullOver: false, noneOver: false},
+		{ceiling: 12.8, over: false, fullOver: false, noneOver: false},
+		{ceiling: 10, over: false, fullOver: false, noneOver: true},
+		{ceiling: 9, over: true, fullOver: false, noneOver: true},
+	} {
+		w := LiveWeights{Uncached: 0.1, Stall: 1, Ceiling: tc.ceiling}
+		if got := LiveScore(w, p, l); math.Abs(got-9.6-96) > 1e-9 {
+			t.Fatalf("score %v, want 9.6 + 96", got)
+		}
+		if got := w.Over(p, l); got != tc.over {
+			t.Errorf("ceiling %v: over %v, want %v", tc.ceiling, got, tc.over)
+		}
+		if fo, no := w.OverBounds(p, 8, l); fo != tc.fullOver || no != tc.noneOver {
+			t.Errorf("ceiling %v: bounds over %v/%v, want %v/%v", tc.ceiling, fo, no, tc.fullOver, tc.noneOver)
+		}
+	}
+	if fo, no := (LiveWeights{Stall: -1, Ceiling: 5}).OverBounds(p, 8, l); fo || !no {
+		t.Errorf("negative stall: bounds over %v/%v, want false/true", fo, no)
 	}
 }
 

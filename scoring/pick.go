@@ -52,11 +52,10 @@ func PickLive(cands []Candidate, p Prompt, active []int, live []Live, available 
 		}
 		s := c.Curve.At(active[i])
 		if live != nil {
-			l := LiveScore(c.LiveWeights, p, live[i])
-			if c.LiveWeights.Over(l) {
+			if c.LiveWeights.Over(p, live[i]) {
 				continue
 			}
-			s += l
+			s += LiveScore(c.LiveWeights, p, live[i])
 		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s

@@ -7,9 +7,10 @@ import (
 )
 
 // predicted scores each worker by the request's predicted completion time
-// there, from the worker's fitted latency model (scoring/latency):
+// there, from the worker's fitted latency model (scoring/latency), plus
+// the time its prefill holds up the requests already running there:
 //
-//	score = TTFT + o·TPOT
+//	score = TTFT + o·TPOT + r·a1·u
 //	TTFT  = a0 + a1·(q + u) + a2·d + a3·(q + u)·d
 //	TPOT  = b0 + b1·(a + 1) + b2·T
 //
@@ -21,6 +22,17 @@ import (
 // prefix match (through u) and the load are one number in seconds; the
 // rest is the curve, Base = a0 + o·(b0 + b1 + b2·T) with T from the
 // snapshot, Slope = o·b1 on the live count.
+//
+// The stall. A prefill shares the engine's steps with the decodes running
+// there: each of them waits about as long as the prefill computes, a1·u,
+// so a request placed cold costs the r requests in flight there (the
+// snapshot's count) r·a1·u of their time, and a prefix hit saves it all.
+// Without this term a hit saves only the request's own a1·u, against
+// o·TPOT that grows with every request in flight: at 1,000 output tokens
+// one more request in flight outweighs a 6,000-token hit, and the score
+// spreads a prefix's requests over the fleet, recomputing it everywhere.
+// The stall is a live term outside the ceiling (LiveWeights.Stall): it is
+// not the request's own latency.
 //
 // Objectives. The live form is the TTFT less a0, so a candidate's Ceiling
 // is the request's TTFT objective less a0: the claim skips, as if full, a
@@ -92,7 +104,7 @@ func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
 		}
 	}
 	backing := make([]Term, 2*len(eligible))
-	liveBacking := make([]LiveTerm, 3*len(eligible))
+	liveBacking := make([]LiveTerm, 4*len(eligible))
 	for i := range eligible {
 		w := &eligible[i]
 		m := s.model(j, w)
@@ -108,11 +120,14 @@ func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
 		terms[0] = Term{Name: "predicted_ttft", Value: ttft.Value.Seconds(), Unknown: ttft.Unknown}
 		terms[1] = Term{Name: "predicted_tpot", Value: tpot.Value.Seconds(), Unknown: tpot.Unknown}
 		c := candidate(*w, Curve{Base: a[0] + o*perToken, Slope: o * b[1]}, terms...)
-		c.LiveTerms = liveBacking[3*i : 3*i : 3*i+3]
+		c.LiveTerms = liveBacking[4*i : 4*i : 4*i+4]
 		c.LiveWeights = LiveWeights{KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
 		c.AddLive(LiveTerm{Name: "ttft_prefill", Weight: a[1] * kilo, Ahead: 1, Uncached: 1})
 		c.AddLive(LiveTerm{Name: "ttft_decode", Weight: a[2] * kilo, Decode: 1})
 		c.AddLive(LiveTerm{Name: "ttft_decode_prefill", Weight: a[3] * kilo * kilo, AheadDecode: 1})
+		if f.Running > 0 {
+			c.AddLive(LiveTerm{Name: "prefill_stall", Weight: a[1] * kilo * float64(f.Running), Stall: 1})
+		}
 		c.LiveWeights.Ceiling = ceiling(j.Objectives, m, a[0], tpot)
 		if explore && m.Unknown() {
 			// The base is spread over the first exploreInFlight requests.

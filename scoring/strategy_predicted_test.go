@@ -54,9 +54,10 @@ func TestPredictedScoreIsCompletionTime(t *testing.T) {
 		// 0.004·1.312·1.5 = 0.335272. TPOT at 3 in flight (R = 4) and the
 		// snapshot's T = 1 + 2 + 0.512 + 0.1 = 3.612: 0.02 + 0.004 +
 		// 0.001806 = 0.025806, times 100 output tokens.
-		{"no match", 0, 0.335272 + 2.5806},
+		// The stall: the snapshot's 2 in flight wait a1·u each.
+		{"no match", 0, 0.335272 + 2.5806 + 2*0.2*0.512},
 		// 10 blocks cached: W = 0.8 + 0.352.
-		{"ten blocks cached", 10, 0.05 + 0.2*1.152 + 0.015 + 0.004*1.152*1.5 + 2.5806},
+		{"ten blocks cached", 10, 0.05 + 0.2*1.152 + 0.015 + 0.004*1.152*1.5 + 2.5806 + 2*0.2*0.352},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := live
@@ -78,8 +79,9 @@ func TestPredictedScoreIsCompletionTime(t *testing.T) {
 	}
 }
 
-// A prefix hit lowers the score by exactly a1 per hit token: cache
-// affinity and load are one number, in seconds.
+// A prefix hit lowers the score by exactly a1 per hit token for the
+// request and for each of the snapshot's requests in flight there (2):
+// cache affinity and load are one number, in seconds.
 func TestPredictedPrefixHitLowersScoreByA1PerToken(t *testing.T) {
 	j := Job{Model: "m", PromptTokens: 512, MaxTokens: 64, Blocks: make([]uint64, 32)}
 	c := planPredicted(t, j, predictedWorker("a", handModel(1))).Candidates[0]
@@ -88,8 +90,8 @@ func TestPredictedPrefixHitLowersScoreByA1PerToken(t *testing.T) {
 		cold := LiveScore(c.LiveWeights, p, Live{Ahead: 300, Match: 0})
 		warm := LiveScore(c.LiveWeights, p, Live{Ahead: 300, Match: match})
 		hit := float64(BlockTokens * match)
-		if !near(cold-warm, 0.2*1e-3*hit) {
-			t.Fatalf("match %d: lowered by %.9f, want a1·%v tokens = %.9f", match, cold-warm, hit, 0.2e-3*hit)
+		if !near(cold-warm, 3*0.2*1e-3*hit) {
+			t.Fatalf("match %d: lowered by %.9f, want 3·a1·%v tokens = %.9f", match, cold-warm, hit, 3*0.2e-3*hit)
 		}
 	}
 }
@@ -123,7 +125,7 @@ func TestPredictedCeiling(t *testing.T) {
 			if !near(w.Ceiling, tc.ceiling) {
 				t.Fatalf("ceiling %v, want %v", w.Ceiling, tc.ceiling)
 			}
-			if got := w.Over(LiveScore(w, j.Prompt(), live)); got != tc.over {
+			if got := w.Over(j.Prompt(), live); got != tc.over {
 				t.Fatalf("over %v, want %v", got, tc.over)
 			}
 			if tc.over && PickLive([]Candidate{c}, j.Prompt(), []int{2}, []Live{live}, nil) != -1 {

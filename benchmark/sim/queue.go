@@ -12,6 +12,7 @@ type kind uint8
 const (
 	kindStepEnd kind = iota
 	kindArrival
+	kindTimer
 	kindScrape
 	kindRefresh
 	kindPlan

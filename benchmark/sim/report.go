@@ -43,17 +43,39 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		r.Events, r.Wall.Seconds(), float64(r.Events)/max(r.Wall.Seconds(), 1e-9))
 	fmt.Fprintln(w, "Latencies in ms of virtual time, `value [95 % interval]` over seeds and requests; goodput, output tokens/s and prefix hit rate are the median over seeds [min, max].")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Snapshot age is the mean age (ms) of the snapshot each decision was made on (the JSON also has the share of decisions whose live claim changed the snapshot's pick).")
+	fmt.Fprintln(w, "Snapshot age is the mean age (ms) of the snapshot each decision was made on (the JSON also has the share of decisions whose live claim changed the snapshot's pick). Queued is the share of requests that waited in the router's queue, and their mean wait (ms); refused counts requests the router turned away (queue full, timed out, or past their TTFT objective).")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| strategy | replicas | QPS | TTFT p50 | TTFT p90 | TTFT p99 | TPOT p50 | TPOT p90 | good | goodput req/s | output tok/s | prefix hit | refused | snapshot age | events/s |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| strategy | replicas | QPS | TTFT p50 | TTFT p90 | TTFT p99 | TPOT p50 | TPOT p90 | good | goodput req/s | output tok/s | prefix hit | queued (wait) | refused | snapshot age | events/s |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|---|---|---|---|---|---:|---:|---:|---:|")
 	for _, m := range r.Summaries {
-		fmt.Fprintf(w, "| %s | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %.0f | %.0f |\n",
+		fmt.Fprintf(w, "| %s | %d | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f%% (%.0f) | %d | %.0f | %.0f |\n",
 			m.Strategy, m.Replicas, m.QPS,
 			report.MsCell(m.TTFT[0]), report.MsCell(m.TTFT[1]), report.MsCell(m.TTFT[2]),
 			report.MsCell(m.TPOT[0]), report.MsCell(m.TPOT[1]),
 			pct(m.Good), spread(m.Goodput, 2, 1), spread(m.OutputTokens, 0, 1), spread(m.PrefixHit, 1, 100),
-			m.Refused+m.TooLong, m.SnapshotAge, m.EventsPerSecond())
+			100*m.Queued, m.QueueWait, m.Refused+m.TooLong, m.SnapshotAge, m.EventsPerSecond())
+	}
+	r.writeRatios(w)
+}
+
+// writeRatios writes the TTFT p90 ratios to the baselines, when any.
+func (r *Report) writeRatios(w io.Writer) {
+	header := false
+	for _, m := range r.Summaries {
+		for _, b := range RatioBaselines {
+			e, ok := m.P90Ratio[b]
+			if !ok {
+				continue
+			}
+			if !header {
+				fmt.Fprintln(w, "\nTTFT p90 over a baseline's at the same replicas and rate, `ratio [95 % interval]` (paired bootstrap over seeds and requests):")
+				fmt.Fprintln(w)
+				fmt.Fprintln(w, "| strategy | replicas | QPS | baseline | TTFT p90 ratio |")
+				fmt.Fprintln(w, "|---|---:|---:|---|---|")
+				header = true
+			}
+			fmt.Fprintf(w, "| %s | %d | %g | %s | %.3f [%.3f, %.3f] |\n", m.Strategy, m.Replicas, m.QPS, b, e.Value, e.Lo, e.Hi)
+		}
 	}
 }
 

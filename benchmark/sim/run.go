@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -88,13 +87,17 @@ type RunResult struct {
 	Decisions   int           `json:"decisions"`
 	SnapshotAge time.Duration `json:"snapshot_age_sum_ns"`
 	Conflicts   int           `json:"conflicts"`
+	// Queued counts the decisions that waited in the router's queue, and
+	// Waited sums their waits.
+	Queued int           `json:"queued"`
+	Waited time.Duration `json:"waited_sum_ns"`
 }
 
 // decisionTally is a scheduler.Recorder counting what RunResult reports
 // of the decisions.
 type decisionTally struct {
-	decisions, conflicts int
-	age                  time.Duration
+	decisions, conflicts, queued int
+	age, waited                  time.Duration
 }
 
 var _ scheduler.Recorder = (*decisionTally)(nil)
@@ -104,6 +107,10 @@ var _ scheduler.Recorder = (*decisionTally)(nil)
 func (d *decisionTally) Record(dec *scheduler.Decision) {
 	if dec.Result != nil {
 		return
+	}
+	if dec.QueuePosition > 0 {
+		d.queued++
+		d.waited += time.Duration(dec.WaitSeconds * float64(time.Second))
 	}
 	d.decisions++
 	d.age += time.Duration(dec.SnapshotAge * float64(time.Second))
@@ -139,6 +146,16 @@ type runner struct {
 	left     int // requests not yet resolved
 	events   uint64
 	tally    decisionTally
+
+	// The queue in virtual time (admit.go).
+	slo       scheduler.SLO
+	claimed   []time.Duration // when each request's claim was made
+	yield     chan yielded
+	running   int // the request whose admission runs; -1: none
+	admitting []bool
+	timers    []*simTimer
+	notices   []notice
+	waiting   map[string]int // queued claim id → request
 }
 
 // fleetSpecs are the GPUs' engine configs and router specs, in fleet order.
@@ -179,7 +196,11 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{run: run, byID: map[string]int{}, reqs: reqs, left: len(reqs)}
+	r := &runner{
+		run: run, byID: map[string]int{}, reqs: reqs, left: len(reqs),
+		yield: make(chan yielded, 1), running: -1, waiting: map[string]int{},
+		claimed: make([]time.Duration, len(reqs)), admitting: make([]bool, len(reqs)),
+	}
 	for i, c := range cfgs {
 		st, err := gpusim.NewStepper(c)
 		if err != nil {
@@ -215,6 +236,7 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 	if err := r.loop(period); err != nil {
 		return nil, err
 	}
+
 	return r.result(), nil
 }
 
@@ -223,9 +245,15 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 // source, all on one store and the simulator's clock.
 func (r *runner) newReplicas(clock func() time.Time) error {
 	cfg := config.Default()
+	// Every request has the router's default objectives, as a request
+	// that names none.
+	r.slo = scheduler.SLO{
+		TTFT: scheduler.NewObjective(cfg.SLO.TTFT.D(), scheduler.SLODefault),
+		TPOT: scheduler.NewObjective(cfg.SLO.TPOT.D(), scheduler.SLODefault),
+	}
 	for i := range r.run.Replicas {
 		rng := rand.New(rand.NewPCG(r.run.Seed, uint64(i)))
-		s, err := scheduler.New(r.store, scheduler.Options{
+		s, err := scheduler.New(queueStore{Store: r.store, r: r}, scheduler.Options{
 			Strategy:               r.run.Strategy,
 			Params:                 app.Params(cfg),
 			ReplicaID:              "replica-" + strconv.Itoa(i),
@@ -240,9 +268,22 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 			Shuffle:                rng.Shuffle,
 			InlineLearning:         true,
 			Recorder:               &r.tally,
+			Queue: scheduler.QueueOptions{
+				MaxSize:            cfg.Queue.MaxQueueSize,
+				CriticalMultiplier: cfg.Queue.CriticalMultiplier,
+				BatchShare:         cfg.Queue.BatchShare,
+				Timeouts:           cfg.Queue.Timeout.ByRank(),
+				// The store's notices are never lost here: no poll.
+				PollEvery: maxOverrun,
+			},
+			After:  r.after,
+			Parked: r.parked,
 		})
 		if err != nil {
 			return fmt.Errorf("replica %d: %w", i, err)
+		}
+		if err := s.Subscribe(context.Background()); err != nil {
+			return err
 		}
 		if err := s.Refresh(context.Background()); err != nil {
 			return err
@@ -279,6 +320,10 @@ func (r *runner) loop(period time.Duration) error {
 			if err := r.arrive(ctx, ev.i); err != nil {
 				return err
 			}
+		case kindTimer:
+			if err := r.fire(ev.i); err != nil {
+				return err
+			}
 		case kindScrape:
 			if err := r.scrape(ctx, ev.i); err != nil {
 				return err
@@ -296,6 +341,9 @@ func (r *runner) loop(period time.Duration) error {
 				r.q.push(at, kindStepEnd, ev.i)
 			}
 		}
+		if err := r.settle(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -309,43 +357,6 @@ func (r *runner) wake(g int) {
 	}
 }
 
-// arrive admits request i through its replica and submits it to the GPU
-// the replica claimed.
-func (r *runner) arrive(ctx context.Context, i int) error {
-	q := r.reqs[i]
-	res := &r.res[i]
-	t, err := r.replicas[res.Replica].Admit(ctx, scheduler.Request{
-		ID: strconv.Itoa(i), Model: loadgen.Model, PromptTokens: q.Prompt, MaxTokens: q.MaxTokens,
-		Blocks: q.Blocks, Stream: true,
-	})
-	if err != nil {
-		if errors.Is(err, scheduler.ErrStore) || errors.Is(err, scheduler.ErrUnknownModel) {
-			return fmt.Errorf("request %d: %w", i, err)
-		}
-		res.Outcome = OutcomeRefused
-		r.left--
-		return nil
-	}
-	g, ok := r.byID[t.Worker()]
-	if !ok {
-		return fmt.Errorf("request %d: claimed unknown worker %q", i, t.Worker())
-	}
-	res.GPU = g
-	err = r.gpus[g].st.Submit(i, gpusim.SimRequest{PromptTokens: q.Prompt, OutputTokens: q.Output, Blocks: q.Blocks}, r.now)
-	switch {
-	case errors.Is(err, gpusim.ErrContextTooLong):
-		res.Outcome = OutcomeTooLong
-		r.left--
-		t.Finish(scheduler.Outcome{Status: 400})
-		return nil
-	case err != nil:
-		return fmt.Errorf("request %d: %w", i, err)
-	}
-	r.tickets[i] = t
-	r.wake(g)
-	return nil
-}
-
 // stepEnd applies GPU g's step: first tokens are noted, finished requests
 // release their claims with what the router would have measured.
 func (r *runner) stepEnd(g int) {
@@ -353,13 +364,16 @@ func (r *runner) stepEnd(g int) {
 		res := &r.res[p.Tag]
 		if p.First {
 			res.FirstToken, res.Cached = p.At, p.CachedTokens
+			// As the router's response phase: the prefill stops counting
+			// ahead of others, and the TTFT is learned.
+			r.tickets[p.Tag].FirstToken(p.At - r.claimed[p.Tag])
 		}
 		if !p.Done {
 			continue
 		}
 		res.Done, res.Tokens, res.Outcome = p.At, p.Tokens, OutcomeOK
 		r.left--
-		o := scheduler.Outcome{Status: 200, TTFT: res.TTFT(), CompletionTokens: p.Tokens}
+		o := scheduler.Outcome{Status: 200, TTFT: res.FirstToken - r.claimed[p.Tag], CompletionTokens: p.Tokens}
 		if p.Tokens > 1 && res.Done > res.FirstToken {
 			o.TokensPerSec = float64(p.Tokens-1) / (res.Done - res.FirstToken).Seconds()
 		}
@@ -386,6 +400,7 @@ func (r *runner) result() *RunResult {
 	out := &RunResult{
 		Run: r.run, Requests: r.res, Served: make([]int, len(r.gpus)), End: r.now, Events: r.events,
 		Decisions: r.tally.decisions, SnapshotAge: r.tally.age, Conflicts: r.tally.conflicts,
+		Queued: r.tally.queued, Waited: r.tally.waited,
 	}
 	for _, g := range r.gpus {
 		s := g.st.State()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
+	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 // Summary is one configuration (strategy, replicas, rate) over the study's
@@ -38,9 +39,17 @@ type Summary struct {
 	// the snapshot's pick.
 	SnapshotAge float64 `json:"snapshot_age_mean_ms"`
 	Conflicts   float64 `json:"conflict_share"`
+	// Queued is the share of decisions that waited in the router's queue
+	// (scheduler.Decision.QueuePosition), QueueWait their mean wait (ms).
+	Queued      float64 `json:"queued_share"`
+	QueueWait   float64 `json:"queue_wait_mean_ms"`
 	Refused     int     `json:"refused"`
 	TooLong     int     `json:"too_long"`
 	Preemptions uint64  `json:"preemptions"`
+	// P90Ratio is the TTFT p90 over a baseline's (RatioBaselines) at the
+	// same replicas and rate, with the interval of the paired bootstrap
+	// (stats.Ratio), by baseline.
+	P90Ratio map[string]stats.Estimate `json:"ttft_p90_ratio,omitempty"`
 	// Events and Wall are the simulation's own cost, summed over seeds:
 	// events processed and the wall time they took.
 	Events uint64        `json:"events"`
@@ -109,7 +118,32 @@ func Execute(s Study, progress io.Writer) (*Report, error) {
 		}
 	}
 	rep.Wall = time.Since(start)
+	addRatios(rep.Summaries)
 	return rep, nil
+}
+
+// RatioBaselines are the strategies every other's TTFT p90 is compared
+// with when a study runs them: round robin and llm-d's prefix-aware
+// default (emulated).
+var RatioBaselines = []string{"round_robin", emulate.PrefixQueueKVMaxScore}
+
+// addRatios sets each summary's P90Ratio against the baselines run at its
+// replicas and rate. The bootstrap of each configuration is seeded from
+// its seeds, replicas and rate, not its strategy, so the replicates pair.
+func addRatios(sums []Summary) {
+	for i := range sums {
+		for _, b := range RatioBaselines {
+			for _, base := range sums {
+				if base.Strategy != b || base.Replicas != sums[i].Replicas || base.QPS != sums[i].QPS || sums[i].Strategy == b {
+					continue
+				}
+				if sums[i].P90Ratio == nil {
+					sums[i].P90Ratio = map[string]stats.Estimate{}
+				}
+				sums[i].P90Ratio[b] = stats.Ratio(sums[i].TTFT[1], base.TTFT[1])
+			}
+		}
+	}
 }
 
 // summarize pools one configuration's runs (one per seed).
@@ -121,10 +155,11 @@ func summarize(runs []*RunResult, slo SLO) Summary {
 	// The bootstrap reads the ITL bound off each request's gaps; the one
 	// gap given is the request's TPOT, so its "ITL" is TPOT.
 	sslo := stats.SLO{TTFT: slo.TTFT, ITL: slo.TPOT}
-	var decisions, conflicts int
-	var age time.Duration
+	var decisions, conflicts, queued int
+	var age, waited time.Duration
 	for i, r := range runs {
 		decisions, conflicts, age = decisions+r.Decisions, conflicts+r.Conflicts, age+r.SnapshotAge
+		queued, waited = queued+r.Queued, waited+r.Waited
 		sum.Seeds = append(sum.Seeds, r.Run.Seed)
 		sum.Requests += len(r.Requests)
 		sum.Events += r.Events
@@ -147,6 +182,10 @@ func summarize(runs []*RunResult, slo SLO) Summary {
 	if decisions > 0 {
 		sum.SnapshotAge = stats.Ms(age) / float64(decisions)
 		sum.Conflicts = float64(conflicts) / float64(decisions)
+		sum.Queued = float64(queued) / float64(decisions)
+	}
+	if queued > 0 {
+		sum.QueueWait = stats.Ms(waited) / float64(queued)
 	}
 	// Seeded from the configuration, so the intervals are reproducible.
 	rng := rand.New(rand.NewPCG(first.Seed, uint64(first.Replicas)<<32^uint64(first.QPS*1000)))

@@ -215,12 +215,13 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 				continue
 			}
 			lo, hi := scoring.LiveBounds(c.LiveWeights, req.Prompt, full, w.load())
-			if c.LiveWeights.Over(lo) {
+			fullOver, noneOver := c.LiveWeights.OverBounds(req.Prompt, full, w.load())
+			if fullOver {
 				res.Live[i] = w.load()
 				continue
 			}
 			e.lo = e.score + lo
-			if w.tokenRoom(req.Prompt.Need(0)) && !c.LiveWeights.Over(hi) {
+			if w.tokenRoom(req.Prompt.Need(0)) && !noneOver {
 				minHi = min(minHi, e.score+hi)
 			}
 		}
@@ -243,11 +244,10 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 			if !e.w.tokenRoom(req.Prompt.Need(res.Live[i].Match)) {
 				continue
 			}
-			l := scoring.LiveScore(c.LiveWeights, req.Prompt, res.Live[i])
-			if c.LiveWeights.Over(l) {
+			if c.LiveWeights.Over(req.Prompt, res.Live[i]) {
 				continue
 			}
-			s += l
+			s += scoring.LiveScore(c.LiveWeights, req.Prompt, res.Live[i])
 		}
 		if best < 0 || s < bestScore {
 			best, bestScore = i, s

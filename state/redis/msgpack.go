@@ -9,9 +9,9 @@ import (
 
 // packCandidates encodes candidates for claim.lua as one MessagePack array
 // of five arrays {ids, caps, bases, slopes, mults}, and with live reads
-// ten more, the candidates' scoring.LiveWeights {miss, prefill, decode,
+// eleven more, the candidates' scoring.LiveWeights {miss, prefill, decode,
 // uncached coefficients, prefill limits, index bounds, match trusts, ahead
-// and ahead-decode coefficients, ceilings}
+// and ahead-decode coefficients, ceilings, stall coefficients}
 // (read only by claims that carry a Prompt): Redis's Lua decodes it in C,
 // far cheaper than script arguments per candidate. Numbers are float64
 // (Lua numbers are doubles), so the script computes with exactly the
@@ -36,10 +36,11 @@ func packCandidates(cs []state.Candidate, live bool) string {
 			func(c state.Candidate) float64 { return c.LiveWeights.Ahead },
 			func(c state.Candidate) float64 { return c.LiveWeights.AheadDecode },
 			func(c state.Candidate) float64 { return c.LiveWeights.Ceiling },
+			func(c state.Candidate) float64 { return c.LiveWeights.Stall },
 		)
 	}
 	b := make([]byte, 0, 16+n*(24+len(fields)*9))
-	b = append(b, 0x90|byte(1+len(fields))) // fixarray
+	b = arrayHeader(b, 1+len(fields))
 	b = arrayHeader(b, n)
 	for _, c := range cs {
 		b = packString(b, c.Worker)

@@ -165,7 +165,7 @@ func randomLiveWeights(rng *rand.Rand, pick func(...float64) float64) scoring.Li
 	}
 	return scoring.LiveWeights{
 		Miss: coef(0, 50, 100), Prefill: coef(0, 0.001, 0.01), Decode: coef(0, 0.001, 0.01), Uncached: coef(0, 0.001, 0.01),
-		Ahead: coef(0, 0.001, 0.01), AheadDecode: coef(0, 1e-6, 1e-5),
+		Ahead: coef(0, 0.001, 0.01), AheadDecode: coef(0, 1e-6, 1e-5), Stall: coef(0, 0.001, 0.01),
 		// Live scores run from 0 to about 150: ceilings that bind now and
 		// then, exactly at round scores too.
 		Ceiling:      pick(0, 0, 1, 5, 50, rng.Float64()*100),

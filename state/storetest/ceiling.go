@@ -16,6 +16,33 @@ func runCeiling(t *testing.T, newStore Factory) {
 	def := state.Limits{Lease: 30 * time.Second}
 	t.Run("CeilingSkipsAsIfFull", func(t *testing.T) { ceilingSkips(t, newStore(t, def)) })
 	t.Run("CeilingWithBoundedLookups", func(t *testing.T) { ceilingBounds(t, newStore(t, def)) })
+	t.Run("StallOutsideTheCeiling", func(t *testing.T) { stallOutside(t, newStore(t, def)) })
+}
+
+// stallOutside: the Stall part of a live score counts in the pick but not
+// against the ceiling. Both workers are idle; w0 has the prompt's 8 blocks
+// (128 tokens) cached, w1 none. With Stall 1 and a ceiling of 50, w1's
+// live score is 128 (all Stall): under its ceiling, so with w0 out of the
+// candidates it is claimed, not queued; with both, w0 (live 0) wins
+// though its curve is 100 higher, the Stall part of w1 being 128.
+func stallOutside(t *testing.T, s state.Store) {
+	register(t, s, workers(2, 8))
+	blocks := seqBlocks(1, 8)
+	matchOn(t, s, "w0", 0, blocks)
+	lw := scoring.LiveWeights{Stall: 1, Ceiling: 50}
+	p := scoring.Prompt{Blocks: blocks, PromptTokens: 128}
+	// Other blocks, so that w1's index stays cold to p's.
+	id, res := claimAff(t, s, []state.Candidate{{Worker: "w1", Cap: 8, LiveWeights: lw}}, scoring.Prompt{Blocks: seqBlocks(100, 8), PromptTokens: 128})
+	if res.Index != 0 {
+		t.Fatalf("w1 alone, its stall past the ceiling but not its bounded part: index %d, live %+v; want w1", res.Index, res.Live)
+	}
+	release(t, s, id)
+	cands := []state.Candidate{{Worker: "w1", Cap: 8, LiveWeights: lw}, {Worker: "w0", Cap: 8, Base: 100, LiveWeights: lw}}
+	id, res = claimAff(t, s, cands, p)
+	if res.Index != 1 || res.Live[1].Match != 8 {
+		t.Fatalf("index %d, live %+v; want w0, warm", res.Index, res.Live)
+	}
+	release(t, s, id)
 }
 
 // ceilingSkips: w0 has 100 tokens ahead, past its ceiling of 50: the claim

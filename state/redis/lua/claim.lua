@@ -1,9 +1,9 @@
 -- Atomic pick-and-claim, or a place in the model's queue. ARGV (after the
 -- common header): claim id, candidates as one MessagePack array {ids, caps,
--- bases, slopes, mults} (with live reads, ten more: the candidates'
+-- bases, slopes, mults} (with live reads, eleven more: the candidates'
 -- scoring.LiveWeights as miss, prefill, decode and uncached coefficients,
 -- prefill limits, index bounds, match trusts, ahead and ahead-decode
--- coefficients, ceilings), model, queue (0/1), priority rank, queue
+-- coefficients, ceilings, stall coefficients), model, queue (0/1), priority rank, queue
 -- allowance for that rank, replica, waiter lease ms, live reads ('' none,
 -- else '1'), prompt block hashes (8 bytes each, concatenated), prompt
 -- tokens, decode tokens.
@@ -13,11 +13,11 @@
 -- by binary search: log2(n) lookups) and its in-flight prefill p, decode
 -- d and prefill-ahead q tokens are read, and it scores
 --   prefill*p + decode*d + uncached*u(m) + ahead*q + aheaddecode*(q + u(m))*d
---     + miss*(1 - trust*m/n)
+--     + miss*(1 - trust*m/n) + stall*u(m)
 -- (u(m) the prompt tokens past m blocks; the miss part 0 with no blocks;
 -- m counts 0 when q + u(m) exceeds a positive prefill limit), evaluated
--- in exactly that order, as Go does; a candidate whose live score passes
--- its positive ceiling is skipped as if full. The winner's index records
+-- in exactly that order, as Go does; a candidate whose live score less
+-- its stall part passes its positive ceiling is skipped as if full. The winner's index records
 -- the blocks and the request's tokens are held on it until the claim ends,
 -- its uncached prompt also as prefill ahead until its first token.
 --
@@ -41,8 +41,8 @@ local model, queue, rank, allow, replica, wlease =
   ARG[3], ARG[4] == '1', tonumber(ARG[5]), tonumber(ARG[6]), ARG[7], tonumber(ARG[8])
 local ids, caps, bases, slopes, mults = c[1], c[2], c[3], c[4], c[5]
 local aff = ARG[9] == '1'
-local wm, wp, wd, wu, plim, kvb, trust, wa, wad, ceil =
-  c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15]
+local wm, wp, wd, wu, plim, kvb, trust, wa, wad, ceil, wst =
+  c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15], c[16]
 local blocks, ptok, dtok = ARG[10] or '', tonumber(ARG[11]) or 0, tonumber(ARG[12]) or 0
 local nb = math.floor(#blocks / 8)
 -- The index keeps the last block of each group of STRIDE (state.IndexStride).
@@ -119,17 +119,19 @@ local function record(w, bound)
   if extra > 0 then redis.call('ZREMRANGEBYRANK', key, 0, extra - 1) end
 end
 -- live is scoring.LiveScore for match m, with in-flight prefill p, decode
--- d and prefill ahead q.
+-- d and prefill ahead q, and the part of it the ceiling bounds (all but
+-- the stall part).
 local function live(i, m, p, d, q)
   -- The prefill guard: a warm worker past its prefill limit scores as cold.
   local u = uncached(m)
   if plim[i] > 0 and q + u > plim[i] then m, u = 0, uncached(0) end
   local s = wp[i] * p + wd[i] * d + wu[i] * u + wa[i] * q + wad[i] * (q + u) * d
   if nb > 0 then s = s + wm[i] * (1 - trust[i] * m / nb) end
-  return s
+  return s + wst[i] * u, s
 end
--- over is LiveWeights.Over: live score l passes candidate i's ceiling.
-local function over(i, l) return ceil[i] > 0 and l > ceil[i] end
+-- over is LiveWeights.Over: b, the bounded part of a live score, passes
+-- candidate i's ceiling.
+local function over(i, b) return ceil[i] > 0 and b > ceil[i] end
 -- Two passes (see scoring.LiveBounds): every evaluable
 -- candidate's curve and, with live reads, its live score with a full
 -- match (liveLo) and with none (liveCold); then the matches are looked up
@@ -140,6 +142,7 @@ local active, avail, matched, pre, dec_, ahd = {}, {}, {}, {}, {}, {}
 -- liveLo and liveCold are kept for a candidate whose lookup finds a full
 -- match or none.
 local curve, lo, liveLo, liveCold, minHi = {}, {}, {}, {}, math.huge
+local boundLo, boundCold = {}, {}
 local tlim = {}
 -- fits is Limit.TokenRoom for candidate i with match m.
 local function fits(i, m)
@@ -160,19 +163,19 @@ for i = 1, #ids do
         if not fits(i, full) then
           -- Past its token limit even with a full match: out.
           curve[i] = nil
-        elseif wm[i] >= 0 and wp[i] >= 0 and wd[i] >= 0 and wu[i] >= 0 and wa[i] >= 0 and wad[i] >= 0 then
+        elseif wm[i] >= 0 and wp[i] >= 0 and wd[i] >= 0 and wu[i] >= 0 and wa[i] >= 0 and wad[i] >= 0 and wst[i] >= 0 then
           -- Bounds hold for non-negative weights only; else no lookup is
           -- skipped. A candidate past its ceiling even with a full match
           -- is out; one that fits or stays under its ceiling only with
           -- some match does not bound the others.
-          liveLo[i] = live(i, full, p, d, q)
-          if over(i, liveLo[i]) then
+          liveLo[i], boundLo[i] = live(i, full, p, d, q)
+          if over(i, boundLo[i]) then
             curve[i] = nil
           else
             lo[i] = curve[i] + liveLo[i]
             if fits(i, 0) then
-              liveCold[i] = live(i, 0, p, d, q)
-              if not over(i, liveCold[i]) and curve[i] + liveCold[i] < minHi then
+              liveCold[i], boundCold[i] = live(i, 0, p, d, q)
+              if not over(i, boundCold[i]) and curve[i] + liveCold[i] < minHi then
                 minHi = curve[i] + liveCold[i]
               end
             end
@@ -196,15 +199,15 @@ for i = 1, #ids do
       if not fits(i, m) then
         s = nil
       else
-        local l
+        local l, b
         if m == 0 and liveCold[i] then
-          l = liveCold[i]
+          l, b = liveCold[i], boundCold[i]
         elseif m == full and liveLo[i] then
-          l = liveLo[i]
+          l, b = liveLo[i], boundLo[i]
         else
-          l = live(i, m, pre[i], dec_[i], ahd[i])
+          l, b = live(i, m, pre[i], dec_[i], ahd[i])
         end
-        if over(i, l) then s = nil else s = s + l end
+        if over(i, b) then s = nil else s = s + l end
       end
     end
     if s and (best < 0 or s < bestScore) then
