@@ -168,7 +168,7 @@ func TestDefaultSetups(t *testing.T) {
 	}
 	for _, s := range DefaultSetups() {
 		emulation := slices.Contains([]string{
-			"queue_kv_max_score", "prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost",
+			"queue_kv_max_score", "prefix_queue_kv_max_score", "prefix_match_or_shortest_queue", "prefix_overlap_min_cost", "prefix_affinity_token_load",
 		}, s.Strategy)
 		if s.Uncapped() != emulation {
 			t.Errorf("%s: uncapped %v", s.Name, s.Uncapped())
