@@ -75,13 +75,20 @@ func TestKVEventsFollowTheCache(t *testing.T) {
 	cfg := simConfig(func(c *Config) { c.Profile, c.GPUMemUtil = "a100-llama3-8b", 0.3 })
 	x := kvIndex{}
 	var evictions int
-	driveStepper(t, cfg, sharedLoad(300, 7), func(st *Stepper) {
+	driveStepper(t, cfg, sharedLoad(80, 7), func(st *Stepper) {
 		if !st.EnableKVEvents() {
 			t.Fatal("a calibrated engine with prefix caching publishes no events")
 		}
 		x.apply(t, st.TakeKVEvents())
 		p := st.e.pool.(*pagedPool)
-		x.sameAs(t, p)
+		if len(x) != len(p.table) {
+			t.Fatalf("index from events holds %d blocks, the cache %d", len(x), len(p.table))
+		}
+		for h := range p.table {
+			if !x[h] {
+				t.Fatalf("cached block %x missing from the index", h)
+			}
+		}
 		evictions = p.evictions
 	})
 	if evictions == 0 || len(x) == 0 {
