@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 func TestParseFleet(t *testing.T) {
@@ -69,5 +71,16 @@ func TestParseSetups(t *testing.T) {
 		if _, err := ParseSetups(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// The simulator registers the precise emulation in llm-bench; registered
+// here the same way, it is still refused for real processes.
+func TestParseSetupsRefusesSimulatorOnly(t *testing.T) {
+	if !slices.Contains(scoring.Names(), emulate.PrecisePrefixQueueKVMaxScore) {
+		scoring.RegisterStrategy(emulate.PrecisePrefixQueueKVMaxScore, func(scoring.Params) scoring.Strategy { return emulate.NewPrecisePrefix() })
+	}
+	if _, err := ParseSetups("scored," + emulate.PrecisePrefixQueueKVMaxScore); err == nil || !strings.Contains(err.Error(), "KV events") {
+		t.Fatalf("the precise emulation was accepted for real processes (err %v)", err)
 	}
 }
