@@ -7,8 +7,9 @@
 //
 // Each emulation is a scoring.Strategy that also keeps what the scheduler
 // it emulates keeps per router replica: a prefix index fed by its own
-// routing decisions, and per-worker counts of the requests it routed and
-// that have not finished. The scheduler feeds that state through
+// routing decisions (or, for llm-d's precise profile, by the engines' KV
+// events, which its caller delivers), and per-worker counts of the
+// requests it routed and that have not finished. The scheduler feeds that state through
 // Claimed(id, job, worker, now) after each successful claim and
 // Released(id, now) when the claim is released. Like the originals, each
 // router replica has its own state; nothing is shared between replicas.
