@@ -157,7 +157,7 @@ bench-extra: build envoy redis ## the herd race and the router's overhead into b
 # minutes on two cores.
 SIM_OUT   ?= benchmark/results/latest
 SIM_FLAGS := --gpus a100-llama3-8b:16 --replicas 1,4 \
-	--strategies round_robin,scored,predicted,prefix_queue_kv_max_score,prefix_match_or_shortest_queue,prefix_overlap_min_cost \
+	--strategies round_robin,scored,predicted,prefix_affinity_token_load,precise_prefix_queue_kv_max_score,prefix_match_or_shortest_queue,prefix_overlap_min_cost \
 	--ladder 8:40:5 --seeds 1,2,3
 bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs) into benchmark/results/latest
 	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \

@@ -107,6 +107,9 @@ func DefaultSetups() []fleet.Setup {
 	out := []fleet.Setup{fleet.EnvoySetup("ROUND_ROBIN"), fleet.EnvoySetup("LEAST_REQUEST")}
 	def := config.Default().Strategy
 	for _, s := range config.Strategies() {
+		if s == emulate.PrecisePrefixQueueKVMaxScore {
+			continue // simulator only: real engines publish no KV events here
+		}
 		out = append(out, routerSetup(s))
 		if s == emulate.PrefixQueueKVMaxScore {
 			out = append(out, fleet.RouterReplicasSetup(s, 3))

@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 func TestParseFleet(t *testing.T) {
@@ -96,5 +99,16 @@ func TestParseCaps(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "want caps=none|batch-limit|slo-sized or caps=xF") || !strings.Contains(err.Error(), bad) {
 			t.Errorf("%q: %v, want a refusal naming the setup and the choices", bad, err)
 		}
+	}
+}
+
+// The simulator registers the precise emulation in llm-bench; registered
+// here the same way, it is still refused for real processes.
+func TestParseSetupsRefusesSimulatorOnly(t *testing.T) {
+	if !slices.Contains(scoring.Names(), emulate.PrecisePrefixQueueKVMaxScore) {
+		scoring.RegisterStrategy(emulate.PrecisePrefixQueueKVMaxScore, func(scoring.Params) scoring.Strategy { return emulate.NewPrecisePrefix() })
+	}
+	if _, err := ParseSetups("scored," + emulate.PrecisePrefixQueueKVMaxScore); err == nil || !strings.Contains(err.Error(), "KV events") {
+		t.Fatalf("the precise emulation was accepted for real processes (err %v)", err)
 	}
 }

@@ -287,6 +287,9 @@ func ParseSetups(s string) ([]Setup, error) {
 		if !slices.Contains(config.Strategies(), name) {
 			return nil, fmt.Errorf("setup %q: want an Envoy policy (ROUND_ROBIN, LEAST_REQUEST) or a strategy (%s)", part, strings.Join(config.Strategies(), ", "))
 		}
+		if name == emulate.PrecisePrefixQueueKVMaxScore {
+			return nil, fmt.Errorf("setup %q: %s needs the engines' KV events, which only llm-bench sim has", part, name)
+		}
 		replicas := 1
 		var settings []string
 		caps, scale := "", 0.0

@@ -23,6 +23,7 @@ type pagedPool struct {
 	table       map[uint64]*kvBlock // registered blocks by hash
 	free        blockList           // registered blocks with ref 0, LRU first
 	evictions   int                 // cached blocks reused for other data
+	events      *kvEventLog         // nil: no KV events recorded
 }
 
 // kvBlock is a registered (hashed) block. Private blocks, those not
@@ -59,6 +60,9 @@ func (p *pagedPool) reserve(s *seq, tokens int) bool {
 		b := p.free.popFront()
 		delete(p.table, b.hash)
 		p.evictions++
+		if p.events != nil {
+			p.events.removed(b.hash)
+		}
 	}
 	p.inUse += need
 	s.blocks += need
@@ -117,6 +121,9 @@ func (p *pagedPool) computed(s *seq) {
 		}
 		b := &kvBlock{hash: h, ref: 1}
 		p.table[h] = b
+		if p.events != nil {
+			p.events.stored(h)
+		}
 		s.kv = append(s.kv, b) // one of s's private blocks becomes this one
 	}
 }

@@ -10,12 +10,16 @@ import (
 
 // driveStepper replays reqs (sorted by arrival) on one Stepper the way an
 // event queue does: at each instant, every arrival first, then the end of
-// the step in flight, then the next plan.
-func driveStepper(t *testing.T, cfg Config, reqs []SimRequest) []SimResult {
+// the step in flight, then the next plan. each, when set, is called with
+// the Stepper once built and after every step.
+func driveStepper(t *testing.T, cfg Config, reqs []SimRequest, each func(*Stepper)) []SimResult {
 	t.Helper()
 	st, err := NewStepper(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if each != nil {
+		each(st)
 	}
 	out := make([]SimResult, len(reqs))
 	next, stepEnd := 0, time.Duration(-1)
@@ -49,6 +53,9 @@ func driveStepper(t *testing.T, cfg Config, reqs []SimRequest) []SimResult {
 				}
 			}
 			stepEnd = -1
+			if each != nil {
+				each(st)
+			}
 		}
 		if at, ok := st.Plan(now); ok {
 			stepEnd = at
@@ -79,7 +86,7 @@ func TestStepperMatchesSimulate(t *testing.T) {
 	if st.PrefixCacheHits == 0 || st.Preemptions == 0 {
 		t.Fatalf("the replay should exercise the prefix cache and preemption: %+v", st)
 	}
-	got := driveStepper(t, cfg, reqs)
+	got := driveStepper(t, cfg, reqs, nil)
 	for i := range want {
 		w, g := want[i], got[i]
 		if w.Arrival != g.Arrival || w.FirstToken != g.FirstToken || w.Done != g.Done || w.Tokens != g.Tokens || w.CachedTokens != g.CachedTokens || w.Rejected != g.Rejected {

@@ -45,7 +45,8 @@ type Router struct {
 	// ScrapePeriod is how often each GPU's engine metrics reach the
 	// store; GPU g of n is first scraped at g/n of the period. 0: the
 	// product's telemetry.scrape_interval, or 50 ms for the emulations of
-	// the Gateway API Inference Extension, as the benchmark runs them.
+	// the Gateway API Inference Extension and llm-d that read engine
+	// metrics (queue and KV scorers), as the benchmark runs them.
 	ScrapePeriod time.Duration `json:"scrape_period_ns"`
 	// TelemetryStale is telemetry.stale_after: older scrapes are unknown.
 	TelemetryStale time.Duration `json:"telemetry_stale_ns"`
@@ -247,7 +248,9 @@ func (r Router) scrapePeriod(strategy string) time.Duration {
 	if r.ScrapePeriod > 0 {
 		return r.ScrapePeriod
 	}
-	if strategy == emulate.QueueKVMaxScore || strategy == emulate.PrefixQueueKVMaxScore {
+	switch strategy {
+	case emulate.QueueKVMaxScore, emulate.PrefixQueueKVMaxScore, emulate.PrecisePrefixQueueKVMaxScore:
+		// The llm-d router's metrics refresh tick.
 		return 50 * time.Millisecond
 	}
 	return config.Default().Telemetry.ScrapeInterval.D()

@@ -11,7 +11,9 @@
 // snapshot refreshed on its own phase, all sharing one state/memory store
 // whose clock is the simulator's. Engine telemetry reaches the store as
 // scrapes at a fixed period, and is unknown past the staleness bound, as
-// in the product.
+// in the product. For llm-d's precise emulation every engine also
+// publishes its KV cache events, which every replica's index takes
+// before each decision (precise.go).
 //
 // One event queue orders everything by virtual time; at one instant the
 // order is: step ends (tokens emitted, finished requests released), then

@@ -95,7 +95,7 @@ func scrapeLabel(r Router) string {
 	if r.ScrapePeriod > 0 {
 		return r.ScrapePeriod.String()
 	}
-	return fmt.Sprintf("%v (50ms for the Gateway API Inference Extension emulations)", r.scrapePeriod(""))
+	return fmt.Sprintf("%v (50ms for the emulations with queue and KV scorers)", r.scrapePeriod(""))
 }
 
 func describeWorkload(w Workload) string {

@@ -216,7 +216,7 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 	if err := r.store.Register(context.Background(), specs); err != nil {
 		return nil, err
 	}
-	if err := r.newReplicas(clock); err != nil {
+	if err := r.buildReplicas(clock); err != nil {
 		return nil, err
 	}
 	r.res = make([]Result, len(reqs))

@@ -125,7 +125,7 @@ func Execute(s Study, progress io.Writer) (*Report, error) {
 // RatioBaselines are the strategies every other's TTFT p90 is compared
 // with when a study runs them: round robin and llm-d's prefix-aware
 // default (emulated).
-var RatioBaselines = []string{"round_robin", emulate.PrefixQueueKVMaxScore}
+var RatioBaselines = []string{"round_robin", emulate.PrefixAffinityTokenLoad}
 
 // addRatios sets each summary's P90Ratio against the baselines run at its
 // replicas and rate. The bootstrap of each configuration is seeded from

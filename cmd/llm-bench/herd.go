@@ -5,12 +5,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/herd"
 	"github.com/llm-router/llm-router/internal/config"
+	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
 func parseHerdFlags(args []string, stderr io.Writer) (herd.Options, error) {
@@ -18,7 +20,10 @@ func parseHerdFlags(args []string, stderr io.Writer) (herd.Options, error) {
 	fs.SetOutput(stderr)
 	o := herd.Options{Hold: 300 * time.Millisecond}
 	short := fs.Bool("short", false, "the short version: scored and least_loaded only, 10 bursts each")
-	strategies := fs.String("strategies", strings.Join(config.Strategies(), ","), "router strategies")
+	// Every strategy but the simulator's precise emulation, which needs
+	// engine KV events the real fleet does not publish.
+	all := slices.DeleteFunc(config.Strategies(), func(s string) bool { return s == emulate.PrecisePrefixQueueKVMaxScore })
+	strategies := fs.String("strategies", strings.Join(all, ","), "router strategies")
 	replicas := fs.String("replicas", "1,3", "router replica counts (sharing one redis-server)")
 	baselines := fs.String("baselines", "LEAST_REQUEST,ROUND_ROBIN", "Envoy policies measured for reference")
 	fs.StringVar(&o.BinDir, "bin", "bin", "directory holding llm-router, llm-bench and gpusim")

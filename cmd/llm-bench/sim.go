@@ -41,7 +41,7 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 	fs.IntVar(&s.Engine.MaxBatchedTokens, "max-batched-tokens", s.Engine.MaxBatchedTokens, "engine: token budget of one step (chunked prefill)")
 	fs.Float64Var(&s.Engine.GPUMemUtil, "gpu-mem-util", s.Engine.GPUMemUtil, "engine: fraction of GPU memory used")
 	fs.DurationVar(&s.Router.RefreshInterval, "refresh", s.Router.RefreshInterval, "each replica's snapshot refresh interval")
-	fs.DurationVar(&s.Router.ScrapePeriod, "scrape", 0, "telemetry scrape period (0: the product's, 50ms for the Gateway API Inference Extension emulations)")
+	fs.DurationVar(&s.Router.ScrapePeriod, "scrape", 0, "telemetry scrape period (0: the product's, 50ms for the emulations with queue and KV scorers)")
 	fs.DurationVar(&s.Router.TelemetryStale, "stale", s.Router.TelemetryStale, "telemetry older than this is unknown")
 	fs.DurationVar(&s.SLO.TTFT, "slo-ttft", s.SLO.TTFT, "goodput: TTFT bound")
 	fs.DurationVar(&s.SLO.TPOT, "slo-tpot", s.SLO.TPOT, "goodput: time-per-output-token bound")

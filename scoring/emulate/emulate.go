@@ -7,8 +7,9 @@
 //
 // Each emulation is a scoring.Strategy that also keeps what the scheduler
 // it emulates keeps per router replica: a prefix index fed by its own
-// routing decisions, and per-worker counts of the requests it routed and
-// that have not finished. The scheduler feeds that state through
+// routing decisions (or, for llm-d's precise profile, by the engines' KV
+// events, which its caller delivers), and per-worker counts of the
+// requests it routed and that have not finished. The scheduler feeds that state through
 // Claimed(id, job, worker, now) after each successful claim and
 // Released(id, now) when the claim is released. Like the originals, each
 // router replica has its own state; nothing is shared between replicas.
@@ -33,7 +34,8 @@
 // # What is emulated
 //
 // Prompts are compared by the chained 16-token block hashes of
-// scoring/prefix (scoring.Job.Blocks): characters are estimated at four a
+// scoring/prefix (scoring.Job.Blocks), or by the 64-token blocks llm-d's
+// approximate index hashes, derived from them (approx.go): characters are estimated at four a
 // token, as the Gateway API Inference Extension does, while SGLang's router
 // matches characters and Dynamo tokens. Where that or anything else is
 // simplified, the emulation says so in its own comments.
@@ -60,6 +62,15 @@ const (
 	// PrefixOverlapMinCost emulates NVIDIA Dynamo's KV router in its
 	// approximate mode (no KV events).
 	PrefixOverlapMinCost = "prefix_overlap_min_cost"
+	// PrefixAffinityTokenLoad emulates llm-d's current default profile:
+	// the prefix-affinity filter at 0.80 and the token-load scorer
+	// ("sticky until saturated") on the approximate index.
+	PrefixAffinityTokenLoad = "prefix_affinity_token_load"
+	// PrecisePrefixQueueKVMaxScore emulates llm-d's precise prefix-cache
+	// profile, fed by the engines' KV events (PrecisePrefix). Only the
+	// fleet simulator has the events: it registers this name, not this
+	// package.
+	PrecisePrefixQueueKVMaxScore = "precise_prefix_queue_kv_max_score"
 )
 
 // Names lists every emulation; each is registered with scoring (the
@@ -71,7 +82,7 @@ func Names() []string {
 // PrefixNames lists the prefix-aware emulations: each keeps per-replica
 // state (its own index) fed by the claims it observes.
 func PrefixNames() []string {
-	return []string{PrefixQueueKVMaxScore, PrefixMatchOrShortestQueue, PrefixOverlapMinCost}
+	return []string{PrefixQueueKVMaxScore, PrefixMatchOrShortestQueue, PrefixOverlapMinCost, PrefixAffinityTokenLoad}
 }
 
 // The emulations register with scoring when a binary links this package:
@@ -84,6 +95,7 @@ func init() {
 	scoring.RegisterStrategy(PrefixQueueKVMaxScore, func(scoring.Params) scoring.Strategy { return newPrefixQueueKV() })
 	scoring.RegisterStrategy(PrefixMatchOrShortestQueue, func(scoring.Params) scoring.Strategy { return newPrefixMatchOrShortestQueue() })
 	scoring.RegisterStrategy(PrefixOverlapMinCost, func(scoring.Params) scoring.Strategy { return newPrefixOverlapMinCost() })
+	scoring.RegisterStrategy(PrefixAffinityTokenLoad, func(scoring.Params) scoring.Strategy { return newPrefixAffinityTokenLoad() })
 }
 
 // blockTokens is the block size every emulation works in: vLLM's default,

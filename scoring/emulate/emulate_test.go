@@ -141,3 +141,17 @@ func TestPrefixAffinityWinsAtEqualLoad(t *testing.T) {
 		})
 	}
 }
+
+// wide expands 64-token block hashes into the 16-token ones a job
+// carries: four per block, the last of the four being the 64-token
+// block's own hash (approxBlocks takes it back), the others unique to it.
+func wide(blocks64 []uint64) []uint64 {
+	out := make([]uint64, 0, len(blocks64)*approxStride)
+	for _, b := range blocks64 {
+		for k := range approxStride - 1 {
+			out = append(out, b^uint64(k+1)<<60)
+		}
+		out = append(out, b)
+	}
+	return out
+}

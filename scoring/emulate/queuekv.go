@@ -8,45 +8,33 @@ import (
 	"github.com/llm-router/llm-router/scoring"
 )
 
-// Upstream defaults of the Gateway API Inference Extension's prefix-cache
-// scorer plugin and of the default scheduling profile that uses it.
-const (
-	// gieMaxBlocks is maxPrefixBlocksToMatch: only a prompt's first 256
-	// blocks are indexed and matched.
-	gieMaxBlocks = 256
-	// gieLRUCapacity is lruCapacityPerServer: blocks remembered per server
-	// (upstream sized it as ~500k tokens of KV on an H100 / 16).
-	gieLRUCapacity = 31250
-	// Weights of the profile: prefix 3, queue 2, KV utilisation 2. The
-	// latter two are queue_kv_max_score's (gie.go), reused as is.
-	giePrefixWeight = 3
-)
+// Weights of the Gateway API Inference Extension / llm-d default profile
+// with the prefix-cache scorer: prefix 3, queue 2, KV utilisation 2. The
+// latter two are queue_kv_max_score's (gie.go), reused as is.
+const giePrefixWeight = 3
 
-// prefixQueueKV is prefix_queue_kv_max_score: the approximate prefix-cache
-// scorer added to queue_kv_max_score. Prefix score = leading blocks matched
-// by the routing history / blocks of the request (first 256); total =
-// 3·prefix + 2·queue + 2·kv, highest wins.
+// prefixQueueKV is prefix_queue_kv_max_score: the prefix-cache scorer on
+// llm-d's approximate index (approx.go: 64-token blocks, first 131,072
+// tokens, per-server LRU sized from the engine's KV) added to
+// queue_kv_max_score. Prefix score = leading blocks matched by the
+// routing history / 64-token blocks of the request (the scorer's default
+// matchLengthWeight 0); total = 3·prefix + 2·queue + 2·kv, highest wins.
 //
-// The index is upstream's: per server, an LRU of the block hashes routed to
-// it, capped at lruCapacityPerServer, fed only by this replica's own
-// routing decisions (not by the engines). A match walks the request's
-// blocks in order and stops at the first block no server holds; every
-// server holding a block up to there gets one more matched block, as
-// upstream counts it. Upstream also mixes the model name into the first
-// hash; here candidates are already filtered by model, and an index entry
-// for another model's worker never scores for this one.
+// The index is fed only by this replica's own routing decisions (not by
+// the engines). Upstream also mixes the model name into the first hash;
+// here candidates are already filtered by model, and an index entry for
+// another model's worker never scores for this one.
 type prefixQueueKV struct {
-	queueKV     scoring.Strategy // queue_kv_max_score
-	lruCapacity int              // upstream default; tests shrink it
+	queueKV scoring.Strategy // queue_kv_max_score
 
-	mu      sync.Mutex
-	servers map[string]*blockLRU
+	mu    sync.Mutex
+	index *approxIndex
 }
 
 var _ scoring.Strategy = (*prefixQueueKV)(nil)
 
 func newPrefixQueueKV() *prefixQueueKV {
-	return &prefixQueueKV{queueKV: queueKVMaxScore{}, lruCapacity: gieLRUCapacity, servers: map[string]*blockLRU{}}
+	return &prefixQueueKV{queueKV: queueKVMaxScore{}, index: newApproxIndex()}
 }
 
 func (*prefixQueueKV) Name() string { return PrefixQueueKVMaxScore }
@@ -55,9 +43,12 @@ func (*prefixQueueKV) Name() string { return PrefixQueueKVMaxScore }
 // Base = −(3·prefix + 2·queue + 2·kv).
 func (s *prefixQueueKV) Plan(in scoring.Input, eligible []scoring.Worker) []scoring.Candidate {
 	out := s.queueKV.Plan(in, eligible)
-	blocks := firstBlocks(in.Job.Blocks)
+	blocks := approxBlocks(in.Job.Blocks)
 	s.mu.Lock()
-	matched := s.match(blocks)
+	for _, w := range eligible {
+		s.index.tune(w.ID, w.KVBlocks)
+	}
+	matched := s.index.match(blocks)
 	s.mu.Unlock()
 	for i := range out {
 		score := 0.0
@@ -74,46 +65,15 @@ func (s *prefixQueueKV) Plan(in scoring.Input, eligible []scoring.Worker) []scor
 // Claimed records the request's blocks as routed to worker, as upstream's
 // PreRequest hook does once the pick is made.
 func (s *prefixQueueKV) Claimed(_ string, job scoring.Job, worker string, _ time.Time) {
-	blocks := firstBlocks(job.Blocks)
-	if len(blocks) == 0 {
-		return
-	}
+	blocks := approxBlocks(job.Blocks)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := s.servers[worker]
-	if l == nil {
-		l = newBlockLRU(s.lruCapacity)
-		s.servers[worker] = l
-	}
-	for _, b := range blocks {
-		l.add(b)
-	}
+	s.index.add(worker, blocks)
 }
 
 // Released does nothing: the scorer's index outlives requests, and the
 // queue and KV scorers read the workers' own metrics.
 func (*prefixQueueKV) Released(string, time.Time) {}
-
-// match counts, per server, the blocks it holds among the request's
-// leading blocks that some server holds (upstream's matchLongestPrefix).
-func (s *prefixQueueKV) match(blocks []uint64) map[string]int {
-	matched := make(map[string]int, len(s.servers))
-	for _, b := range blocks {
-		found := false
-		for id, l := range s.servers {
-			if l.has(b) {
-				matched[id]++
-				found = true
-			}
-		}
-		if !found {
-			break
-		}
-	}
-	return matched
-}
-
-func firstBlocks(b []uint64) []uint64 { return b[:min(len(b), gieMaxBlocks)] }
 
 // blockLRU is one server's block hashes, least recently routed first out.
 type blockLRU struct {

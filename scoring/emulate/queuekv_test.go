@@ -6,6 +6,8 @@ import (
 	"github.com/llm-router/llm-router/scoring"
 )
 
+// The cases are written in 64-token blocks (wide expands them into the
+// 16-token blocks a job carries).
 func TestPrefixQueueKVMaxScore(t *testing.T) {
 	a, b := seq(1, 10), seq(2, 10)
 	tests := []struct {
@@ -53,28 +55,37 @@ func TestPrefixQueueKVMaxScore(t *testing.T) {
 			req: job(a), want: "w1", prefix: map[string]float64{"w1": 0.4, "w2": 0.2},
 		},
 		{
-			name: "only the first 256 blocks count", routed: map[string][]uint64{"w1": seq(4, 300)},
-			req: job(seq(4, 256), seq(5, 44)), want: "w1", prefix: map[string]float64{"w1": 1},
+			name: "only the first 131,072 tokens count", routed: map[string][]uint64{"w1": seq(4, 2100)},
+			req: job(seq(4, 2048), seq(5, 44)), want: "w1", prefix: map[string]float64{"w1": 1},
 		},
 		{
 			name: "a prompt under one block scores 0 everywhere", routed: map[string][]uint64{"w1": a},
 			req: scoring.Job{Model: "m", PromptTokens: 10}, prefix: map[string]float64{"w1": 0, "w2": 0},
+		},
+		{
+			// 63 tokens are three 16-token blocks and no 64-token one.
+			name: "a prompt under 64 tokens scores 0", routed: map[string][]uint64{"w1": a},
+			req: scoring.Job{Model: "m", PromptTokens: 63, Blocks: wide(a[:1])[:3]}, prefix: map[string]float64{"w1": 0},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newPrefixQueueKV()
 			if tc.capacity > 0 {
-				s.lruCapacity = tc.capacity
+				s.index.capacity["w2"] = tc.capacity
 			}
 			for w, blocks := range tc.routed {
-				s.Claimed("r-"+w, scoring.Job{Model: "m", Blocks: blocks}, w, t0)
+				s.Claimed("r-"+w, scoring.Job{Model: "m", Blocks: wide(blocks)}, w, t0)
 			}
 			ws := fleet(2)
 			if tc.tune != nil {
 				tc.tune(ws)
 			}
-			got, cands := pick(t, s, tc.req, t0, ws)
+			req := tc.req
+			if len(req.Blocks) > 0 && req.PromptTokens != 63 {
+				req = job(wide(req.Blocks))
+			}
+			got, cands := pick(t, s, req, t0, ws)
 			if tc.want != "" && got != tc.want {
 				t.Errorf("picked %s, want %s (%+v)", got, tc.want, cands)
 			}
