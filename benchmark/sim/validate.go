@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -306,6 +307,7 @@ func Validate(rep *report.Report, source string, progress io.Writer) (*Validatio
 				runs = append(runs, res)
 			}
 			c = judge(c, ps.Real, runs, rep.Measured, rep.SLO)
+			c.Served = served(rep, ps.Real, runs)
 		}
 		v.Setups = append(v.Setups, c)
 	}
@@ -371,4 +373,26 @@ func poolSim(runs []*RunResult, measured [2]int, slo stats.SLO) (st stats.Stats,
 		st.HitRate.Lo, st.HitRate.Hi = min(st.HitRate.Lo, h), max(st.HitRate.Hi, h)
 	}
 	return st, refused, tooLong
+}
+
+// served counts each GPU's measured requests over the seeds, in the real
+// runs (their summaries) and the simulator's.
+func served(rep *report.Report, real stats.Stats, runs []*RunResult) []Served {
+	out := make([]Served, len(rep.Fleet))
+	for i, g := range rep.Fleet {
+		out[i].GPU = g.ID
+		for _, r := range rep.Runs {
+			if r.Summary.Setup == real.Setup && r.Summary.Load == real.Load && slices.Contains(real.Seeds, r.Seed) {
+				out[i].Real += r.Summary.PerWorker[g.ID]
+			}
+		}
+	}
+	for _, r := range runs {
+		for _, q := range r.Requests[rep.Measured[0]:rep.Measured[1]] {
+			if q.Outcome == OutcomeOK {
+				out[q.GPU].Sim++
+			}
+		}
+	}
+	return out
 }

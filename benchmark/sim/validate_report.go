@@ -57,6 +57,16 @@ type SetupCheck struct {
 	// that no GPU took.
 	Refused int `json:"refused,omitempty"`
 	TooLong int `json:"too_long,omitempty"`
+	// Served is, per GPU in fleet order, the measured requests it served
+	// over the seeds, real and simulated.
+	Served []Served `json:"served,omitempty"`
+}
+
+// Served is one GPU's share of the measured requests.
+type Served struct {
+	GPU  string `json:"gpu"`
+	Real int    `json:"real"`
+	Sim  int    `json:"sim"`
 }
 
 // MetricCheck is one figure, real and simulated.
