@@ -158,6 +158,24 @@ func (v *Validation) Tally() (byVerdict map[string]int, inside, figures int) {
 	return byVerdict, inside, figures
 }
 
+// P50Offset is the median, over the setups compared, of the real TTFT
+// p50 minus the simulator's (ms of GPU time): what the real stack adds to
+// every request that the simulator leaves out (Envoy, the router, the
+// client and gpusim's HTTP serving, each wall millisecond counting
+// 1/time_scale of GPU time). ok is false when no setup was compared.
+func (v *Validation) P50Offset() (ms float64, ok bool) {
+	var d []float64
+	for _, c := range v.Setups {
+		if len(c.Metrics) > 0 {
+			d = append(d, c.Metrics[0].Real.Value-c.Metrics[0].Sim.Value)
+		}
+	}
+	if len(d) == 0 {
+		return 0, false
+	}
+	return stats.SpreadOf(d).Median, true
+}
+
 // WriteValidationsJSON writes validations as indented JSON.
 func WriteValidationsJSON(w io.Writer, vs []*Validation) error {
 	enc := json.NewEncoder(w)
@@ -177,6 +195,10 @@ func (v *Validation) WriteMarkdown(w io.Writer) {
 	by, in, n := v.Tally()
 	fmt.Fprintf(w, "- Verdicts: %d agree, %d differ, %d not comparable yet, %d not run; %d of %d figures inside the real interval; %.0f s of simulation\n\n",
 		by[VerdictAgrees], by[VerdictDiffers], by[VerdictNotComparable], by[VerdictNotRun], in, n, v.Wall.Seconds())
+	if off, ok := v.P50Offset(); ok {
+		fmt.Fprintf(w, "Median over the setups compared of real − simulated TTFT p50: %.1f ms of GPU time, %.1f ms of wall time at time scale %g.\n\n",
+			off, off*v.TimeScale, v.TimeScale)
+	}
 	fmt.Fprintln(w, "| setup | simulated as | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | good | prefix hit | verdict |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, c := range v.Setups {
