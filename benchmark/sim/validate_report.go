@@ -185,7 +185,7 @@ func WriteValidationsJSON(w io.Writer, vs []*Validation) error {
 
 // WriteMarkdown writes the validation as a Markdown section: the real
 // run, then one row per setup with every figure as
-// `sim · real [lo, hi] ✓|✗ ratio`.
+// `✓|✗ sim vs real [lo, hi] ratio`.
 func (v *Validation) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "## %s (`%s`)\n\n", v.Name, v.Against)
 	fmt.Fprintf(w, "- Real: `%s`, %s, started %s, GPUs at time scale %g\n", v.Command, v.Machine, v.Started.Format(time.RFC3339), v.TimeScale)
@@ -218,8 +218,8 @@ func (v *Validation) WriteMarkdown(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-// metricCell renders a figure: the simulator's value, the real value and
-// interval, ✓ inside or ✗ outside, and the ratio.
+// metricCell renders a figure: ✓ inside or ✗ outside, the simulator's
+// value vs the real value and interval, and the ratio.
 func metricCell(m MetricCheck) string {
 	f := func(x float64) string { return fmt.Sprintf("%.0f", x) }
 	if !strings.HasSuffix(m.Metric, "_ms") {
@@ -233,5 +233,5 @@ func metricCell(m MetricCheck) string {
 	if m.Ratio != 0 {
 		ratio = fmt.Sprintf("%.2f×", m.Ratio)
 	}
-	return fmt.Sprintf("%s %s %s [%s, %s] %s", mark, f(m.Sim.Value), f(m.Real.Value), f(m.Real.Lo), f(m.Real.Hi), ratio)
+	return fmt.Sprintf("%s %s vs %s [%s, %s] %s", mark, f(m.Sim.Value), f(m.Real.Value), f(m.Real.Lo), f(m.Real.Hi), ratio)
 }

@@ -51,7 +51,7 @@ func simValidateCommand(_ context.Context, args []string, stdout, stderr io.Writ
 	command := strings.TrimSpace("llm-bench sim validate " + strings.Join(args, " "))
 	write := func(w io.Writer) error {
 		fmt.Fprintf(w, "# The simulator against the real stack\n\nCommand: `%s`\n\n", command)
-		fmt.Fprintln(w, "Each cell: ✓ (inside) or ✗ (outside) the real 95 % interval, the simulator's value, the real value [interval], and their ratio. TTFT and good-fraction intervals are the bootstrap's over seeds and requests (benchmark/stats), as compare computes them; prefix hit rate's are the min and max over seeds.")
+		fmt.Fprintln(w, "Each cell: ✓ (inside) or ✗ (outside) the real 95 % interval, then the simulator's value vs the real value [interval], and their ratio. TTFT and good-fraction intervals are the bootstrap's over seeds and requests (benchmark/stats), as compare computes them; prefix hit rate's are the min and max over seeds.")
 		fmt.Fprintln(w)
 		for _, v := range vs {
 			v.WriteMarkdown(w)
