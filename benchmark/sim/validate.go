@@ -267,6 +267,11 @@ func Validate(rep *report.Report, source string, progress io.Writer) (*Validatio
 	if err != nil {
 		return nil, fmt.Errorf("%s: trace: %w", source, err)
 	}
+	// A missing trace file makes loadgen fall back to its synthetic
+	// trace: refuse it, since the jobs would be other jobs.
+	if w.Source != rep.Trace {
+		return nil, fmt.Errorf("%s: trace: %s was not read (%s instead); run from the directory the result's trace path is relative to", source, rep.Trace, w.Source)
+	}
 	if w.Name() != rep.Workload {
 		return nil, fmt.Errorf("%s: workload: the result's %q is reproduced as %q", source, rep.Workload, w.Name())
 	}

@@ -146,6 +146,11 @@ func TestPlanValidationRefusesWhatItCannotReproduce(t *testing.T) {
 		}
 	}
 	rep := smallCompare(t)
+	rep.Trace += ".missing"
+	if _, err := Validate(rep, "small.json", nil); err == nil || !strings.Contains(err.Error(), "was not read") {
+		t.Errorf("a missing trace: error %v, want one saying it was not read", err)
+	}
+	rep = smallCompare(t)
 	rep.Fleet[2].KVBlocks++
 	if _, err := Validate(rep, "small.json", nil); err == nil || !strings.Contains(err.Error(), "fleet[2] (a40-0): kv_blocks") {
 		t.Errorf("a KV cache unlike the engine's: error %v, want one naming fleet[2]'s kv_blocks", err)
