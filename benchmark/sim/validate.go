@@ -122,14 +122,26 @@ func workloadOptions(rep *report.Report) (loadgen.WorkloadOptions, error) {
 }
 
 // engineOf is gpusim's default engine with the fleet keys every GPU ran
-// with. stream_summary changes how a stream is carried, not the engine.
+// with. stream_summary changes how a stream is carried, not the engine's
+// times; the simulator then records token times too, for the goodput's
+// p99 gap.
 func engineOf(keys map[string]any) (Engine, error) {
 	g := gpusim.DefaultConfig()
 	e := Engine{MaxNumSeqs: g.MaxNumSeqs, MaxBatchedTokens: g.MaxBatchedTokens, GPUMemUtil: g.GPUMemUtil}
 	for k, v := range keys {
-		f, isNum := v.(float64)
+		if k == "stream_summary" {
+			b, ok := v.(bool)
+			if !ok {
+				return e, fmt.Errorf("fleet_keys.%s: want true or false, got %v", k, v)
+			}
+			e.StreamSummary = b
+			continue
+		}
+		f, ok := v.(float64)
+		if !ok {
+			return e, fmt.Errorf("fleet_keys.%s: want a number, got %v", k, v)
+		}
 		switch k {
-		case "stream_summary":
 		case "gpu_mem_util":
 			e.GPUMemUtil = f
 		case "max_num_seqs":
@@ -138,9 +150,6 @@ func engineOf(keys map[string]any) (Engine, error) {
 			e.MaxBatchedTokens = int(f)
 		default:
 			return e, fmt.Errorf("fleet_keys.%s: the simulator does not model this key", k)
-		}
-		if k != "stream_summary" && !isNum {
-			return e, fmt.Errorf("fleet_keys.%s: want a number, got %v", k, v)
 		}
 	}
 	return e, nil
@@ -357,6 +366,14 @@ func poolSim(runs []*RunResult, measured [2]int, slo stats.SLO) (st stats.Stats,
 	var hits []float64
 	for i, r := range runs {
 		strata[i] = asResults(r.Requests)[measured[0]:measured[1]]
+		// Goodput's inter-token bound is on each request's own p99 gap,
+		// as compare's client measures it, not on its mean (asResults'
+		// TPOT, left where the engines recorded no token times).
+		for k, q := range r.Requests[measured[0]:measured[1]] {
+			if q.Outcome == OutcomeOK && q.ITLP99 > 0 {
+				strata[i][k].ITLs = []time.Duration{q.ITLP99}
+			}
+		}
 		h := 0.0
 		if r.PrefixQueries > 0 {
 			h = float64(r.PrefixHits) / float64(r.PrefixQueries)

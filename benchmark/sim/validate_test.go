@@ -76,7 +76,7 @@ func TestPlanValidationMapsCompareToSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Engine{MaxNumSeqs: 256, MaxBatchedTokens: 2048, GPUMemUtil: 0.5}); p.Engine != want {
+	if want := (Engine{MaxNumSeqs: 256, MaxBatchedTokens: 2048, GPUMemUtil: 0.5, StreamSummary: true}); p.Engine != want {
 		t.Errorf("engine = %+v, want %+v", p.Engine, want)
 	}
 	wantWorkload := loadgen.WorkloadOptions{TracePath: rep.Trace, Kind: loadgen.KindTrace, Arrivals: loadgen.ArrivalsPoisson, MaxTokens: loadgen.MaxTokensBound}
@@ -245,6 +245,17 @@ func TestJudgeComputesVerdicts(t *testing.T) {
 	}
 	if m := c.Metrics[1]; m.Inside || m.Ratio != p90.Value/(2*p90.Hi) {
 		t.Errorf("moved p90: %+v, want outside with ratio %g", m, p90.Value/(2*p90.Hi))
+	}
+	// Goodput bounds each request's own p99 gap: a quarter of the
+	// measured requests over 100 ms is a good fraction of 3/4, whatever
+	// their mean time per token (30 ms).
+	for _, r := range runs {
+		for k := measured[0]; k < measured[1]; k += 4 {
+			r.Requests[k].ITLP99 = 150 * time.Millisecond
+		}
+	}
+	if st, _, _ := poolSim(runs, measured, slo); st.Good.Value != 0.75 {
+		t.Errorf("good fraction %g with a quarter of the requests' p99 gap over the bound, want 0.75", st.Good.Value)
 	}
 	runs[1].Requests[7].Outcome = OutcomeRefused
 	if c = judge(SetupCheck{Setup: "x"}, own, runs, measured, slo); c.Verdict != VerdictNotComparable || c.Metrics != nil {
