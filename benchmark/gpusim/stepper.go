@@ -44,6 +44,10 @@ type Progress struct {
 	// many it generated.
 	Done   bool
 	Tokens int
+	// Gaps are, when Done, the request's engine-clock gaps between
+	// consecutive tokens, recorded only when the engine records token
+	// times (Config.StreamSummary); nil otherwise.
+	Gaps []time.Duration
 }
 
 // NewStepper builds the engine cfg describes; cfg must be calibrated
@@ -85,6 +89,9 @@ func (st *Stepper) record(s *seq, now time.Duration) {
 	}
 	if done {
 		delete(st.tags, s)
+		for k := 1; k < len(s.tokenTimes); k++ {
+			p.Gaps = append(p.Gaps, s.tokenTimes[k]-s.tokenTimes[k-1])
+		}
 	}
 	st.progress = append(st.progress, p)
 }

@@ -48,7 +48,7 @@ func driveStepper(t *testing.T, cfg Config, reqs []SimRequest, each func(*Steppe
 					out[p.Tag].FirstToken, out[p.Tag].CachedTokens = p.At, p.CachedTokens
 				}
 				if p.Done {
-					out[p.Tag].Done, out[p.Tag].Tokens = p.At, p.Tokens
+					out[p.Tag].Done, out[p.Tag].Tokens, out[p.Tag].Gaps = p.At, p.Tokens, slices.Clone(p.Gaps)
 					done++
 				}
 			}
@@ -66,7 +66,8 @@ func driveStepper(t *testing.T, cfg Config, reqs []SimRequest, each func(*Steppe
 
 // A Stepper driven by an event loop is the engine Simulate runs: on a
 // Mooncake replay with prefix sharing, batching and preemption, every
-// request's first token, last token and cached prompt agree exactly.
+// request's first token, last token, cached prompt and token gaps agree
+// exactly.
 func TestStepperMatchesSimulate(t *testing.T) {
 	rows, err := LoadMooncake(filepath.Join("..", "traces", "mooncake-conversation.jsonl"))
 	if err != nil {
@@ -78,7 +79,7 @@ func TestStepperMatchesSimulate(t *testing.T) {
 	}
 	reqs = Rescale(reqs, 3)
 	slices.SortStableFunc(reqs, func(a, b SimRequest) int { return int(a.Arrival - b.Arrival) })
-	cfg := simConfig(func(c *Config) { c.Profile, c.GPUMemUtil = "a100-llama3-8b", 0.4 })
+	cfg := simConfig(func(c *Config) { c.Profile, c.GPUMemUtil, c.StreamSummary = "a100-llama3-8b", 0.4, true })
 	want, st, err := Simulate(cfg, reqs)
 	if err != nil {
 		t.Fatal(err)
@@ -87,9 +88,13 @@ func TestStepperMatchesSimulate(t *testing.T) {
 		t.Fatalf("the replay should exercise the prefix cache and preemption: %+v", st)
 	}
 	got := driveStepper(t, cfg, reqs, nil)
+	if len(got[0].Gaps) != got[0].Tokens-1 {
+		t.Fatalf("request 0: %d gaps for %d tokens", len(got[0].Gaps), got[0].Tokens)
+	}
 	for i := range want {
 		w, g := want[i], got[i]
-		if w.Arrival != g.Arrival || w.FirstToken != g.FirstToken || w.Done != g.Done || w.Tokens != g.Tokens || w.CachedTokens != g.CachedTokens || w.Rejected != g.Rejected {
+		if w.Arrival != g.Arrival || w.FirstToken != g.FirstToken || w.Done != g.Done || w.Tokens != g.Tokens || w.CachedTokens != g.CachedTokens || w.Rejected != g.Rejected ||
+			!slices.Equal(w.Gaps, g.Gaps) {
 			t.Fatalf("request %d: Simulate %+v, Stepper %+v", i, w, g)
 		}
 	}

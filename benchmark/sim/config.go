@@ -35,6 +35,10 @@ type Engine struct {
 	MaxNumSeqs       int     `json:"max_num_seqs"`
 	MaxBatchedTokens int     `json:"max_batched_tokens"`
 	GPUMemUtil       float64 `json:"gpu_mem_util"`
+	// StreamSummary records each request's token times, for its p99
+	// inter-token gap (Result.ITLP99); it costs a duration per token of
+	// every running request, so it is off unless a validation needs it.
+	StreamSummary bool `json:"stream_summary,omitempty"`
 }
 
 // Router is what every router replica is configured with.

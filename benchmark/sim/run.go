@@ -9,6 +9,7 @@ import (
 
 	"github.com/llm-router/llm-router/benchmark/gpusim"
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/app"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scheduler"
@@ -52,6 +53,10 @@ type Result struct {
 	GPU     int    `json:"gpu"` // index in the fleet; -1 when refused
 	Replica int    `json:"replica"`
 	Outcome string `json:"outcome"`
+	// ITLP99 is the request's own 99th-percentile gap between consecutive
+	// tokens, the inter-token figure llm-bench compare's goodput bounds;
+	// 0 under two tokens or unless Engine.StreamSummary.
+	ITLP99 time.Duration `json:"itl_p99_ns,omitempty"`
 }
 
 // TTFT is the time to first token.
@@ -180,6 +185,7 @@ func fleetSpecs(gpus []GPUClass, eng Engine) ([]gpusim.Config, []state.WorkerSpe
 			c := gpusim.DefaultConfig()
 			c.ID, c.Listen, c.Models, c.Profile = id, id, []string{loadgen.Model}, g.Profile
 			c.MaxNumSeqs, c.MaxBatchedTokens, c.GPUMemUtil = eng.MaxNumSeqs, eng.MaxBatchedTokens, eng.GPUMemUtil
+			c.StreamSummary = eng.StreamSummary
 			cfgs = append(cfgs, c)
 			specs = append(specs, state.WorkerSpec{
 				ID: id, Address: id + ":8000", Models: []string{loadgen.Model}, MaxConcurrency: capacity,
@@ -372,6 +378,7 @@ func (r *runner) stepEnd(g int) {
 			continue
 		}
 		res.Done, res.Tokens, res.Outcome = p.At, p.Tokens, OutcomeOK
+		res.ITLP99 = stats.Percentile(p.Gaps, 99)
 		r.left--
 		o := scheduler.Outcome{Status: 200, TTFT: res.FirstToken - r.claimed[p.Tag], CompletionTokens: p.Tokens}
 		if p.Tokens > 1 && res.Done > res.FirstToken {

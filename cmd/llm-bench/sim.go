@@ -139,8 +139,12 @@ func parseList[T any](v string, parse func(string) (T, error)) ([]T, error) {
 }
 
 // simCommand is `llm-bench sim`: a study on the virtual-time fleet
-// simulator, its Markdown report on stdout.
-func simCommand(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// simulator, its Markdown report on stdout; `llm-bench sim validate`
+// sets the simulator against compare results.
+func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "validate" {
+		return simValidateCommand(ctx, args[1:], stdout, stderr)
+	}
 	s, out, err := parseSimFlags(args, stderr)
 	if err != nil {
 		return err
