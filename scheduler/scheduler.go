@@ -49,6 +49,9 @@ type QueueOptions struct {
 	// PollEvery is how often a waiter checks its place in case a
 	// notification was lost.
 	PollEvery time.Duration
+	// Weights are the tenants' fair shares within a band (fair.go);
+	// unlisted tenants weigh 1.
+	Weights map[string]float64
 }
 
 // Options configure a Scheduler.

@@ -64,6 +64,7 @@ func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend
 	limits := state.Limits{
 		Lease:     cfg.ClaimLease.D(),
 		GlobalCap: cfg.Queue.MaxConcurrentRequests,
+		FairHalfLife: cfg.Queue.Fairness.Decay.D(),
 		Health: state.HealthPolicy{
 			ActiveFailures:  cfg.Health.FailureThreshold,
 			PassiveFailures: cfg.Health.PassiveFailureThreshold,
