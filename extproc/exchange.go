@@ -37,7 +37,7 @@ type exchange struct {
 	tenant           string
 	tenantUnverified bool
 	fairness         fairnessHeader
-	slo      SLOTargets // what the headers asked; resolved with the model
+	slo              SLOTargets // what the headers asked; resolved with the model
 
 	requestID string
 	method    string

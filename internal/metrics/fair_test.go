@@ -50,4 +50,3 @@ func TestFairMetrics(t *testing.T) {
 		t.Fatalf("other's service %g, want 6 tenants × 10", got)
 	}
 }
-
