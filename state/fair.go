@@ -16,6 +16,11 @@ import "math"
 // old service is forgotten. With a single tenant the order is the FCFS
 // order by priority, then arrival.
 
+// FairForget is the counter, in tokens, under which a decayed counter of
+// a tenant with no waiter is forgotten (Pump prunes them), so that ids
+// seen once do not stay forever.
+const FairForget = 1e-3
+
 // DefaultTenant is the tenant of requests that name none.
 const DefaultTenant = "default"
 

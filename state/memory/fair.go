@@ -117,3 +117,26 @@ func (m *Store) fairHead(model string, now time.Time) *memWaiter {
 	}
 	return nil
 }
+
+// fairPrune forgets decayed counters of tenants with no waiter (see
+// state.FairForget); Pump calls it.
+func (m *Store) fairPrune(now time.Time) {
+	if m.limits.FairHalfLife <= 0 {
+		return
+	}
+	ms := now.UnixMilli()
+	for k := range m.fair.counters {
+		if m.fairValue(k.model, k.tenant, ms) >= state.FairForget {
+			continue
+		}
+		waiting := false
+		for rank := range 3 {
+			if len(m.fair.bands[fairBand{k.model, rank}][k.tenant]) > 0 {
+				waiting = true
+			}
+		}
+		if !waiting {
+			delete(m.fair.counters, k)
+		}
+	}
+}

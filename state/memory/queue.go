@@ -202,5 +202,6 @@ func (m *Store) Pump(_ context.Context) error {
 	for model := range m.queues {
 		m.pumpModel(model, now)
 	}
+	m.fairPrune(now)
 	return nil
 }

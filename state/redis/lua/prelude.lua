@@ -169,6 +169,8 @@ local K_WFAIR = PREFIX .. 'wfair'
 local function fbkey(model, rank) return PREFIX .. 'ft:' .. model .. '\t' .. rank end
 local function fqkey(model, rank, t) return PREFIX .. 'fq:' .. model .. '\t' .. rank .. '\t' .. t end
 local function fckey(model) return PREFIX .. 'fc:' .. model end
+-- A counter under FAIR_FORGET tokens counts as none (state.FairForget).
+local FAIR_FORGET = 1e-3
 
 local function fair_value(model, t, now)
   local rec = redis.call('HGET', fckey(model), t)
@@ -218,6 +220,24 @@ local function fair_leave(id, model, rank)
   redis.call('ZREM', fq, id)
   if redis.call('ZCARD', fq) == 0 then redis.call('SREM', fbkey(model, rank), t) end
   redis.call('HDEL', K_WFAIR, id)
+end
+
+-- fair_prune forgets counters of the model that decayed to nothing and
+-- whose tenants wait nowhere, 64 fields a call from a cursor kept beside
+-- them, so that ids seen once do not stay forever.
+local function fair_prune(model, now)
+  if FAIR_HALF <= 0 then return end
+  local ck = PREFIX .. 'fcur:' .. model
+  local res = redis.call('HSCAN', fckey(model), redis.call('GET', ck) or '0', 'COUNT', 64)
+  redis.call('SET', ck, res[1])
+  local kv = res[2]
+  for i = 1, #kv, 2 do
+    local t, waiting = kv[i], false
+    for rank = 0, 2 do
+      if redis.call('ZCARD', fqkey(model, rank, t)) > 0 then waiting = true end
+    end
+    if not waiting and fair_value(model, t, now) < FAIR_FORGET then redis.call('HDEL', fckey(model), t) end
+  end
 end
 
 -- fair_head is the waiter the model's queue dispatches next: in the best
