@@ -75,7 +75,8 @@ func Scenarios() []Scenario {
 		{
 			Name: "three", Workers: 2, Cap: 4, Duration: 10 * time.Minute, Warmup: time.Minute,
 			Tenants: []Tenant{
-				{Name: "a", Rate: 0.25, Input: in, Output: out}, {Name: "b", Rate: 0.5, Input: in, Output: out},
+				{Name: "a", Rate: 0.25, Input: in, Output: out},
+				{Name: "b", Rate: 0.5, Input: in, Output: out},
 				{Name: "c", Rate: 1.5, Input: in, Output: out},
 			},
 		},

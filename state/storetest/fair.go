@@ -119,8 +119,12 @@ func wantOrder(t *testing.T, got []string, want ...string) {
 // each, and a cancelled waiter leaves its tenant's turn to the next.
 func fairAlternates(t *testing.T, s, peer state.Store) {
 	ws := []fairWaiter{
-		{id: "a1", tenant: "a", cost: 10}, {id: "a2", tenant: "a", cost: 10}, {id: "a3", tenant: "a", cost: 10},
-		{id: "a4", tenant: "a", cost: 10}, {id: "b1", tenant: "b", cost: 10}, {id: "b2", tenant: "b", cost: 10},
+		{id: "a1", tenant: "a", cost: 10},
+		{id: "a2", tenant: "a", cost: 10},
+		{id: "a3", tenant: "a", cost: 10},
+		{id: "a4", tenant: "a", cost: 10},
+		{id: "b1", tenant: "b", cost: 10},
+		{id: "b2", tenant: "b", cost: 10},
 		{id: "b3", tenant: "b", cost: 10},
 	}
 	busy := queueAll(t, s, peer, ws)
@@ -152,8 +156,10 @@ func fairWeighs(t *testing.T, s state.Store) {
 // counts against it in the standard band too.
 func fairPriority(t *testing.T, s state.Store) {
 	ws := []fairWaiter{
-		{id: "a-std", tenant: "a", cost: 1}, {id: "b-batch", tenant: "b", cost: 1, priority: state.PriorityBatch},
-		{id: "b-std", tenant: "b", cost: 1}, {id: "a-crit", tenant: "a", cost: 1e6, priority: state.PriorityCritical},
+		{id: "a-std", tenant: "a", cost: 1},
+		{id: "b-batch", tenant: "b", cost: 1, priority: state.PriorityBatch},
+		{id: "b-std", tenant: "b", cost: 1},
+		{id: "a-crit", tenant: "a", cost: 1e6, priority: state.PriorityCritical},
 		{id: "a-crit2", tenant: "a", cost: 1, priority: state.PriorityCritical},
 	}
 	busy := queueAll(t, s, s, ws)
