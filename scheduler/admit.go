@@ -167,10 +167,9 @@ func (s *Scheduler) queueSpec(r Request) *state.QueueSpec {
 	case state.PriorityBatch:
 		allow = int(math.Floor(float64(q.MaxSize) * q.BatchShare))
 	}
-	return &state.QueueSpec{
-		Model: r.Model, Priority: r.Priority.OrStandard(), Allow: allow, Replica: s.opts.ReplicaID,
-		Tenant: r.fairTenant(), Cost: s.fairCost(r),
-	}
+	spec := &state.QueueSpec{Model: r.Model, Priority: r.Priority.OrStandard(), Allow: allow, Replica: s.opts.ReplicaID}
+	s.fairCharge(r, spec)
+	return spec
 }
 
 // admitted records a claim held for r, decided on features f (ceiling:

@@ -17,16 +17,19 @@ func (r Request) fairTenant() string {
 	return r.Tenant
 }
 
-// fairCost is what r's dispatch charges its tenant: its prompt and twice
-// its output bound (max_tokens, else scoring.DefaultOutputTokens), over
-// the tenant's weight; an unverified tenant weighs 1.
-func (s *Scheduler) fairCost(r Request) float64 {
+// fairCharge sets what r's dispatch charges its tenant: its prompt and
+// twice its output bound (max_tokens, else scoring.DefaultOutputTokens),
+// over the tenant's weight, an unverified tenant weighing 1; the release
+// gives back the output not produced.
+func (s *Scheduler) fairCharge(r Request, q *state.QueueSpec) {
 	w := 1.0
 	if !r.Unverified {
 		if x, ok := s.opts.Queue.Weights[r.fairTenant()]; ok && x > 0 {
 			w = x
 		}
 	}
-	job := scoring.Job{MaxTokens: r.MaxTokens}
-	return state.FairCost(r.PromptTokens, job.DecodeTokens(), w)
+	out := scoring.Job{MaxTokens: r.MaxTokens}.DecodeTokens()
+	q.Tenant = r.fairTenant()
+	q.Cost = state.FairCost(r.PromptTokens, out, w)
+	q.ChargedOutput, q.OutputCost = out, 2/w
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/llm-router/llm-router/state"
 )
 
-func TestFairCost(t *testing.T) {
+func TestFairCharge(t *testing.T) {
 	s := &Scheduler{opts: Options{Queue: QueueOptions{Weights: map[string]float64{"gold": 4}}}}
 	for _, tc := range []struct {
 		name string
@@ -19,8 +19,10 @@ func TestFairCost(t *testing.T) {
 		{"weighted", Request{Tenant: "gold", PromptTokens: 100, MaxTokens: 50}, 50},
 		{"a header alone buys no weight", Request{Tenant: "gold", Unverified: true, PromptTokens: 100, MaxTokens: 50}, 200},
 	} {
-		if got := s.fairCost(tc.r); got != tc.want {
-			t.Errorf("%s: cost %g, want %g", tc.name, got, tc.want)
+		var q state.QueueSpec
+		s.fairCharge(tc.r, &q)
+		if q.Cost != tc.want || q.OutputCost*float64(q.ChargedOutput) > q.Cost {
+			t.Errorf("%s: cost %g (output part %d × %g), want %g", tc.name, q.Cost, q.ChargedOutput, q.OutputCost, tc.want)
 		}
 	}
 	if got := (Request{}).fairTenant(); got != state.DefaultTenant {

@@ -10,10 +10,11 @@ import "math"
 // counter (ties: the tenant whose oldest waiter arrived first); between
 // bands, strict priority holds. Each dispatch, from the queue or a direct
 // claim, adds the request's QueueSpec.Cost to its tenant's counter, in the
-// same atomic step. A tenant joining a band where it had no waiter is
-// lifted to the least counter of the tenants backlogged there, so idling
-// banks no credit; counters halve every Limits.FairHalfLife (0: never), so
-// old service is forgotten. With a single tenant the order is the FCFS
+// same atomic step; its release gives back the part of the charge for
+// output the response did not produce (FairRefund). A tenant joining a
+// band where it had no waiter is lifted to the least counter of the
+// tenants backlogged there, so idling banks no credit; counters halve
+// every Limits.FairHalfLife (0: never), so old service is forgotten. With a single tenant the order is the FCFS
 // order by priority, then arrival.
 
 // FairForget is the counter, in tokens, under which a decayed counter of
@@ -33,6 +34,16 @@ func FairCost(promptTokens, outputTokens int, weight float64) float64 {
 		weight = 1
 	}
 	return math.Max(1, float64(max(0, promptTokens)+2*max(0, outputTokens))) / weight
+}
+
+// FairRefund is what a release gives back to a tenant charged for
+// charged output tokens, each at outputCost, when the response produced
+// actual (0: unknown, nothing).
+func FairRefund(charged, actual int, outputCost float64) float64 {
+	if actual <= 0 || actual >= charged || outputCost <= 0 {
+		return 0
+	}
+	return float64(charged-actual) * outputCost
 }
 
 // FairDecay is counter v, set at ms, as it stands at now ms: halved every

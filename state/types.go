@@ -229,6 +229,11 @@ type QueueSpec struct {
 	// to the tenant's counter (state.FairCost; 0 counts as 1).
 	Tenant string
 	Cost   float64
+	// ChargedOutput is the output tokens counted in Cost, each adding
+	// OutputCost: a release that reports fewer (Release.OutputTokens)
+	// gives its tenant back the difference (state.FairRefund).
+	ChargedOutput int
+	OutputCost    float64
 }
 
 // FairTenant is the tenant the request counts against.
@@ -325,6 +330,10 @@ type Release struct {
 	TTFT         time.Duration
 	TokensPerSec float64
 	Alpha        float64
+	// OutputTokens is the response's output tokens (0: unknown): the fair
+	// queue charged the request its QueueSpec.ChargedOutput and gives its
+	// tenant back what it did not produce.
+	OutputTokens int
 }
 
 // LatencyContribution is what one measured request adds to its worker's

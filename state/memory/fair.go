@@ -30,6 +30,23 @@ type fairCounter struct {
 type fairQueues struct {
 	bands    map[fairBand]map[string][]*memWaiter // tenant → waiters, oldest first
 	counters map[fairKey]fairCounter
+	held     map[string]fairHeld // by claim id, while held: what a release may give back
+}
+
+// fairHeld is what a held claim's tenant was charged for output.
+type fairHeld struct {
+	key           fairKey
+	chargedOutput int
+	outputCost    float64
+}
+
+// fairInit makes the maps on first use.
+func (m *Store) fairInit() {
+	if m.fair.bands == nil {
+		m.fair.bands = map[fairBand]map[string][]*memWaiter{}
+		m.fair.counters = map[fairKey]fairCounter{}
+		m.fair.held = map[string]fairHeld{}
+	}
 }
 
 func (m *Store) fairValue(model, tenant string, now int64) float64 {
@@ -40,17 +57,14 @@ func (m *Store) fairValue(model, tenant string, now int64) float64 {
 // fairJoin adds a new waiter to its band, lifting its tenant to the least
 // counter among the band's backlogged tenants if it had no waiter there.
 func (m *Store) fairJoin(w *memWaiter, now time.Time) {
-	if m.fair.bands == nil {
-		m.fair.bands = map[fairBand]map[string][]*memWaiter{}
-		m.fair.counters = map[fairKey]fairCounter{}
-	}
+	m.fairInit()
 	b := fairBand{w.model, w.priority.Rank()}
 	tenants := m.fair.bands[b]
 	if tenants == nil {
 		tenants = map[string][]*memWaiter{}
 		m.fair.bands[b] = tenants
 	}
-	if len(tenants[w.tenant]) == 0 {
+	if len(tenants[w.fair.tenant]) == 0 {
 		ms := now.UnixMilli()
 		least, any := 0.0, false
 		for t := range tenants {
@@ -58,11 +72,11 @@ func (m *Store) fairJoin(w *memWaiter, now time.Time) {
 				least, any = v, true
 			}
 		}
-		if own := m.fairValue(w.model, w.tenant, ms); any && own < least {
-			m.fair.counters[fairKey{w.model, w.tenant}] = fairCounter{v: least, at: ms}
+		if own := m.fairValue(w.model, w.fair.tenant, ms); any && own < least {
+			m.fair.counters[fairKey{w.model, w.fair.tenant}] = fairCounter{v: least, at: ms}
 		}
 	}
-	tenants[w.tenant] = append(tenants[w.tenant], w)
+	tenants[w.fair.tenant] = append(tenants[w.fair.tenant], w)
 }
 
 // fairLeave takes a waiter out of its band (granted, cancelled, shed or
@@ -70,7 +84,7 @@ func (m *Store) fairJoin(w *memWaiter, now time.Time) {
 func (m *Store) fairLeave(w *memWaiter) {
 	b := fairBand{w.model, w.priority.Rank()}
 	tenants := m.fair.bands[b]
-	q := tenants[w.tenant]
+	q := tenants[w.fair.tenant]
 	for i, x := range q {
 		if x == w {
 			q = append(q[:i:i], q[i+1:]...)
@@ -78,23 +92,54 @@ func (m *Store) fairLeave(w *memWaiter) {
 		}
 	}
 	if len(q) == 0 {
-		delete(tenants, w.tenant)
+		delete(tenants, w.fair.tenant)
 		if len(tenants) == 0 {
 			delete(m.fair.bands, b)
 		}
 		return
 	}
-	tenants[w.tenant] = q
+	tenants[w.fair.tenant] = q
 }
 
-// fairCharge adds a dispatch's cost to its tenant's counter.
-func (m *Store) fairCharge(model, tenant string, cost float64, now time.Time) {
-	if m.fair.counters == nil {
-		m.fair.counters = map[fairKey]fairCounter{}
-		m.fair.bands = map[fairBand]map[string][]*memWaiter{}
+// fairCharge adds dispatch id's cost to its tenant's counter, and keeps
+// what its release may give back.
+func (m *Store) fairCharge(id string, w fairWaiter, now time.Time) {
+	m.fairInit()
+	ms := now.UnixMilli()
+	k := fairKey{w.model, w.tenant}
+	m.fair.counters[k] = fairCounter{v: m.fairValue(w.model, w.tenant, ms) + w.cost, at: ms}
+	if w.chargedOutput > 0 && w.outputCost > 0 {
+		m.fair.held[id] = fairHeld{key: k, chargedOutput: w.chargedOutput, outputCost: w.outputCost}
+	}
+}
+
+// fairWaiter is what the fair queue knows of a request.
+type fairWaiter struct {
+	model, tenant string
+	cost          float64
+	chargedOutput int
+	outputCost    float64
+}
+
+func fairOf(q *state.QueueSpec) fairWaiter {
+	return fairWaiter{model: q.Model, tenant: q.FairTenant(), cost: q.FairCost(), chargedOutput: q.ChargedOutput, outputCost: q.OutputCost}
+}
+
+// fairSettle gives claim r.ID's tenant back the output it was charged for
+// and did not produce, if the claim is still held; unhold forgets the
+// record in any case.
+func (m *Store) fairSettle(r state.Release, now time.Time) {
+	h, ok := m.fair.held[r.ID]
+	if _, held := m.claims[r.ID]; !ok || !held {
+		return
+	}
+	refund := state.FairRefund(h.chargedOutput, r.OutputTokens, h.outputCost)
+	if refund <= 0 {
+		return
 	}
 	ms := now.UnixMilli()
-	m.fair.counters[fairKey{model, tenant}] = fairCounter{v: m.fairValue(model, tenant, ms) + cost, at: ms}
+	v := m.fairValue(h.key.model, h.key.tenant, ms)
+	m.fair.counters[h.key] = fairCounter{v: max(0, v-refund), at: ms}
 }
 
 // fairHead is the waiter the model's queue dispatches next: in the best

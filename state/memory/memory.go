@@ -266,7 +266,7 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		}
 		m.hold(req.ID, c.Worker, now, tok)
 		if q := req.Queue; q != nil {
-			m.fairCharge(q.Model, q.FairTenant(), q.FairCost(), now)
+			m.fairCharge(req.ID, fairOf(q), now)
 		}
 		return res, nil
 	}
@@ -284,8 +284,8 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 	m.seq++
 	res.Queued, res.Position = true, m.enqueue(&memWaiter{
 		id: req.ID, model: q.Model, replica: q.Replica, priority: q.Priority.OrStandard(), seq: m.seq, expiry: now.Add(m.limits.Lease),
-		tok:    claimTokens{prefill: req.Prompt.PromptTokens, decode: req.Prompt.DecodeTokens, ahead: req.Prompt.PromptTokens},
-		tenant: q.FairTenant(), cost: q.FairCost(),
+		tok:  claimTokens{prefill: req.Prompt.PromptTokens, decode: req.Prompt.DecodeTokens, ahead: req.Prompt.PromptTokens},
+		fair: fairOf(q),
 	}, now)
 	return res, nil
 }
@@ -324,6 +324,7 @@ func (m *Store) Release(_ context.Context, r state.Release) (bool, error) {
 	m.lock()
 	defer m.unlock()
 	now := m.now()
+	m.fairSettle(r, now)
 	worker, held := m.unhold(r.ID)
 	if !held {
 		worker = r.Worker

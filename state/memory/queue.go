@@ -20,8 +20,7 @@ type memWaiter struct {
 	seq                int64
 	expiry             time.Time
 	tok                claimTokens // held on the worker it is granted
-	tenant             string      // its fair-queue tenant (fair.go)
-	cost               float64     // what its dispatch charges the tenant
+	fair               fairWaiter  // its fair-queue tenant and charge (fair.go)
 }
 
 // enqueue adds a new waiter to its model's queue and returns its 1-based
@@ -65,6 +64,7 @@ func (m *Store) unhold(id string) (string, bool) {
 	}
 	delete(m.claims, id)
 	delete(m.grants, id)
+	delete(m.fair.held, id)
 	m.total = max(0, m.total-1)
 	if w, ok := m.workers[c.worker]; ok {
 		w.InFlight = max(0, w.InFlight-1)
@@ -96,7 +96,7 @@ func (m *Store) grant(id, worker string, now time.Time) {
 	m.hold(id, worker, now, tok)
 	m.grants[id] = worker
 	if w != nil {
-		m.fairCharge(w.model, w.tenant, w.cost, now)
+		m.fairCharge(id, w.fair, now)
 		m.outbox = append(m.outbox, outgoing{w.replica, state.Notice{Waiter: id, Worker: worker}})
 	}
 }

@@ -284,6 +284,7 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 		req.ID, packCandidates(req.Candidates, aff),
 		q.Model, queue, rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
 		q.FairTenant(), strconv.FormatFloat(q.FairCost(), 'g', -1, 64),
+		strconv.FormatFloat(max(0, q.OutputCost), 'g', -1, 64), max(0, q.ChargedOutput),
 	}
 	if aff {
 		a := req.Prompt
@@ -356,7 +357,7 @@ func (r *Store) Release(ctx context.Context, rel state.Release) (bool, error) {
 	}
 	for _, sh := range r.shardsOfID(ctx, rel.ID, rel.Worker) {
 		n, err := r.run(ctx, sh, scriptRelease, rel.ID, rel.Worker, failed,
-			fnum(rel.Latency.Seconds()), fnum(rel.TTFT.Seconds()), fnum(rel.TokensPerSec), fnum(rel.Alpha)).Int()
+			fnum(rel.Latency.Seconds()), fnum(rel.TTFT.Seconds()), fnum(rel.TokensPerSec), fnum(rel.Alpha), max(0, rel.OutputTokens)).Int()
 		if err != nil {
 			return false, fmt.Errorf("redis release: %w", err)
 		}

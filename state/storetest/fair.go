@@ -19,6 +19,7 @@ func runFair(t *testing.T, newStore Factory, newPeer func(*testing.T, state.Stor
 	t.Run("FairQueueWeighsCosts", func(t *testing.T) { fairWeighs(t, newStore(t, def)) })
 	t.Run("FairQueueKeepsStrictPriority", func(t *testing.T) { fairPriority(t, newStore(t, def)) })
 	t.Run("FairQueueLiftsReturningTenant", func(t *testing.T) { fairLift(t, newStore(t, def)) })
+	t.Run("FairQueueGivesBackUnproducedOutput", func(t *testing.T) { fairRefund(t, newStore(t, def)) })
 	t.Run("FairQueueCountersDecay", func(t *testing.T) {
 		fairDecay(t, newStore(t, state.Limits{Lease: 30 * time.Second, FairHalfLife: 20 * time.Millisecond}), true)
 		fairDecay(t, newStore(t, def), false)
@@ -220,4 +221,50 @@ func fairDecay(t *testing.T, s state.Store, decays bool) {
 		want = []string{want[0], want[3], want[1], want[4], want[2], want[5]}
 	}
 	wantOrder(t, grantOrder(t, s, light.id, ids(ws)), want...)
+}
+
+// fairRefund: each request is charged 20 prompt tokens and 40 output
+// tokens at 2 each (100); a release that reports 5 output tokens gives
+// 70 back. a's short answers let its third request go before b's second,
+// which without the refunds (counters a 200, b 100) would go first.
+func fairRefund(t *testing.T, s state.Store) {
+	register(t, s, workers(1, 1))
+	cands := candidates(workers(1, 1))
+	busy := fmt.Sprintf("busy-%d", seq.Add(1))
+	if res, err := s.Claim(context.Background(), state.ClaimRequest{ID: busy, Candidates: cands}); err != nil || res.Index != 0 {
+		t.Fatalf("busy claim: %+v %v", res, err)
+	}
+	var ids []string
+	for _, id := range []string{"a1", "a2", "a3", "b1", "b2"} {
+		ids = append(ids, id)
+		res, err := s.Claim(context.Background(), state.ClaimRequest{ID: id, Candidates: cands, Queue: &state.QueueSpec{
+			Model: "m", Allow: 10, Replica: "r", Tenant: id[:1], Cost: 100, ChargedOutput: 40, OutputCost: 2,
+		}})
+		if err != nil || !res.Queued {
+			t.Fatalf("%s: %+v %v", id, res, err)
+		}
+	}
+	// Each granted request reports its output when released: a's 5
+	// tokens, b's all 40 (and the busy claim none: no fair charge).
+	out := map[string]int{"a1": 5, "a2": 5, "a3": 5, "b1": 40, "b2": 40}
+	holder, left, order := busy, ids, []string(nil)
+	for len(left) > 0 {
+		if ok, err := s.Release(context.Background(), state.Release{ID: holder, OutputTokens: out[holder]}); err != nil || !ok {
+			t.Fatalf("release %s: %v %v", holder, ok, err)
+		}
+		holder = ""
+		for i, id := range left {
+			if st, err := s.Poll(context.Background(), id); err != nil {
+				t.Fatal(err)
+			} else if st.State == state.WaiterGranted {
+				holder, left = id, slices.Delete(left, i, i+1)
+				break
+			}
+		}
+		if holder == "" {
+			t.Fatalf("no waiter granted; order so far %v", order)
+		}
+		order = append(order, holder)
+	}
+	wantOrder(t, order, "a1", "b1", "a2", "a3", "b2")
 }

@@ -19,7 +19,8 @@ import (
 // TestStoresAgreeOnFairOrder drives the in-memory store and the Redis
 // scripts through the same random sequence of requests from four tenants
 // of random costs and priorities, queueing behind three workers of small
-// caps, cancels and releases, and requires the same answer from both at
+// caps, cancels and releases reporting random output (settling the
+// charges), and requires the same answer from both at
 // every step: each claim's result and, after every release or cancel, the
 // state of every waiter (so the same waiter was granted the same worker).
 // The fair queue's order is the same whichever store, and so whichever
@@ -64,6 +65,7 @@ func TestStoresAgreeOnFairOrder(t *testing.T) {
 				req := state.ClaimRequest{ID: id, Candidates: cands, Queue: &state.QueueSpec{
 					Model: "m", Priority: prios[rng.IntN(len(prios))], Allow: 40, Replica: "r",
 					Tenant: tenants[rng.IntN(len(tenants))], Cost: float64(1+rng.IntN(40)) / float64(1+rng.IntN(3)),
+					ChargedOutput: rng.IntN(20), OutputCost: float64(rng.IntN(3)) / 2,
 				}}
 				var res [2]state.ClaimResult
 				for k, s := range stores {
@@ -81,9 +83,9 @@ func TestStoresAgreeOnFairOrder(t *testing.T) {
 			case r < 9:
 				// Release a held claim (a waiter's release is refused by neither: it
 				// may not be granted yet, then nothing changes).
-				id := live[rng.IntN(len(live))]
+				id, out := live[rng.IntN(len(live))], rng.IntN(25)
 				for _, s := range stores {
-					if _, err := s.Release(ctx, state.Release{ID: id}); err != nil {
+					if _, err := s.Release(ctx, state.Release{ID: id, OutputTokens: out}); err != nil {
 						t.Fatal(err)
 					}
 				}

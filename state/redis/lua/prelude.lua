@@ -35,6 +35,9 @@ local function qkey(model) return PREFIX .. 'q:' .. model end
 -- part of p still ahead) or queued waiter ("p d") the tokens it counts, so
 -- that whatever ends the claim gives exactly those back.
 local K_TOKP, K_TOKD, K_CTOK, K_WTOK = PREFIX .. 'tokp', PREFIX .. 'tokd', PREFIX .. 'ctok', PREFIX .. 'wtok'
+-- K_FHELD: per held claim, what its tenant was charged for output
+-- ("model\ttenant\tcost per token\ttokens"), for the release to settle.
+local K_FHELD = PREFIX .. 'fheld'
 local K_TOKA = PREFIX .. 'toka'
 -- A worker's prefix index: a zset of 8-byte block hashes scored by a
 -- recency sequence (K_PSEQ), earlier blocks of a prompt more recent.
@@ -96,7 +99,10 @@ end
 local function dec(worker, id)
   -- A deregistered worker's claims still end; they only give back the
   -- global count.
-  if id then tok_end(id, worker) end
+  if id then
+    tok_end(id, worker)
+    redis.call('HDEL', K_FHELD, id)
+  end
   if redis.call('HEXISTS', K_WORKERS, worker) == 1 and redis.call('HINCRBY', K_INFLIGHT, worker, -1) < 0 then
     redis.call('HSET', K_INFLIGHT, worker, 0)
   end
@@ -189,10 +195,30 @@ local function fair_charge(model, t, cost, now)
   fair_set(model, t, fair_value(model, t, now) + cost, now)
 end
 
+-- fair_dispatch charges claim id's tenant and keeps what its release may
+-- give back: oc per output token of the ot charged.
+local function fair_dispatch(id, model, t, cost, oc, ot, now)
+  fair_charge(model, t, cost, now)
+  if oc > 0 and ot > 0 then
+    redis.call('HSET', K_FHELD, id, model .. '\t' .. t .. '\t' .. string.format('%.17g', oc) .. '\t' .. ot)
+  end
+end
+
+-- fair_settle gives held claim id's tenant back the output it was charged
+-- for and did not produce (n tokens; 0: unknown).
+local function fair_settle(id, n, now)
+  local rec = redis.call('HGET', K_FHELD, id)
+  if not rec then return end
+  local model, t, oc, ot = string.match(rec, '^(.*)\t(.*)\t(%S+)\t(%d+)$')
+  oc, ot = tonumber(oc), tonumber(ot)
+  if n <= 0 or n >= ot or oc <= 0 then return end
+  fair_set(model, t, math.max(0, fair_value(model, t, now) - (ot - n) * oc), now)
+end
+
 -- fair_join queues waiter id of tenant t, lifting t to the least counter
 -- of the band's backlogged tenants when it had no waiter there.
-local function fair_join(id, model, rank, t, cost, seq, now)
-  redis.call('HSET', K_WFAIR, id, t .. '\t' .. string.format('%.17g', cost))
+local function fair_join(id, model, rank, t, cost, oc, ot, seq, now)
+  redis.call('HSET', K_WFAIR, id, t .. '\t' .. string.format('%.17g', cost) .. '\t' .. string.format('%.17g', oc) .. '\t' .. ot)
   local fq = fqkey(model, rank, t)
   if redis.call('ZCARD', fq) == 0 then
     local least = nil
@@ -209,8 +235,8 @@ end
 local function fair_waiter(id)
   local rec = redis.call('HGET', K_WFAIR, id)
   if not rec then return nil end
-  local t, cost = string.match(rec, '^(.*)\t(%S+)$')
-  return t, tonumber(cost)
+  local t, cost, oc, ot = string.match(rec, '^(.*)\t(%S+)\t(%S+)\t(%d+)$')
+  return t, tonumber(cost), tonumber(oc), tonumber(ot)
 end
 
 local function fair_leave(id, model, rank)
@@ -293,8 +319,8 @@ end
 -- grant hands worker w to waiter id, claiming it under the waiter's id.
 local function grant(id, w, now)
   local model, _, replica = waiter(id)
-  local t, cost = fair_waiter(id)
-  if model and t then fair_charge(model, t, cost, now) end
+  local t, cost, oc, ot = fair_waiter(id)
+  if model and t then fair_dispatch(id, model, t, cost, oc, ot, now) end
   local rec = redis.call('HGET', K_WTOK, id)
   drop_waiter(id)
   inc(w)
