@@ -55,6 +55,8 @@ func classify(err error) httpError {
 		e.Message = "Incorrect or missing API key. Send it as Authorization: Bearer <key>."
 	case errors.Is(err, ErrBadPriority):
 		e.Status, e.Type, e.Code = 400, "invalid_request_error", "invalid_priority"
+	case errors.Is(err, ErrBadFairnessID):
+		e.Status, e.Type, e.Code = 400, "invalid_request_error", "invalid_fairness_id"
 	case errors.Is(err, ErrBadSLO):
 		e.Status, e.Type, e.Code = 400, "invalid_request_error", "invalid_slo"
 	case errors.Is(err, ErrBadRequest):

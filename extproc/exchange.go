@@ -32,7 +32,12 @@ type exchange struct {
 
 	identity Identity
 	priority state.Priority
-	slo      SLOTargets // what the headers asked; resolved with the model
+	// tenant is whose fair share the request is served from; unverified:
+	// named by a header no key vouches for (weight 1).
+	tenant           string
+	tenantUnverified bool
+	fairness         fairnessHeader
+	slo              SLOTargets // what the headers asked; resolved with the model
 
 	requestID string
 	method    string
@@ -100,7 +105,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 		case headerPriority:
 			priority = headerValue(hv)
 		default:
-			if !x.sloAsked.read(hv.Key, headerValue(hv)) {
+			if !x.sloAsked.read(hv.Key, headerValue(hv)) && !x.fairness.read(hv.Key, headerValue(hv)) {
 				x.llmd.read(hv.Key, headerValue(hv))
 			}
 		}
@@ -124,6 +129,13 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 		return x.fail(err)
 	}
 	x.priority = p
+	var ignored bool
+	if x.tenant, ignored, x.tenantUnverified, err = tenantOf(x.fairness, x.identity); err != nil {
+		return x.fail(err)
+	}
+	if ignored && x.srv.opts.FairnessIDIgnored != nil {
+		x.srv.opts.FairnessIDIgnored()
+	}
 	if x.slo, err = x.sloAsked.parse(); err != nil {
 		return x.fail(err)
 	}
@@ -210,7 +222,8 @@ func (x *exchange) admit(raw []byte) (reply *extprocv3.ProcessingResponse, ok bo
 		MaxTokens:    body.MaxTokens,
 		Stream:       body.Stream,
 		Priority:     x.priority,
-		Tenant:       x.identity.Tenant,
+		Tenant:       x.tenant,
+		Unverified:   x.tenantUnverified,
 		SLO:          x.srv.opts.SLO.resolve(x.slo, x.identity, body.Model, x.priority, x.llmd.objective),
 		Subset:       x.subset,
 		OnQueued:     x.extendTimeout,

@@ -14,13 +14,19 @@ type Identity struct {
 	Tenant           string
 	MaxPriority      state.Priority
 	MinTTFT, MinTPOT time.Duration
+	// FairnessIDs are the fairness ids the key's requests may name as
+	// their tenant (x-llm-fairness-id); AnyFairnessID lets them name any
+	// (keys off), with weight 1.
+	FairnessIDs   []string
+	AnyFairnessID bool
 }
 
 // Anonymous is the identity of requests when API keys are off: they may
 // lower their priority but never raise it above standard, and their
 // latency objectives are bounded by the router's, so a header alone never
-// buys priority or the tightest objectives.
-var Anonymous = Identity{Tenant: "anonymous", MaxPriority: state.PriorityStandard}
+// buys priority or the tightest objectives. They may name any fairness id,
+// served with weight 1.
+var Anonymous = Identity{Tenant: "anonymous", MaxPriority: state.PriorityStandard, AnyFairnessID: true}
 
 // Authenticator checks a request's Authorization header and returns the
 // identity of its key; a missing or unknown key is ErrUnauthenticated

@@ -94,6 +94,9 @@ type Options struct {
 	Objectives map[string]state.Priority
 	// SLO fills and bounds each request's latency objectives.
 	SLO SLOPolicy
+	// FairnessIDIgnored, when set, counts a fairness id header its key
+	// does not allow (ignored: the key's tenant stands).
+	FairnessIDIgnored func()
 	// AddressOf maps a worker to its ip:port, for endpoint-picker mode.
 	AddressOf func(worker string) (string, bool)
 	Logger    *zap.Logger

@@ -23,7 +23,12 @@ type Request struct {
 	Blocks   []uint64
 	Stream   bool
 	Priority state.Priority // "" is standard
-	Tenant   string
+	// Tenant is whose fair share of its priority band the request is
+	// served from ("": state.DefaultTenant), weighted by
+	// QueueOptions.Weights unless Unverified (named by a header no key
+	// vouches for: weight 1).
+	Tenant     string
+	Unverified bool
 	// SLO is the request's latency objectives, recorded in its decision.
 	SLO SLO
 	// Subset, when non-nil, restricts the pick to the workers at these
@@ -187,7 +192,9 @@ func (s *Scheduler) queueSpec(r Request) *state.QueueSpec {
 	case state.PriorityBatch:
 		allow = int(math.Floor(float64(q.MaxSize) * q.BatchShare))
 	}
-	return &state.QueueSpec{Model: r.Model, Priority: r.Priority.OrStandard(), Allow: allow, Replica: s.opts.ReplicaID}
+	spec := &state.QueueSpec{Model: r.Model, Priority: r.Priority.OrStandard(), Allow: allow, Replica: s.opts.ReplicaID}
+	s.fairCharge(r, spec)
+	return spec
 }
 
 // admitted records a claim held for r, decided on features f (ceiling:

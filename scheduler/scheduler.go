@@ -53,6 +53,9 @@ type QueueOptions struct {
 	// found none meeting its objectives, waits before it rejoins the
 	// queue (0: DefaultRequeueAfter).
 	RequeueAfter time.Duration
+	// Weights are the tenants' fair shares within a band (fair.go);
+	// unlisted tenants weigh 1.
+	Weights map[string]float64
 }
 
 // Options configure a Scheduler.

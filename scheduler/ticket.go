@@ -119,7 +119,8 @@ func (t *Ticket) Finish(o Outcome) {
 
 	now := s.now()
 	elapsed := now.Sub(t.start)
-	rel := state.Release{ID: t.ID, Alpha: s.opts.EMAAlpha, Failed: o.UpstreamFailure}
+	// The output produced settles the fair queue's charge (0: unknown).
+	rel := state.Release{ID: t.ID, Alpha: s.opts.EMAAlpha, Failed: o.UpstreamFailure, OutputTokens: o.CompletionTokens}
 	// Aborted requests say nothing about the worker's speed.
 	if !o.Aborted && !o.UpstreamFailure {
 		rel.Latency = elapsed

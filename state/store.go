@@ -100,7 +100,8 @@ type Claimer interface {
 }
 
 // Queue is the cross-replica queue of requests waiting for a slot, ordered
-// by priority rank, then arrival. Grants happen inside the store (on
+// by priority rank, then by the tenants' fair shares (fair.go), then
+// arrival. Grants happen inside the store (on
 // release, on a raised limit, on Pump), so a slot goes to the best waiter
 // of any replica.
 type Queue interface {

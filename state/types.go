@@ -178,6 +178,10 @@ type Limits struct {
 	// GlobalCap bounds the requests in flight across the fleet (0: none).
 	GlobalCap int
 	Health    HealthPolicy
+	// FairHalfLife halves the tenants' fair-queue counters (see
+	// FairCost) every period, so that old service is forgotten; 0: they
+	// never decay.
+	FairHalfLife time.Duration
 }
 
 // HealthPolicy drives the health state machine: healthy → unhealthy after
@@ -220,6 +224,32 @@ type QueueSpec struct {
 	Priority Priority // its Rank orders the queue
 	Allow    int      // the request may join while the queue is shorter than this
 	Replica  string   // whose notifications channel hears about the grant
+	// Tenant is whose share the request is served from within its
+	// priority band ("": DefaultTenant); Cost is what its dispatch adds
+	// to the tenant's counter (state.FairCost; 0 counts as 1).
+	Tenant string
+	Cost   float64
+	// ChargedOutput is the output tokens counted in Cost, each adding
+	// OutputCost: a release that reports fewer (Release.OutputTokens)
+	// gives its tenant back the difference (state.FairRefund).
+	ChargedOutput int
+	OutputCost    float64
+}
+
+// FairTenant is the tenant the request counts against.
+func (q QueueSpec) FairTenant() string {
+	if q.Tenant == "" {
+		return DefaultTenant
+	}
+	return q.Tenant
+}
+
+// FairCost is the charge of the request's dispatch: Cost, or 1 when unset.
+func (q QueueSpec) FairCost() float64 {
+	if q.Cost <= 0 {
+		return 1
+	}
+	return q.Cost
 }
 
 // ClaimRequest asks for the best available candidate.
@@ -300,6 +330,10 @@ type Release struct {
 	TTFT         time.Duration
 	TokensPerSec float64
 	Alpha        float64
+	// OutputTokens is the response's output tokens (0: unknown): the fair
+	// queue charged the request its QueueSpec.ChargedOutput and gives its
+	// tenant back what it did not produce.
+	OutputTokens int
 }
 
 // LatencyContribution is what one measured request adds to its worker's

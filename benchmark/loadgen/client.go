@@ -30,6 +30,7 @@ type Request struct {
 	OutputTokens int
 	Stream       bool
 	Priority     string // x-llm-priority, when set
+	FairnessID   string // x-llm-fairness-id, when set
 	// Body overrides the generated JSON body when set.
 	Body []byte
 	// onFirstToken, when set, is called once the first token arrives.
@@ -132,6 +133,9 @@ func (c *Client) Do(ctx context.Context, r Request, epoch time.Time) Result {
 	}
 	if r.Priority != "" {
 		req.Header.Set("x-llm-priority", r.Priority)
+	}
+	if r.FairnessID != "" {
+		req.Header.Set("x-llm-fairness-id", r.FairnessID)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

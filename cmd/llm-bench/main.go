@@ -11,6 +11,7 @@
 //	sequential  the same requests one at a time, then concurrently
 //	sweep       throughput and latency against client concurrency
 //	sim         a fleet of simulated GPUs and router replicas in virtual time: strategies, replicas and rates in seconds
+//	fairness    VTC's fairness scenarios through three replicas in virtual time: the fair queue vs FCFS vs llm-d's per-replica round robin
 package main
 
 import (
@@ -38,6 +39,7 @@ const usage = `usage: llm-bench <command> [flags]
 commands:
   compare     Envoy alone, llm-router's strategies and the peers' emulations on one simulated fleet and trace, 3 seeds, 60/80/95% of the measured capacity, 95% intervals
   agree       compare-NAME.json of several runs: do every setup's p90 TTFT intervals overlap?
+  fairness    VTC's fairness scenarios through 3 replicas in virtual time: llm-router's fair queue vs FCFS vs llm-d's per-replica round robin, intervals over seeds
   herd        bursts of N simultaneous requests onto N idle GPUs: collision rate per strategy, atomic claim on/off, 1 and 3 replicas
   overhead    Envoy straight to one instant gpusim vs Envoy with a no-op ext_proc and with llm-router: fixed rates (open loop) or closed loop
   noop-extproc serve the no-op ext_proc server (started by overhead)
@@ -69,6 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"sequential":   sequential,
 		"sweep":        sweep,
 		"sim":          simCommand,
+		"fairness":     fairnessCommand,
 	}
 	if c, ok := cmds[args[0]]; ok {
 		return c(ctx, args[1:], stdout, stderr)

@@ -74,3 +74,16 @@ func TestHarnessFlags(t *testing.T) {
 		t.Error("two setups accepted")
 	}
 }
+
+func TestFairnessCommand(t *testing.T) {
+	var stdout, stderr strings.Builder
+	if err := run(context.Background(), []string{"fairness", "--seeds", "2", "--scenarios", "two", "--duration", "2m"}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "| llm-router-fair |") || !strings.Contains(stdout.String(), "| llm-d-rr |") {
+		t.Fatalf("report:\n%s", stdout.String())
+	}
+	if err := run(context.Background(), []string{"fairness", "--scenarios", "nope"}, &stdout, &stderr); err == nil {
+		t.Fatal("an unknown scenario was accepted")
+	}
+}

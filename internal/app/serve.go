@@ -109,6 +109,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		f(&o)
 	}
 	m := metrics.New()
+	m.SetFairWeights(cfg.Queue.Fairness.Weights)
 	ring := decisions.NewRing(cfg.DecisionLogSize)
 	var recorder scheduler.Recorder = ring
 	be := memoryBackend(o.store)
@@ -151,6 +152,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 			CriticalMultiplier: cfg.Queue.CriticalMultiplier,
 			BatchShare:         cfg.Queue.BatchShare,
 			Timeouts:           cfg.Queue.Timeout.ByRank(),
+			Weights:            cfg.Queue.Fairness.Weights,
 		},
 		EMAAlpha: cfg.EMAAlpha,
 		Logger:   log.Named("scheduler"),
@@ -203,6 +205,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		Fallbacks:            cfg.Envoy.Fallbacks,
 		Objectives:           cfg.Auth.Objectives,
 		SLO:                  sloPolicy(cfg.SLO),
+		FairnessIDIgnored:    m.FairnessIDIgnored,
 		AddressOf:            sched.AddressOf,
 		Logger:               log.Named("extproc"),
 	})

@@ -62,8 +62,9 @@ type backend struct {
 // the decision stream beside it: one Redis client, built here, for both.
 func newBackend(cfg config.Config, log *zap.Logger, m *metrics.Metrics) (backend, error) {
 	limits := state.Limits{
-		Lease:     cfg.ClaimLease.D(),
-		GlobalCap: cfg.Queue.MaxConcurrentRequests,
+		Lease:        cfg.ClaimLease.D(),
+		GlobalCap:    cfg.Queue.MaxConcurrentRequests,
+		FairHalfLife: cfg.Queue.Fairness.Decay.D(),
 		Health: state.HealthPolicy{
 			ActiveFailures:  cfg.Health.FailureThreshold,
 			PassiveFailures: cfg.Health.PassiveFailureThreshold,

@@ -57,6 +57,11 @@ func New(c config.Auth) (*Keys, error) {
 			if !k.MaxPriority.OrStandard().Valid() {
 				return nil, fmt.Errorf("auth.keys_file %s: entry %d: max_priority %q", c.KeysFile, i, k.MaxPriority)
 			}
+			for _, id := range k.FairnessIDs {
+				if !state.ValidTenant(id) {
+					return nil, fmt.Errorf("auth.keys_file %s: entry %d: fairness id %q is not a tenant name", c.KeysFile, i, id)
+				}
+			}
 			if err := config.KeyBoundError(k); err != nil {
 				return nil, fmt.Errorf("auth.keys_file %s: entry %d: %w", c.KeysFile, i, err)
 			}
@@ -78,6 +83,7 @@ func New(c config.Auth) (*Keys, error) {
 			id: extproc.Identity{
 				Tenant: key.Tenant, MaxPriority: key.MaxPriority.OrStandard(),
 				MinTTFT: key.MinTTFTSLO.D(), MinTPOT: key.MinTPOTSLO.D(),
+				FairnessIDs: key.FairnessIDs,
 			},
 		})
 	}

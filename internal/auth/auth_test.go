@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestDisabledIsExplicitOrLoud(t *testing.T) {
 	if none.Enabled() || none.Count() != 0 {
 		t.Fatal("no keys: auth off (reported by the caller)")
 	}
-	if id, err := none.Authenticate(""); err != nil || id != extproc.Anonymous {
+	if id, err := none.Authenticate(""); err != nil || !reflect.DeepEqual(id, extproc.Anonymous) {
 		t.Fatalf("auth off: %+v %v", id, err)
 	}
 	tok, _ := New(config.Auth{Token: "single-token"})

@@ -96,6 +96,8 @@ type Queue struct {
 	CriticalMultiplier float64  `yaml:"critical_multiplier"`
 	BatchShare         float64  `yaml:"batch_share"`
 	Timeout            Timeouts `yaml:"timeout"`
+	// Fairness shares each priority band between tenants (fairness.go).
+	Fairness Fairness `yaml:"fairness"`
 	// MaxConcurrentRequests caps requests in flight across the fleet (a
 	// global semaphore, per pool when pools are set); 0: no global cap.
 	MaxConcurrentRequests int `yaml:"max_concurrent_requests"`
@@ -172,6 +174,9 @@ type APIKey struct {
 	// key's requests may ask for; 0: slo.min_ttft and slo.min_tpot.
 	MinTTFTSLO Duration `yaml:"min_ttft_slo"`
 	MinTPOTSLO Duration `yaml:"min_tpot_slo"`
+	// FairnessIDs are the fairness ids (x-llm-fairness-id) the key's
+	// requests may name as their tenant; any other is ignored.
+	FairnessIDs []string `yaml:"fairness_ids"`
 }
 
 // Redis configures the shared store. Empty (no url, no addrs): the
@@ -397,6 +402,7 @@ func Default() Config {
 				Standard: Duration(30 * time.Second),
 				Batch:    Duration(15 * time.Second),
 			},
+			Fairness: Fairness{Decay: DefaultFairDecay},
 		},
 		Envoy: Envoy{
 			Listen:           "127.0.0.1:8080",

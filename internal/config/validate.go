@@ -85,6 +85,7 @@ func (c *Config) Validate() error {
 		bad("queue.max_concurrent_requests", "must not be negative")
 	}
 	c.validateAuth(bad)
+	c.validateFairness(bad)
 	c.SLO.validate(bad)
 	if c.Telemetry.ScrapeInterval.D() < 10*time.Millisecond {
 		bad("telemetry.scrape_interval", "must be at least 10ms")

@@ -87,7 +87,13 @@ type Metrics struct {
 	Scrapes              *prometheus.CounterVec   // node, result
 	ScrapeDuration       *prometheus.HistogramVec // format
 	ExtProcStreamsActive prometheus.Gauge
-	PredictionError      *prometheus.GaugeVec // target, stat
+	PredictionError      *prometheus.GaugeVec     // target, stat
+	FairServiceTokens    *prometheus.CounterVec   // tenant
+	FairWait             *prometheus.HistogramVec // tenant
+	FairnessJainIndex    prometheus.Gauge
+	FairnessIDsIgnored   prometheus.Counter
+
+	fair fairTracker
 }
 
 // New creates the collectors on a fresh registry, with the Go and process
@@ -134,7 +140,11 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 		RetriedElsewhere:     f.counter("retried_elsewhere_total", "Requests Envoy served on another worker than the one the router picked.", labelsNode),
 		ExtProcStreamsActive: f.gauge1("extproc_streams_active",
 			"Open ext_proc streams (one per HTTP request in flight through Envoy)."),
-		PredictionError: f.gauge("prediction_error_ratio", "The latency model's absolute relative error, |predicted − measured| / measured, over this replica's last 1000 predictions of each target (ttft, tpot) on the claimed workers: its median (stat p50) and 90th percentile (p90); absent before any measurement.", labelsTargetStat),
+		FairServiceTokens:  f.counter("fair_service_tokens_total", "Service each tenant received, in tokens as the fair queue counts them: prompt plus twice the completion (tenants past the first 64 as other).", labelsTenant),
+		FairWait:           f.histogram("fair_wait_seconds", "Time each tenant's claimed requests waited for a worker (0 for those claimed at once).", QueueWaitBuckets, labelsTenant),
+		FairnessJainIndex:  f.gauge1("fairness_jain_index", "Jain's fairness index of the tenants' weighted service over the last half minute (half-life 30s): 1 when every active tenant is served alike, 1/n when one of n takes all."),
+		FairnessIDsIgnored: f.counter1("fairness_ids_ignored_total", "Fairness id headers ignored because the request's API key does not allow them (the key's tenant stands)."),
+		PredictionError:    f.gauge("prediction_error_ratio", "The latency model's absolute relative error, |predicted − measured| / measured, over this replica's last 1000 predictions of each target (ttft, tpot) on the claimed workers: its median (stat p50) and 90th percentile (p90); absent before any measurement.", labelsTargetStat),
 	}
 }
 

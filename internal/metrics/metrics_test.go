@@ -118,6 +118,14 @@ func recorded(t *testing.T) *metrics.Metrics {
 	m.NodeConcurrencyLimit.WithLabelValues("gpu-1").Set(3)
 	m.NodePrefixHitRatio.WithLabelValues("gpu-0").Set(0.75)
 	m.PredictionErrors(latency.ErrorSummary{Median: 0.12, P90: 0.4, Count: 10}, latency.ErrorSummary{})
+	m.FairServiceTokens.WithLabelValues("team-a").Add(3000)
+	m.FairServiceTokens.WithLabelValues("team-b").Add(1000)
+	for _, v := range []float64{0, 0.02, 0.7, 12} {
+		m.FairWait.WithLabelValues("team-a").Observe(v)
+	}
+	m.FairWait.WithLabelValues("team-b").Observe(90)
+	m.FairnessJainIndex.Set(0.8)
+	m.FairnessIDsIgnored.Add(2)
 	return m
 }
 

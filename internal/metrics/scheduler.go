@@ -25,6 +25,9 @@ func (m *Metrics) Decided(d *scheduler.Decision) {
 	if d.Outcome == scheduler.OutcomeClaimed && d.QueuePosition > 0 {
 		m.QueueWait.WithLabelValues(d.Model, string(d.Priority)).Observe(d.WaitSeconds)
 	}
+	if d.Outcome == scheduler.OutcomeClaimed {
+		m.fairWait(d)
+	}
 }
 
 // Rejected counts a request the scheduler refused, by reason.
@@ -60,6 +63,7 @@ func (m *Metrics) Finished(d *scheduler.Decision, worker string, elapsed time.Du
 	if d.PromptTokens > 0 {
 		m.TokensPrompt.WithLabelValues(d.Model, worker).Add(float64(d.PromptTokens))
 	}
+	m.fairFinished(d, o.CompletionTokens, time.Now())
 }
 
 // Moved counts a request Envoy served elsewhere: a failure of the worker

@@ -35,6 +35,7 @@ type Store struct {
 	notify    map[string]func(state.Notice)
 	outbox    []outgoing // notices to deliver once the lock is released
 	monitors  map[string]monitorLease
+	fair      fairQueues
 }
 
 var _ state.Store = (*Store)(nil)
@@ -264,6 +265,9 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 			m.workers[c.Worker].PredictedHitTokens += req.Prompt.PredictedHits(res.Live[best].Match)
 		}
 		m.hold(req.ID, c.Worker, now, tok)
+		if q := req.Queue; q != nil {
+			m.fairCharge(req.ID, fairOf(q), now)
+		}
 		return res, nil
 	}
 	q := req.Queue
@@ -278,15 +282,11 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		return res, nil
 	}
 	m.seq++
-	w := &memWaiter{
+	res.Queued, res.Position = true, m.enqueue(&memWaiter{
 		id: req.ID, model: q.Model, replica: q.Replica, priority: q.Priority.OrStandard(), seq: m.seq, expiry: now.Add(m.limits.Lease),
-		tok: claimTokens{prefill: req.Prompt.PromptTokens, decode: req.Prompt.DecodeTokens, ahead: req.Prompt.PromptTokens},
-	}
-	m.waiters[req.ID] = w
-	queue := m.queues[q.Model]
-	at, _ := slices.BinarySearchFunc(queue, w, waiterOrder)
-	m.queues[q.Model] = slices.Insert(queue, at, w)
-	res.Queued, res.Position = true, at+1
+		tok:  claimTokens{prefill: req.Prompt.PromptTokens, decode: req.Prompt.DecodeTokens, ahead: req.Prompt.PromptTokens},
+		fair: fairOf(q),
+	}, now)
 	return res, nil
 }
 
@@ -324,6 +324,7 @@ func (m *Store) Release(_ context.Context, r state.Release) (bool, error) {
 	m.lock()
 	defer m.unlock()
 	now := m.now()
+	m.fairSettle(r, now)
 	worker, held := m.unhold(r.ID)
 	if !held {
 		worker = r.Worker

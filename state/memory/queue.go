@@ -20,6 +20,18 @@ type memWaiter struct {
 	seq                int64
 	expiry             time.Time
 	tok                claimTokens // held on the worker it is granted
+	fair               fairWaiter  // its fair-queue tenant and charge (fair.go)
+}
+
+// enqueue adds a new waiter to its model's queue and returns its 1-based
+// position by priority, then arrival.
+func (m *Store) enqueue(w *memWaiter, now time.Time) int {
+	m.waiters[w.id] = w
+	queue := m.queues[w.model]
+	at, _ := slices.BinarySearchFunc(queue, w, waiterOrder)
+	m.queues[w.model] = slices.Insert(queue, at, w)
+	m.fairJoin(w, now)
+	return at + 1
 }
 
 func waiterOrder(a, b *memWaiter) int {
@@ -52,6 +64,7 @@ func (m *Store) unhold(id string) (string, bool) {
 	}
 	delete(m.claims, id)
 	delete(m.grants, id)
+	delete(m.fair.held, id)
 	m.total = max(0, m.total-1)
 	if w, ok := m.workers[c.worker]; ok {
 		w.InFlight = max(0, w.InFlight-1)
@@ -70,6 +83,7 @@ func (m *Store) dropWaiter(id string) *memWaiter {
 	if i := slices.Index(q, w); i >= 0 {
 		m.queues[w.model] = slices.Delete(q, i, i+1)
 	}
+	m.fairLeave(w)
 	return w
 }
 
@@ -82,6 +96,7 @@ func (m *Store) grant(id, worker string, now time.Time) {
 	m.hold(id, worker, now, tok)
 	m.grants[id] = worker
 	if w != nil {
+		m.fairCharge(id, w.fair, now)
 		m.outbox = append(m.outbox, outgoing{w.replica, state.Notice{Waiter: id, Worker: worker}})
 	}
 }
@@ -103,10 +118,11 @@ func (m *Store) pumpWorker(id string, now time.Time) {
 		return
 	}
 	for w.free() && m.globalRoom() {
+		// Each model's fair head; between models, priority then arrival.
 		var best *memWaiter
 		for _, model := range w.Spec.Models {
-			if q := m.queues[model]; len(q) > 0 && (best == nil || waiterOrder(q[0], best) < 0) {
-				best = q[0]
+			if h := m.fairHead(model, now); h != nil && (best == nil || waiterOrder(h, best) < 0) {
+				best = h
 			}
 		}
 		// Priority order holds: a head waiter past the token limit waits
@@ -123,7 +139,7 @@ func (m *Store) pumpWorker(id string, now time.Time) {
 // ties to the fewest in flight, then to the lowest worker id.
 func (m *Store) pumpModel(model string, now time.Time) {
 	for len(m.queues[model]) > 0 && m.globalRoom() {
-		head := m.queues[model][0]
+		head := m.fairHead(model, now)
 		var best *memWorker
 		load := 0.0
 		for _, id := range m.order {
@@ -186,5 +202,6 @@ func (m *Store) Pump(_ context.Context) error {
 	for model := range m.queues {
 		m.pumpModel(model, now)
 	}
+	m.fairPrune(now)
 	return nil
 }

@@ -157,12 +157,13 @@ func (r *Store) Limits() state.Limits { return r.limits }
 func (r *Store) Prefix() string { return r.shards[0].prefix }
 
 // run calls a script on shard sh with the common header: prefix, lease ms,
-// global cap, health policy.
+// global cap, health policy, fair-queue half-life ms.
 func (r *Store) run(ctx context.Context, sh *shard, s *redis.Script, args ...any) *redis.Cmd {
-	all := make([]any, 0, 4+len(args))
+	all := make([]any, 0, 5+len(args))
 	h := r.limits.Health
 	all = append(all, sh.prefix, r.limits.Lease.Milliseconds(), r.limits.GlobalCap,
-		fmt.Sprintf("%d,%d,%d", h.ActiveFailures, h.PassiveFailures, h.HoldDown.Milliseconds()))
+		fmt.Sprintf("%d,%d,%d", h.ActiveFailures, h.PassiveFailures, h.HoldDown.Milliseconds()),
+		max(0, r.limits.FairHalfLife.Milliseconds()))
 	return s.Run(ctx, r.client, sh.keys, append(all, args...)...)
 }
 
@@ -282,6 +283,8 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 	args := []any{
 		req.ID, packCandidates(req.Candidates, aff),
 		q.Model, queue, rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
+		q.FairTenant(), strconv.FormatFloat(q.FairCost(), 'g', -1, 64),
+		strconv.FormatFloat(max(0, q.OutputCost), 'g', -1, 64), max(0, q.ChargedOutput),
 	}
 	if aff {
 		a := req.Prompt
@@ -354,7 +357,7 @@ func (r *Store) Release(ctx context.Context, rel state.Release) (bool, error) {
 	}
 	for _, sh := range r.shardsOfID(ctx, rel.ID, rel.Worker) {
 		n, err := r.run(ctx, sh, scriptRelease, rel.ID, rel.Worker, failed,
-			fnum(rel.Latency.Seconds()), fnum(rel.TTFT.Seconds()), fnum(rel.TokensPerSec), fnum(rel.Alpha)).Int()
+			fnum(rel.Latency.Seconds()), fnum(rel.TTFT.Seconds()), fnum(rel.TokensPerSec), fnum(rel.Alpha), max(0, rel.OutputTokens)).Int()
 		if err != nil {
 			return false, fmt.Errorf("redis release: %w", err)
 		}

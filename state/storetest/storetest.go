@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s state.Stor
 		capsHold(t, s, peers(t, s, newPeer, 3))
 	})
 	runQueue(t, newStore, newPeer)
+	runFair(t, newStore, newPeer)
 	runAffinity(t, newStore, newPeer)
 	runAhead(t, newStore, newPeer)
 	runCeiling(t, newStore)

@@ -3,9 +3,11 @@
 -- bases, slopes, mults} (with live reads, eleven more: the candidates'
 -- scoring.LiveWeights as miss, prefill, decode and uncached coefficients,
 -- prefill limits, index bounds, match trusts, ahead and ahead-decode
--- coefficients, ceilings, stall coefficients), model, queue (0/1), priority rank, queue
--- allowance for that rank, replica, waiter lease ms, live reads ('' none,
--- else '1'), prompt block hashes (8 bytes each, concatenated), prompt
+-- coefficients, ceilings, stall coefficients), model, queue (0/1), priority
+-- rank, queue allowance for that rank, replica, waiter lease ms, fair-queue
+-- tenant, cost, output cost per token and output tokens charged (see
+-- state/fair.go), live reads ('' none, else '1'), prompt block
+-- hashes (8 bytes each, concatenated), prompt
 -- tokens, decode tokens.
 --
 -- With live reads each evaluated candidate also gets scoring.LiveScore
@@ -40,10 +42,11 @@ local c = cmsgpack.unpack(ARG[2])
 local model, queue, rank, allow, replica, wlease =
   ARG[3], ARG[4] == '1', tonumber(ARG[5]), tonumber(ARG[6]), ARG[7], tonumber(ARG[8])
 local ids, caps, bases, slopes, mults = c[1], c[2], c[3], c[4], c[5]
-local aff = ARG[9] == '1'
+local tenant, cost, ocost, otok = ARG[9], tonumber(ARG[10]), tonumber(ARG[11]), tonumber(ARG[12])
+local aff = ARG[13] == '1'
 local wm, wp, wd, wu, plim, kvb, trust, wa, wad, ceil, wst =
   c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15], c[16]
-local blocks, ptok, dtok = ARG[10] or '', tonumber(ARG[11]) or 0, tonumber(ARG[12]) or 0
+local blocks, ptok, dtok = ARG[14] or '', tonumber(ARG[15]) or 0, tonumber(ARG[16]) or 0
 local nb = math.floor(#blocks / 8)
 -- The index keeps the last block of each group of STRIDE (state.IndexStride).
 local STRIDE = 4
@@ -228,6 +231,7 @@ if best > 0 and not ahead and global_room() then
     local hit = math.min(16 * matched[best], ptok - 1)
     if hit > 0 then redis.call('HINCRBY', K_PHIT, w, hit) end
   end
+  if queue then fair_dispatch(id, model, tenant, cost, ocost, otok, now) end
   return {1, best, active, avail, 0, matched, pre, dec_, ahd}
 end
 if not queue then
@@ -249,6 +253,7 @@ end
 local seq = redis.call('INCR', K_QSEQ)
 redis.call('ZADD', q, rank * RANK_SPAN + seq, id)
 redis.call('HSET', K_WAITERS, id, model .. '\t' .. rank .. '\t' .. replica)
+fair_join(id, model, rank, tenant, cost, ocost, otok, seq, now)
 redis.call('ZADD', K_WLEASES, now + wlease, id)
 if aff and (ptok > 0 or dtok > 0) then
   -- Held from the grant, on whichever worker: all of the prompt uncached.

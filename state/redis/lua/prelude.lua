@@ -5,7 +5,8 @@
 --
 -- Every script's ARGV starts with a common header: prefix, claim lease ms,
 -- global in-flight cap (0: none), health policy ("active threshold,passive
--- threshold,hold-down ms"). Script-specific arguments follow, as ARG[1]...
+-- threshold,hold-down ms"), fair-queue counter half-life ms (0: none).
+-- Script-specific arguments follow, as ARG[1]...
 local K_WORKERS, K_INFLIGHT, K_HEALTH, K_DRAIN, K_CLAIMS, K_LEASES, K_CAP, K_MODELS, K_OK,
   K_WAITERS, K_WLEASES, K_GRANTS, K_QSEQ, K_TOTAL, K_WMODELS, K_WKLEASES, K_SOURCE =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9],
@@ -13,8 +14,9 @@ local K_WORKERS, K_INFLIGHT, K_HEALTH, K_DRAIN, K_CLAIMS, K_LEASES, K_CAP, K_MOD
 local PREFIX, LEASE, GLOBAL_CAP = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local ACTIVE_FAILS, PASSIVE_FAILS, HOLD_MS = string.match(ARGV[4], '^(%d+),(%d+),(%d+)$')
 ACTIVE_FAILS, PASSIVE_FAILS, HOLD_MS = tonumber(ACTIVE_FAILS), tonumber(PASSIVE_FAILS), tonumber(HOLD_MS)
+local FAIR_HALF = tonumber(ARGV[5])
 local ARG = {}
-for i = 5, #ARGV do ARG[i - 4] = ARGV[i] end
+for i = 6, #ARGV do ARG[i - 5] = ARGV[i] end
 -- A queue entry's score: priority rank (0 critical, 1 standard, 2 batch)
 -- times RANK_SPAN plus a global arrival sequence: priority first, then
 -- arrival, across every replica.
@@ -33,6 +35,9 @@ local function qkey(model) return PREFIX .. 'q:' .. model end
 -- part of p still ahead) or queued waiter ("p d") the tokens it counts, so
 -- that whatever ends the claim gives exactly those back.
 local K_TOKP, K_TOKD, K_CTOK, K_WTOK = PREFIX .. 'tokp', PREFIX .. 'tokd', PREFIX .. 'ctok', PREFIX .. 'wtok'
+-- K_FHELD: per held claim, what its tenant was charged for output
+-- ("model\ttenant\tcost per token\ttokens"), for the release to settle.
+local K_FHELD = PREFIX .. 'fheld'
 local K_TOKA = PREFIX .. 'toka'
 -- A worker's prefix index: a zset of 8-byte block hashes scored by a
 -- recency sequence (K_PSEQ), earlier blocks of a prompt more recent.
@@ -94,7 +99,10 @@ end
 local function dec(worker, id)
   -- A deregistered worker's claims still end; they only give back the
   -- global count.
-  if id then tok_end(id, worker) end
+  if id then
+    tok_end(id, worker)
+    redis.call('HDEL', K_FHELD, id)
+  end
   if redis.call('HEXISTS', K_WORKERS, worker) == 1 and redis.call('HINCRBY', K_INFLIGHT, worker, -1) < 0 then
     redis.call('HSET', K_INFLIGHT, worker, 0)
   end
@@ -159,6 +167,124 @@ local function tok_room(w, a, need)
   return held + need <= lim
 end
 
+-- Fair queuing within a priority band (state/fair.go; Memory's fair.go
+-- mirrors every step). Per model and band, the set of backlogged tenants
+-- and each one's waiters by arrival; per waiter "tenant\tcost"; per model
+-- and tenant a counter "value at-ms", halved every FAIR_HALF ms.
+local K_WFAIR = PREFIX .. 'wfair'
+local function fbkey(model, rank) return PREFIX .. 'ft:' .. model .. '\t' .. rank end
+local function fqkey(model, rank, t) return PREFIX .. 'fq:' .. model .. '\t' .. rank .. '\t' .. t end
+local function fckey(model) return PREFIX .. 'fc:' .. model end
+-- A counter under FAIR_FORGET tokens counts as none (state.FairForget).
+local FAIR_FORGET = 1e-3
+
+local function fair_value(model, t, now)
+  local rec = redis.call('HGET', fckey(model), t)
+  if not rec then return 0 end
+  local v, at = string.match(rec, '^(%S+) (%S+)$')
+  v, at = tonumber(v), tonumber(at)
+  if FAIR_HALF > 0 and now > at then v = v * 0.5 ^ ((now - at) / FAIR_HALF) end
+  return v
+end
+
+local function fair_set(model, t, v, now)
+  redis.call('HSET', fckey(model), t, string.format('%.17g', v) .. ' ' .. now)
+end
+
+local function fair_charge(model, t, cost, now)
+  fair_set(model, t, fair_value(model, t, now) + cost, now)
+end
+
+-- fair_dispatch charges claim id's tenant and keeps what its release may
+-- give back: oc per output token of the ot charged.
+local function fair_dispatch(id, model, t, cost, oc, ot, now)
+  fair_charge(model, t, cost, now)
+  if oc > 0 and ot > 0 then
+    redis.call('HSET', K_FHELD, id, model .. '\t' .. t .. '\t' .. string.format('%.17g', oc) .. '\t' .. ot)
+  end
+end
+
+-- fair_settle gives held claim id's tenant back the output it was charged
+-- for and did not produce (n tokens; 0: unknown).
+local function fair_settle(id, n, now)
+  local rec = redis.call('HGET', K_FHELD, id)
+  if not rec then return end
+  local model, t, oc, ot = string.match(rec, '^(.*)\t(.*)\t(%S+)\t(%d+)$')
+  oc, ot = tonumber(oc), tonumber(ot)
+  if n <= 0 or n >= ot or oc <= 0 then return end
+  fair_set(model, t, math.max(0, fair_value(model, t, now) - (ot - n) * oc), now)
+end
+
+-- fair_join queues waiter id of tenant t, lifting t to the least counter
+-- of the band's backlogged tenants when it had no waiter there.
+local function fair_join(id, model, rank, t, cost, oc, ot, seq, now)
+  redis.call('HSET', K_WFAIR, id, t .. '\t' .. string.format('%.17g', cost) .. '\t' .. string.format('%.17g', oc) .. '\t' .. ot)
+  local fq = fqkey(model, rank, t)
+  if redis.call('ZCARD', fq) == 0 then
+    local least = nil
+    for _, o in ipairs(redis.call('SMEMBERS', fbkey(model, rank))) do
+      local v = fair_value(model, o, now)
+      if not least or v < least then least = v end
+    end
+    if least and fair_value(model, t, now) < least then fair_set(model, t, least, now) end
+    redis.call('SADD', fbkey(model, rank), t)
+  end
+  redis.call('ZADD', fq, seq, id)
+end
+
+local function fair_waiter(id)
+  local rec = redis.call('HGET', K_WFAIR, id)
+  if not rec then return nil end
+  local t, cost, oc, ot = string.match(rec, '^(.*)\t(%S+)\t(%S+)\t(%d+)$')
+  return t, tonumber(cost), tonumber(oc), tonumber(ot)
+end
+
+local function fair_leave(id, model, rank)
+  local t = fair_waiter(id)
+  if not t then return end
+  local fq = fqkey(model, rank, t)
+  redis.call('ZREM', fq, id)
+  if redis.call('ZCARD', fq) == 0 then redis.call('SREM', fbkey(model, rank), t) end
+  redis.call('HDEL', K_WFAIR, id)
+end
+
+-- fair_prune forgets counters of the model that decayed to nothing and
+-- whose tenants wait nowhere, 64 fields a call from a cursor kept beside
+-- them, so that ids seen once do not stay forever.
+local function fair_prune(model, now)
+  if FAIR_HALF <= 0 then return end
+  local ck = PREFIX .. 'fcur:' .. model
+  local res = redis.call('HSCAN', fckey(model), redis.call('GET', ck) or '0', 'COUNT', 64)
+  redis.call('SET', ck, res[1])
+  local kv = res[2]
+  for i = 1, #kv, 2 do
+    local t, waiting = kv[i], false
+    for rank = 0, 2 do
+      if redis.call('ZCARD', fqkey(model, rank, t)) > 0 then waiting = true end
+    end
+    if not waiting and fair_value(model, t, now) < FAIR_FORGET then redis.call('HDEL', fckey(model), t) end
+  end
+end
+
+-- fair_head is the waiter the model's queue dispatches next: in the best
+-- non-empty band, the oldest waiter of the tenant with the least counter
+-- (ties: the oldest head); a waiter queued with no fair record (an older
+-- replica's) when there is none.
+local function fair_head(model, now)
+  for rank = 0, 2 do
+    local best, bestV, bestSeq = nil, nil, nil
+    for _, t in ipairs(redis.call('SMEMBERS', fbkey(model, rank))) do
+      local h = redis.call('ZRANGE', fqkey(model, rank, t), 0, 0, 'WITHSCORES')
+      if h[1] then
+        local v, s = fair_value(model, t, now), tonumber(h[2])
+        if not best or v < bestV or (v == bestV and s < bestSeq) then best, bestV, bestSeq = h[1], v, s end
+      end
+    end
+    if best then return best end
+  end
+  return redis.call('ZRANGE', qkey(model), 0, 0)[1]
+end
+
 -- waiter_need is the tokens queued waiter id holds once granted.
 local function waiter_need(id)
   local rec = redis.call('HGET', K_WTOK, id)
@@ -176,8 +302,11 @@ local function waiter(id)
 end
 
 local function drop_waiter(id)
-  local model = waiter(id)
-  if model then redis.call('ZREM', qkey(model), id) end
+  local model, rank = waiter(id)
+  if model then
+    redis.call('ZREM', qkey(model), id)
+    fair_leave(id, model, rank)
+  end
   redis.call('HDEL', K_WAITERS, id)
   redis.call('HDEL', K_WTOK, id)
   redis.call('ZREM', K_WLEASES, id)
@@ -189,7 +318,9 @@ end
 
 -- grant hands worker w to waiter id, claiming it under the waiter's id.
 local function grant(id, w, now)
-  local _, _, replica = waiter(id)
+  local model, _, replica = waiter(id)
+  local t, cost, oc, ot = fair_waiter(id)
+  if model and t then fair_dispatch(id, model, t, cost, oc, ot, now) end
   local rec = redis.call('HGET', K_WTOK, id)
   drop_waiter(id)
   inc(w)
@@ -204,7 +335,7 @@ local function grant(id, w, now)
 end
 
 -- pump_worker gives a free slot of worker w to the best-placed waiter
--- (priority, then arrival) among the queues of the models w serves, as
+-- (priority, then fair share, then arrival) among the queues of the models w serves, as
 -- long as w and the global cap have room: late binding, the waiter takes
 -- whichever worker frees first.
 local function pump_worker(w, now)
@@ -213,11 +344,13 @@ local function pump_worker(w, now)
   for _ = 1, 64 do
     local room, a = free(w)
     if not room or not global_room() then return end
+    -- Each model's fair head; between models, priority then arrival.
     local bestId, bestScore = nil, nil
     for m in string.gmatch(models, '[^\n]+') do
-      local head = redis.call('ZRANGE', qkey(m), 0, 0, 'WITHSCORES')
-      if head[1] and (not bestScore or tonumber(head[2]) < bestScore) then
-        bestId, bestScore = head[1], tonumber(head[2])
+      local head = fair_head(m, now)
+      local score = head and tonumber(redis.call('ZSCORE', qkey(m), head))
+      if score and (not bestScore or score < bestScore) then
+        bestId, bestScore = head, score
       end
     end
     -- Priority order holds: a head waiter past the token limit waits for
@@ -232,7 +365,7 @@ local function pump_model(model, now)
   local q = qkey(model)
   for _ = 1, 256 do
     if redis.call('ZCARD', q) == 0 or not global_room() then return end
-    local head = redis.call('ZRANGE', q, 0, 0)[1]
+    local head = fair_head(model, now)
     local need = waiter_need(head)
     local bestW, bestLoad, bestA = nil, nil, nil
     for _, w in ipairs(redis.call('SMEMBERS', PREFIX .. 'model:' .. model)) do

@@ -2,12 +2,15 @@
 -- worker's moving averages, and hand the freed slot to the best waiter, in
 -- one round trip. ARGV (after the common header): claim id, worker hint (for
 -- the averages when the claim already lapsed), failed (0/1), latency s,
--- ttft s, tokens/s, alpha. Returns 1 if the claim was still held.
+-- ttft s, tokens/s, alpha, output tokens (0: unknown; the fair queue gives
+-- back the output charged and not produced). Returns 1 if the claim was
+-- still held.
 local id = ARG[1]
 local now = now_ms()
 local w = redis.call('HGET', K_CLAIMS, id)
 local released = 0
 if w then
+  fair_settle(id, tonumber(ARG[8]) or 0, now)
   redis.call('HDEL', K_CLAIMS, id)
   redis.call('ZREM', K_LEASES, id)
   redis.call('HDEL', K_GRANTS, id)
