@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/scoring"
@@ -47,6 +48,30 @@ const retryAfterBusy = time.Second
 // caller must call Ticket.Finish exactly once when the request ends (extra
 // calls are harmless). A cancelled ctx (the client left) ends the wait.
 func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
+	if s.opts.Tracer == nil {
+		return s.admit(ctx, r, nil)
+	}
+	parent := trace.SpanContextFromContext(ctx)
+	ctx, span := s.startSpan(ctx, SpanDecide, requestAttributes(r)...)
+	var d *Decision
+	t, err := s.admit(ctx, r, &d)
+	traceDecision(span, d, err)
+	span.End()
+	if t != nil {
+		// The release is the request's, not the decision's: a child of
+		// the caller's span when there is one.
+		t.parent = parent
+		if !parent.IsValid() {
+			t.parent = span.SpanContext()
+		}
+	}
+	return t, err
+}
+
+// admit is Admit; it sets *decided (when not nil) to the decision record
+// as soon as there is one, so that Admit can trace it whatever the
+// outcome.
+func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*Ticket, error) {
 	start := s.now()
 	r.Priority = r.Priority.OrStandard()
 	v := s.view.Load()
@@ -75,6 +100,9 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		Priority: r.Priority, Tenant: r.Tenant, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens,
 		Stream: r.Stream, Strategy: plan.Strategy, Fallback: plan.Fallback, Excluded: plan.Excluded,
 		SnapshotAge: start.Sub(v.snap.At).Seconds(), SLO: r.SLO,
+	}
+	if decided != nil {
+		*decided = d
 	}
 	d.LearnedCaps, d.LearnedTokenCaps = v.learnedCaps(r.Model)
 	if len(plan.Candidates) == 0 {
@@ -113,7 +141,9 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 			// strategy: without blocks, the store looks nothing up.
 			req.Prompt = scoring.Prompt{PromptTokens: job.PromptTokens, DecodeTokens: job.DecodeTokens()}
 		}
-		res, err = s.store.Claim(ctx, req)
+		cctx, span := s.startSpan(ctx, SpanClaim)
+		res, err = s.store.Claim(cctx, req)
+		traceClaim(span, res, err)
 	}
 	if err != nil {
 		return nil, s.fail(d, OutcomeStoreFailed, "store_error", fmt.Errorf("claim for %s: %w: %w", r.Model, ErrStore, err))
@@ -197,6 +227,11 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 	if byObjective {
 		timeout = max(p.bound.wait-start.Sub(d.Time), 0)
 	}
+	ctx, span := s.startSpan(ctx, SpanQueue, AttrQueuePosition.Int(d.QueuePosition))
+	defer func() {
+		span.SetAttributes(AttrOutcome.String(d.Outcome))
+		span.End()
+	}()
 	ch := make(chan state.Notice, 1)
 	s.mu.Lock()
 	s.waiters[id] = ch

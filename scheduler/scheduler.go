@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/scoring"
@@ -109,6 +110,10 @@ type Options struct {
 	// are due, in order, with no goroutine reading its clock. Production
 	// leaves it off: the request path never waits on learning.
 	InlineLearning bool
+	// Tracer makes the scheduler's spans (trace.go): the decision, the
+	// claim, the wait in the queue and the release, children of the span
+	// in Admit's context. nil: none, at no cost.
+	Tracer trace.Tracer
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.
