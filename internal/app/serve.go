@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	for _, f := range opts {
 		f(&o)
 	}
-	tp, err := tracing.New(ctx, cfg.Tracing, cfg.ReplicaID)
+	tp, err := tracing.New(ctx, cfg.Tracing, cfg.ReplicaID, log.Named("tracing"))
 	if err != nil {
 		return nil, err
 	}

@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"net/url"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/internal/config"
 )
@@ -31,11 +33,16 @@ type Provider struct {
 
 // New builds the provider for c, or returns nil when tracing is off. It
 // does not wait for the collector: spans are batched and exported in the
-// background, and those that cannot be delivered are dropped.
-func New(ctx context.Context, c config.Tracing, replica string) (*Provider, error) {
+// background, and those that cannot be delivered are dropped. Export
+// failures are logged to log (OpenTelemetry's error handler is one per
+// process: the last provider built sets it).
+func New(ctx context.Context, c config.Tracing, replica string, log *zap.Logger) (*Provider, error) {
 	if !c.Enabled {
 		return nil, nil
 	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		log.Warn("tracing: spans not exported", zap.Error(err))
+	}))
 	exp, err := newExporter(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)

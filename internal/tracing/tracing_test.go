@@ -11,12 +11,13 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/internal/config"
 )
 
 func TestOffMakesNoProvider(t *testing.T) {
-	p, err := New(context.Background(), config.Default().Tracing, "r")
+	p, err := New(context.Background(), config.Default().Tracing, "r", zap.NewNop())
 	if err != nil || p != nil {
 		t.Fatalf("tracing off: %v, %v", p, err)
 	}
@@ -86,7 +87,7 @@ func TestHTTPExportReachesThePath(t *testing.T) {
 	c := config.Default().Tracing
 	c.Enabled, c.Protocol, c.Endpoint = true, config.TracingHTTP, srv.URL+"/otlp/v1/traces"
 	c.ExportTimeout = config.Duration(5 * time.Second)
-	p, err := New(context.Background(), c, "replica-1")
+	p, err := New(context.Background(), c, "replica-1", zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
