@@ -147,7 +147,7 @@ func operationOf(e Endpoint) (attribute.KeyValue, bool) {
 
 // refused records the error reply the router sent instead of a worker.
 func (rt *requestTrace) refused(e httpError) {
-	if rt.request == nil {
+	if rt.request == nil || !rt.request.IsRecording() {
 		return
 	}
 	rt.request.SetAttributes(semconv.HTTPResponseStatusCode(e.Status), semconv.ErrorTypeKey.String(e.Code))
@@ -159,8 +159,8 @@ func (rt *requestTrace) refused(e httpError) {
 // responded begins the response span when the worker's (or Envoy's)
 // response headers arrive.
 func (rt *requestTrace) responded(ctx context.Context, tracer trace.Tracer, status int, worker string) {
-	if rt.request == nil {
-		return
+	if rt.request == nil || !rt.request.IsRecording() {
+		return // off, or not sampled: neither is a child of it
 	}
 	_, rt.response = tracer.Start(ctx, SpanResponse,
 		trace.WithAttributes(semconv.HTTPResponseStatusCode(status), AttrServedBy.String(worker)))
@@ -181,7 +181,7 @@ type usage struct{ input, output int }
 // finished ends the response span with how the response went, and puts
 // the served worker and the token usage on the request span.
 func (rt *requestTrace) finished(status int, worker string, ttft time.Duration, u usage, aborted bool) {
-	if rt.request == nil {
+	if rt.request == nil || !rt.request.IsRecording() {
 		return
 	}
 	attrs := []attribute.KeyValue{semconv.HTTPResponseStatusCode(status), AttrServedBy.String(worker)}

@@ -223,3 +223,23 @@ func FuzzTraceparent(f *testing.F) {
 		}
 	})
 }
+
+// An unsampled request (the client's flag 00, parent-based) still passes
+// its trace, flag 00, to the worker, and records nothing.
+func TestUnsampledRequestPassesItsTraceOn(t *testing.T) {
+	sched := &spanScheduler{fakeScheduler: &fakeScheduler{worker: "w1"}}
+	st, rec := runTraced(t, sched, true)
+	r := st.roundTrip(t, reqHeaders(false, ":method", "POST", ":path", "/v1/completions",
+		headerTraceparent, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"))
+	up := setHeaders(r.GetRequestHeaders().GetResponse().GetHeaderMutation())[headerTraceparent]
+	st.roundTrip(t, reqBody(`{"model":"m","prompt":"x"}`))
+	st.roundTrip(t, respHeaders(":status", "200", "content-type", "application/json"))
+	close(st.in)
+	<-st.done
+	if !strings.HasPrefix(up, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || !strings.HasSuffix(up, "-00") || strings.Contains(up, "00f067aa0ba902b7") {
+		t.Fatalf("worker gets %q, want the client's trace, a span of the router's, flag 00", up)
+	}
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("%d spans recorded for an unsampled request", n)
+	}
+}

@@ -52,6 +52,9 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		return s.admit(ctx, r, nil)
 	}
 	parent := trace.SpanContextFromContext(ctx)
+	if p := trace.SpanFromContext(ctx); parent.IsValid() && !p.IsRecording() {
+		return s.admit(ctx, r, nil) // not sampled: see startSpan
+	}
 	ctx, span := s.startSpan(ctx, SpanDecide, requestAttributes(r)...)
 	var d *Decision
 	t, err := s.admit(ctx, r, &d)

@@ -67,11 +67,16 @@ const (
 	AttrReleaseTokensRate = attribute.Key("llm_router.release.tokens_per_second")
 )
 
-// startSpan starts a child span of ctx's, or, with tracing off, returns
-// ctx and a span that records nothing (never ctx's own span: ending that
-// is its owner's business).
+// startSpan starts a child span of ctx's, or, with tracing off or under a
+// span that is not recorded, returns ctx and a span that records nothing
+// (never ctx's own span: ending that is its owner's business). The
+// router's samplers decide by trace id, so the child of a span not
+// sampled would not be sampled either: skipping it saves its cost.
 func (s *Scheduler) startSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if s.opts.Tracer == nil {
+		return ctx, noop.Span{}
+	}
+	if p := trace.SpanFromContext(ctx); p.SpanContext().IsValid() && !p.IsRecording() {
 		return ctx, noop.Span{}
 	}
 	return s.opts.Tracer.Start(ctx, name, trace.WithAttributes(attrs...))
@@ -216,10 +221,12 @@ func traceClaim(span trace.Span, res state.ClaimResult, err error) {
 }
 
 // releaseSpan starts the release span, a child of parent (none when
-// parent is invalid: tracing off, or the claim was not traced).
+// parent is not sampled: tracing off, or the request not recorded).
 func (s *Scheduler) releaseSpan(ctx context.Context, parent trace.SpanContext, worker string, o Outcome, elapsed time.Duration) (context.Context, trace.Span) {
-	if s.opts.Tracer == nil || !parent.IsValid() {
+	if s.opts.Tracer == nil || !parent.IsSampled() {
 		return ctx, noop.Span{}
 	}
-	return s.startSpan(trace.ContextWithSpanContext(ctx, parent), SpanRelease, releaseAttributes(worker, o, elapsed.Seconds())...)
+	// Not startSpan: the parent here is a span context, never recording.
+	return s.opts.Tracer.Start(trace.ContextWithSpanContext(ctx, parent), SpanRelease,
+		trace.WithAttributes(releaseAttributes(worker, o, elapsed.Seconds())...))
 }

@@ -56,8 +56,8 @@ func TestDecisionAttributesCarryEveryCandidate(t *testing.T) {
 		{AttrPredictedTTFT, attribute.Float64Value(0.4)},
 	}
 	for _, c := range checks {
-		if v, ok := got[c.key]; !ok || v.Emit() != c.want.Emit() {
-			t.Errorf("%s = %q, want %q", c.key, v.Emit(), c.want.Emit())
+		if v, ok := got[c.key]; !ok || v.String() != c.want.String() {
+			t.Errorf("%s = %q, want %q", c.key, v.String(), c.want.String())
 		}
 	}
 	// A refusal names no worker and no prediction.
@@ -197,5 +197,24 @@ func TestAdmitWithoutTracerMakesNoSpan(t *testing.T) {
 	tk.Finish(Outcome{Status: 200})
 	if n := len(rec.Ended()); n != 0 || !request.IsRecording() {
 		t.Fatalf("%d spans ended, request span recording %v", n, request.IsRecording())
+	}
+}
+
+// Under a request span that is not sampled the scheduler makes no span:
+// with the router's samplers (by trace id) none would be recorded.
+func TestAdmitUnderAnUnsampledSpanMakesNone(t *testing.T) {
+	s, rec, _ := tracedScheduler(t, spec("a", "m", 1))
+	unsampled := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.TraceIDRatioBased(0)))
+	ctx, request := unsampled.Tracer("test").Start(context.Background(), "request")
+	if !request.SpanContext().IsValid() || request.IsRecording() {
+		t.Fatal("the test needs a valid span that is not recorded")
+	}
+	tk, err := s.Admit(ctx, Request{ID: "r", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Finish(Outcome{Status: 200})
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("%d spans under an unsampled request", n)
 	}
 }
