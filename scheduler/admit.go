@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/scoring/latency"
 	"github.com/llm-router/llm-router/state"
@@ -50,6 +52,33 @@ const retryAfterBusy = time.Second
 // caller must call Ticket.Finish exactly once when the request ends (extra
 // calls are harmless). A cancelled ctx (the client left) ends the wait.
 func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
+	if s.opts.Tracer == nil {
+		return s.admit(ctx, r, nil)
+	}
+	parent := trace.SpanContextFromContext(ctx)
+	if p := trace.SpanFromContext(ctx); parent.IsValid() && !p.IsRecording() {
+		return s.admit(ctx, r, nil) // not sampled: see startSpan
+	}
+	ctx, span := s.startSpan(ctx, SpanDecide, requestAttributes(r)...)
+	var d *Decision
+	t, err := s.admit(ctx, r, &d)
+	traceDecision(span, d, err)
+	span.End()
+	if t != nil {
+		// The release is the request's, not the decision's: a child of
+		// the caller's span when there is one.
+		t.parent = parent
+		if !parent.IsValid() {
+			t.parent = span.SpanContext()
+		}
+	}
+	return t, err
+}
+
+// admit is Admit; it sets *decided (when not nil) to the decision record
+// as soon as there is one, so that Admit can trace it whatever the
+// outcome.
+func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*Ticket, error) {
 	start := s.now()
 	r.Priority = r.Priority.OrStandard()
 	v := s.view.Load()
@@ -66,6 +95,9 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		Priority: r.Priority, Tenant: r.Tenant, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens,
 		Stream: r.Stream, Strategy: pl.plan.Strategy, Fallback: pl.plan.Fallback, Excluded: pl.plan.Excluded,
 		SnapshotAge: start.Sub(v.snap.At).Seconds(), SLO: r.SLO,
+	}
+	if decided != nil {
+		*decided = d
 	}
 	d.LearnedCaps, d.LearnedTokenCaps = v.learnedCaps(r.Model)
 	if len(pl.plan.Candidates) == 0 {
@@ -92,7 +124,9 @@ func (s *Scheduler) Admit(ctx context.Context, r Request) (*Ticket, error) {
 		res, err = s.claimNonAtomic(ctx, id, pl.plan.Candidates, snapActive, snapPick)
 	} else {
 		req = s.claimRequest(id, &pl, d, s.queueSpec(r))
-		res, err = s.store.Claim(ctx, req)
+		cctx, span := s.startSpan(ctx, SpanClaim)
+		res, err = s.store.Claim(cctx, req)
+		traceClaim(span, res, err)
 	}
 	if err != nil {
 		return nil, s.fail(d, OutcomeStoreFailed, "store_error", fmt.Errorf("claim for %s: %w: %w", r.Model, ErrStore, err))

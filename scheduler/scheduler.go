@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/scoring"
@@ -129,6 +130,10 @@ type Options struct {
 	// scheduler in virtual time runs one waiter at a time and resumes its
 	// own events then. It must not block.
 	Parked func(requestID string)
+	// Tracer makes the scheduler's spans (trace.go): the decision, the
+	// claim, the wait in the queue and the release, children of the span
+	// in Admit's context. nil: none, at no cost.
+	Tracer trace.Tracer
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/llm-router/llm-router/scoring"
@@ -28,6 +30,9 @@ type Ticket struct {
 	// learn is what the latency model learns from this request with: set
 	// at the claim, never modified.
 	learn learning
+	// parent is the span the release span is a child of (set by Admit
+	// before the ticket is handed out; invalid with tracing off).
+	parent trace.SpanContext
 
 	mu       sync.Mutex
 	worker   string
@@ -129,9 +134,12 @@ func (t *Ticket) Finish(o Outcome) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
+	ctx, span := s.releaseSpan(ctx, t.parent, worker, o, elapsed)
 	if _, err := s.store.Release(ctx, rel); err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		s.log.Warn("release claim", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
 	}
+	span.End()
 	tpot := t.learnTPOT(worker, elapsed, o, now)
 	if s.observer != nil {
 		s.observer.Released(t.ID, s.now())

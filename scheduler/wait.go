@@ -51,6 +51,11 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 	if byObjective {
 		timeout = max(p.bound.wait-start.Sub(d.Time), 0)
 	}
+	ctx, span := s.startSpan(ctx, SpanQueue, AttrQueuePosition.Int(d.QueuePosition))
+	defer func() {
+		span.SetAttributes(AttrOutcome.String(d.Outcome))
+		span.End()
+	}()
 	ch := make(chan state.Notice, 1)
 	s.enqueue(id, ch)
 	defer func() {

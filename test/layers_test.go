@@ -96,3 +96,38 @@ func TestDependencyListingSeesTheLayers(t *testing.T) {
 		}
 	}
 }
+
+// TestSpansUseTheOpenTelemetryAPIOnly: the packages that make spans
+// (extproc, the scheduler) and those below them reach neither the
+// OpenTelemetry SDK nor an exporter, which internal/tracing sets up; the
+// same listing shows internal/tracing reaching both, so the check reads
+// the right thing.
+func TestSpansUseTheOpenTelemetryAPIOnly(t *testing.T) {
+	sdkOrExporter := func(d string) bool {
+		return strings.HasPrefix(d, "go.opentelemetry.io/otel/sdk") || strings.HasPrefix(d, "go.opentelemetry.io/otel/exporters")
+	}
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}", "./extproc/...", "./scheduler/...", "./state/...", "./scoring/...", "./internal/tracing")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	tracingSeesSDK := false
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		for _, d := range fields[1:] {
+			switch {
+			case fields[0] == module+"internal/tracing":
+				tracingSeesSDK = tracingSeesSDK || sdkOrExporter(d)
+			case sdkOrExporter(d):
+				t.Errorf("%s reaches %s: make spans through the API (go.opentelemetry.io/otel/trace)", fields[0], d)
+			}
+		}
+	}
+	if !tracingSeesSDK {
+		t.Error("internal/tracing lists neither the SDK nor an exporter: the check reads the wrong thing")
+	}
+}

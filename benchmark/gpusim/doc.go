@@ -105,7 +105,8 @@
 //	GET  /admin/state                            running, waiting, KV, preemptions, completed, served_total,
 //	                                             prefix_cache_queries, prefix_cache_hits (tokens), cached_blocks
 //
-// Every response carries x-gpusim-id. A request generates exactly
+// Every response carries x-gpusim-id, and x-gpusim-traceparent echoes a
+// request's W3C traceparent. A request generates exactly
 // max_tokens (or max_completion_tokens, or llama.cpp's n_predict) tokens,
 // 16 when unset, at most 8192; the prompt length is characters / 4 unless
 // the body sets "gpusim_prompt_tokens". A body may also give the true

@@ -58,7 +58,10 @@ func (s *Server) Run(ctx context.Context) { s.eng.Run(ctx) }
 // Exited is closed once the server has answered --exit-after requests.
 func (s *Server) Exited() <-chan struct{} { return s.exited }
 
-// Handler serves the GPU's HTTP API. Every response carries x-gpusim-id.
+// Handler serves the GPU's HTTP API. Every response carries x-gpusim-id,
+// and x-gpusim-traceparent when the request carried a W3C traceparent
+// (the trace context an engine would continue), so that a test can see
+// what reached the worker.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.inference(kindChat))
@@ -76,6 +79,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("x-gpusim-id", s.cfg.ID)
+		if tp := r.Header.Get("traceparent"); tp != "" {
+			w.Header().Set("x-gpusim-traceparent", tp)
+		}
 		mux.ServeHTTP(w, r)
 	})
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/llm-router/llm-router/internal/decisions"
 	"github.com/llm-router/llm-router/internal/metrics"
 	"github.com/llm-router/llm-router/internal/telemetry"
+	"github.com/llm-router/llm-router/internal/tracing"
 	pb "github.com/llm-router/llm-router/proto/llmrouter/v1"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/scoring"
@@ -59,8 +60,9 @@ type Router struct {
 	xds       *xds.Server // nil with static discovery
 	decisions *decisions.Ring
 	monitor   *telemetry.Monitor
-	certs     *certSource   // nil without TLS
-	discovery *discoveryRun // nil without discovery
+	certs     *certSource       // nil without TLS
+	discovery *discoveryRun     // nil without discovery
+	tracing   *tracing.Provider // nil with tracing off
 }
 
 // Metrics exposes the router's metrics.
@@ -103,18 +105,26 @@ type options struct {
 func WithStore(s state.Store) Option { return func(o *options) { o.store = s } }
 
 // New builds a router from cfg; Serve starts it.
-func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option) (*Router, error) {
+func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option) (_ *Router, err error) {
 	var o options
 	for _, f := range opts {
 		f(&o)
 	}
+	tp, err := tracing.New(ctx, cfg.Tracing, cfg.ReplicaID, log.Named("tracing"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tp.Shutdown(context.WithoutCancel(ctx))
+		}
+	}()
 	m := metrics.New()
 	m.SetFairWeights(cfg.Queue.Fairness.Weights)
 	ring := decisions.NewRing(cfg.DecisionLogSize)
 	var recorder scheduler.Recorder = ring
 	be := memoryBackend(o.store)
 	if o.store == nil {
-		var err error
 		if be, err = newBackend(cfg, log.Named("store"), m); err != nil {
 			return nil, err
 		}
@@ -157,6 +167,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		EMAAlpha: cfg.EMAAlpha,
 		Logger:   log.Named("scheduler"),
 		Observer: m,
+		Tracer:   tp.Tracer(),
 	})
 	if err != nil {
 		return nil, err
@@ -167,7 +178,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	if err := sched.Refresh(ctx); err != nil {
 		return nil, err
 	}
-	r := &Router{cfg: cfg, log: log, metrics: m, backend: be, sched: sched, ready: make(chan struct{}), decisions: ring, status: &replicaStatus{degraded: be.degraded}}
+	r := &Router{cfg: cfg, log: log, metrics: m, backend: be, sched: sched, ready: make(chan struct{}), decisions: ring, status: &replicaStatus{degraded: be.degraded}, tracing: tp}
 	if r.discovery, err = newDiscovery(cfg, store, o, log.Named("discovery")); err != nil {
 		return nil, err
 	}
@@ -207,6 +218,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		SLO:                  sloPolicy(cfg.SLO),
 		FairnessIDIgnored:    m.FairnessIDIgnored,
 		AddressOf:            sched.AddressOf,
+		Tracer:               tp.Tracer(),
 		Logger:               log.Named("extproc"),
 	})
 	if cfg.TLS.ExtProc || cfg.TLS.Admin {
@@ -365,7 +377,7 @@ func (r *Router) Serve(ctx context.Context) error {
 	r.log.Info("llm-router serving",
 		zap.String("extproc", grpcLn.Addr().String()), zap.String("admin", adminLn.Addr().String()),
 		zap.String("strategy", r.sched.Strategy()), zap.String("replica", r.cfg.ReplicaID),
-		zap.Int("workers", len(r.cfg.Workers)))
+		zap.Int("workers", len(r.cfg.Workers)), zap.Bool("tracing", r.tracing != nil))
 	close(r.ready)
 
 	select {
@@ -401,6 +413,10 @@ func (r *Router) shutdown() error {
 	defer cancel()
 	r.adminGRPC.Stop()
 	_ = r.admin.Shutdown(ctx)
+	// The last spans, the streams' that just ended, go to the collector.
+	if err := r.tracing.Shutdown(ctx); err != nil {
+		r.log.Warn("export the last spans", zap.Error(err))
+	}
 	r.log.Info("stopped")
 	return nil
 }

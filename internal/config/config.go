@@ -62,6 +62,7 @@ type Config struct {
 	InferenceAware InferenceAware `yaml:"inference_aware"`
 	AdaptiveCaps   AdaptiveCaps   `yaml:"adaptive_caps"`
 	SLO            SLO            `yaml:"slo"`
+	Tracing        Tracing        `yaml:"tracing"`
 	Workers        []Worker       `yaml:"workers"`
 }
 
@@ -428,6 +429,7 @@ func Default() Config {
 		},
 		AdaptiveCaps: defaultAdaptiveCaps(),
 		SLO:          defaultSLO(),
+		Tracing:      defaultTracing(),
 		InferenceAware: InferenceAware{
 			MinSamples:  3,
 			Staleness:   Duration(60 * time.Second),

@@ -136,6 +136,7 @@ var Keys = slices.Concat([]Key{
 	{Path: "slo.min_tpot", Env: "SLO_MIN_TPOT_SECONDS", Default: "25ms", Doc: "tightest TPOT objective likewise (key: min_tpot_slo)", apply: setDuration(func(c *Config) *Duration { return &c.SLO.MinTPOT })},
 	{Path: "slo.models.<model>.<priority>.{ttft,tpot}", Env: "", Default: "", Doc: "objectives of a model's requests at a priority (critical, standard or batch) that name none in headers; each unset one falls to the default"},
 	{Path: "slo.objectives.<name>.{ttft,tpot}", Env: "", Default: "", Doc: "objectives of requests naming <name> in x-llm-d-inference-objective (and none in headers); ahead of slo.models"},
+}, tracingKeys(), []Key{
 	{Path: "workers[].{id,address,models,zone,region,max_concurrency,metrics_format,metrics_url,health_url,dcgm_url,dcgm_gpu,kv_blocks,prefill_tokens_per_second}", Env: "VLLM_NODES, MODEL_NAME", Default: "", Doc: "the GPU workers; id is also the Envoy cluster name; kv_blocks and prefill_tokens_per_second default to the scoring keys of the same names; metrics_format vllm (default), sglang, llamacpp, trtllm or none; metrics_url/health_url default to the address's /metrics and /health; dcgm_url with dcgm_gpu (gpu index or UUID) feeds gpu_util. VLLM_NODES (comma-separated URLs) with MODEL_NAME replaces the list, with ids node-0.. and max_concurrency from MAX_CONCURRENCY_PER_NODE (default 0); max_concurrency is an optional safety ceiling, 0 or absent: none", apply: nil},
 })
 

@@ -87,6 +87,7 @@ func (c *Config) Validate() error {
 	c.validateAuth(bad)
 	c.validateFairness(bad)
 	c.SLO.validate(bad)
+	c.Tracing.validate(bad)
 	if c.Telemetry.ScrapeInterval.D() < 10*time.Millisecond {
 		bad("telemetry.scrape_interval", "must be at least 10ms")
 	}
