@@ -22,6 +22,16 @@ import "math"
 // seen once do not stay forever.
 const FairForget = 1e-3
 
+// FairTie is the relative difference under which two counters are equal
+// (the tie goes to the older waiter): a lifted counter and the one it was
+// lifted to decay along different roundings (Redis keeps them as
+// strings), and a last-digit difference must not reorder tenants.
+const FairTie = 1e-9
+
+// FairLess reports whether counter a is below counter b by more than
+// FairTie.
+func FairLess(a, b float64) bool { return a < b-FairTie*max(1, math.Abs(b)) }
+
 // DefaultTenant is the tenant of requests that name none.
 const DefaultTenant = "default"
 

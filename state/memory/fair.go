@@ -68,11 +68,11 @@ func (m *Store) fairJoin(w *memWaiter, now time.Time) {
 		ms := now.UnixMilli()
 		least, any := 0.0, false
 		for t := range tenants {
-			if v := m.fairValue(w.model, t, ms); !any || v < least {
+			if v := m.fairValue(w.model, t, ms); !any || state.FairLess(v, least) {
 				least, any = v, true
 			}
 		}
-		if own := m.fairValue(w.model, w.fair.tenant, ms); any && own < least {
+		if own := m.fairValue(w.model, w.fair.tenant, ms); any && state.FairLess(own, least) {
 			m.fair.counters[fairKey{w.model, w.fair.tenant}] = fairCounter{v: least, at: ms}
 		}
 	}
@@ -152,7 +152,7 @@ func (m *Store) fairHead(model string, now time.Time) *memWaiter {
 		bestV := 0.0
 		for t, q := range m.fair.bands[fairBand{model, rank}] {
 			v := m.fairValue(model, t, ms)
-			if best == nil || v < bestV || (v == bestV && q[0].seq < best.seq) {
+			if best == nil || state.FairLess(v, bestV) || (!state.FairLess(bestV, v) && q[0].seq < best.seq) {
 				best, bestV = q[0], v
 			}
 		}

@@ -177,6 +177,9 @@ local function fqkey(model, rank, t) return PREFIX .. 'fq:' .. model .. '\t' .. 
 local function fckey(model) return PREFIX .. 'fc:' .. model end
 -- A counter under FAIR_FORGET tokens counts as none (state.FairForget).
 local FAIR_FORGET = 1e-3
+-- Counters closer than FAIR_TIE (relative) are equal (state.FairTie).
+local FAIR_TIE = 1e-9
+local function fair_less(a, b) return a < b - FAIR_TIE * math.max(1, math.abs(b)) end
 
 local function fair_value(model, t, now)
   local rec = redis.call('HGET', fckey(model), t)
@@ -224,9 +227,9 @@ local function fair_join(id, model, rank, t, cost, oc, ot, seq, now)
     local least = nil
     for _, o in ipairs(redis.call('SMEMBERS', fbkey(model, rank))) do
       local v = fair_value(model, o, now)
-      if not least or v < least then least = v end
+      if not least or fair_less(v, least) then least = v end
     end
-    if least and fair_value(model, t, now) < least then fair_set(model, t, least, now) end
+    if least and fair_less(fair_value(model, t, now), least) then fair_set(model, t, least, now) end
     redis.call('SADD', fbkey(model, rank), t)
   end
   redis.call('ZADD', fq, seq, id)
@@ -277,7 +280,7 @@ local function fair_head(model, now)
       local h = redis.call('ZRANGE', fqkey(model, rank, t), 0, 0, 'WITHSCORES')
       if h[1] then
         local v, s = fair_value(model, t, now), tonumber(h[2])
-        if not best or v < bestV or (v == bestV and s < bestSeq) then best, bestV, bestSeq = h[1], v, s end
+        if not best or fair_less(v, bestV) or (not fair_less(bestV, v) and s < bestSeq) then best, bestV, bestSeq = h[1], v, s end
       end
     end
     if best then return best end
