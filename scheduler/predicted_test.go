@@ -168,17 +168,23 @@ func TestTicketLearnsTTFTAndTPOT(t *testing.T) {
 
 func aheadOf(t *testing.T, store *memory.Store, worker string) int {
 	t.Helper()
+	return workerState(t, store, worker).AheadTokens
+}
+
+// workerState is worker's entry in the store's snapshot.
+func workerState(t *testing.T, store *memory.Store, worker string) state.Worker {
+	t.Helper()
 	snap, err := store.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range snap.Workers {
 		if w.Spec.ID == worker {
-			return w.AheadTokens
+			return w
 		}
 	}
 	t.Fatalf("no worker %s", worker)
-	return 0
+	return state.Worker{}
 }
 
 func lastResult(t *testing.T, rec *recorder, id string) *Result {

@@ -246,15 +246,5 @@ func TestGrantRebinds(t *testing.T) {
 
 func inFlight(t *testing.T, store *memory.Store, worker string) int {
 	t.Helper()
-	snap, err := store.Snapshot(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range snap.Workers {
-		if w.Spec.ID == worker {
-			return w.InFlight
-		}
-	}
-	t.Fatalf("no worker %s", worker)
-	return 0
+	return workerState(t, store, worker).InFlight
 }
