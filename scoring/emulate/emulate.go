@@ -71,6 +71,11 @@ const (
 	// fleet simulator has the events: it registers this name, not this
 	// package.
 	PrecisePrefixQueueKVMaxScore = "precise_prefix_queue_kv_max_score"
+	// LeastRequestP2C emulates Envoy's LEAST_REQUEST load balancer (two
+	// random choices, fewer active requests wins) for the fleet
+	// simulator, where no Envoy runs. It is not among Names: llm-bench
+	// compare runs Envoy itself.
+	LeastRequestP2C = "least_request_p2c"
 )
 
 // Names lists every emulation; each is registered with scoring (the
@@ -91,6 +96,7 @@ func PrefixNames() []string {
 // instance with empty state and the upstream defaults; the product's
 // Params do not apply to them.
 func init() {
+	scoring.RegisterStrategy(LeastRequestP2C, func(scoring.Params) scoring.Strategy { return newLeastRequestP2C() })
 	scoring.RegisterStrategy(QueueKVMaxScore, func(scoring.Params) scoring.Strategy { return queueKVMaxScore{} })
 	scoring.RegisterStrategy(PrefixQueueKVMaxScore, func(scoring.Params) scoring.Strategy { return newPrefixQueueKV() })
 	scoring.RegisterStrategy(PrefixMatchOrShortestQueue, func(scoring.Params) scoring.Strategy { return newPrefixMatchOrShortestQueue() })
