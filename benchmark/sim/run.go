@@ -27,6 +27,10 @@ type Run struct {
 	QPS      float64    `json:"qps"`
 	Seed     uint64     `json:"seed"`
 	Router   Router     `json:"router"`
+	// Config is the replicas' router configuration (queue, objectives,
+	// scoring weights); nil: the product's defaults. Router's periods
+	// replace its own.
+	Config *config.Config `json:"-"`
 }
 
 // Outcomes of a request.
@@ -251,6 +255,9 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 // source, all on one store and the simulator's clock.
 func (r *runner) newReplicas(clock func() time.Time) error {
 	cfg := config.Default()
+	if r.run.Config != nil {
+		cfg = *r.run.Config
+	}
 	// Every request has the router's default objectives, as a request
 	// that names none.
 	r.slo = scheduler.SLO{
