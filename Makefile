@@ -157,7 +157,7 @@ bench-extra: build envoy redis ## the herd race and the router's overhead into b
 	echo "bench-extra: done in $$(( $$(date +%s) - start )) s; results in benchmark/results/latest/"
 
 # The virtual-time fleet simulator (benchmark/sim): llm-d's 150x5
-# shared-prefix workload on 16 simulated A100s, a ladder of five rates up
+# shared-prefix workload on 16 simulated A100s, a ladder of four rates up
 # to where round robin's TTFT p90 passes 10 s, one and four router
 # replicas, round_robin, scored, predicted, Envoy's LEAST_REQUEST and the
 # emulations of llm-d, SGLang and Dynamo, three seeds; then the hit rate
@@ -166,17 +166,18 @@ bench-extra: build envoy redis ## the herd race and the router's overhead into b
 SIM_OUT   ?= benchmark/results/latest
 SIM_FLAGS := --gpus a100-llama3-8b:16 --replicas 1,4 \
 	--strategies round_robin,scored,predicted,least_request_p2c,prefix_affinity_token_load,precise_prefix_queue_kv_max_score,prefix_match_or_shortest_queue,prefix_overlap_min_cost \
-	--ladder 8:40:5 --seeds 1,2,3
+	--ladder 10:40:4 --seeds 1,2,3
 SIM_REPLICA_FLAGS := --gpus a100-llama3-8b:16 --replicas 1,8 \
-	--strategies predicted,prefix_affinity_token_load,precise_prefix_queue_kv_max_score \
+	--strategies predicted,precise_prefix_queue_kv_max_score \
 	--qps 40 --seeds 1,2,3,4,5,6,7,8,9,10
 # Mooncake's conversation trace at its real lengths on 32 A100s with the
 # whole KV cache (no scaling), its first 2,000 requests, one and four
-# replicas, round robin, the default and every peer emulation, three seeds.
+# replicas, round robin, the default and the peer emulations, three seeds,
+# at 16, 20 and 24 req/s (round robin's TTFT p90 passes 10 s there).
 SIM_MOONCAKE_FLAGS := --gpus a100-llama3-8b:32 --replicas 1,4 \
 	--workload trace --trace benchmark/traces/mooncake-conversation.jsonl --requests 2000 \
-	--strategies round_robin,predicted,least_request_p2c,prefix_queue_kv_max_score,prefix_affinity_token_load,precise_prefix_queue_kv_max_score,prefix_match_or_shortest_queue,prefix_overlap_min_cost \
-	--ladder 8:24:5 --seeds 1,2,3
+	--strategies round_robin,predicted,least_request_p2c,prefix_affinity_token_load,precise_prefix_queue_kv_max_score,prefix_match_or_shortest_queue,prefix_overlap_min_cost \
+	--ladder 16:24:3 --seeds 1,2,3
 bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs; 1 vs 8 replicas) into benchmark/results/latest
 	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
 	$(GO) build -o $(BIN)/llm-bench ./cmd/llm-bench; \

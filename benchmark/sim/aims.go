@@ -35,8 +35,10 @@ const NotJudged = "not judged"
 const (
 	// aimReplicas is the replica count of the shared-prefix latency aims.
 	aimReplicas = 4
-	// aimRoundRobinP90 chooses the shared-prefix aims' rate: the lowest
-	// at which round robin's TTFT p90 with aimReplicas passes it.
+	// aimRoundRobinP90 chooses the aims' rate: the lowest at which round
+	// robin's TTFT p90 passes it (llm-d's operating point for its 150x5
+	// aim; on a trace of long prompts the TTFT objective of 2 s is
+	// passed by prefill alone, at any load).
 	aimRoundRobinP90 = 10 * time.Second
 	// aimManyReplicas is the replica count whose hit rate is held to one
 	// replica's.
@@ -168,16 +170,16 @@ func replicaHitAims(s Study, sums []Summary, def string) []Aim {
 }
 
 // bestPeerAims: at the lowest rate where round robin's TTFT p90 passes
-// the study's TTFT objective, with each replica count, the default's TTFT
+// 10 s, with each replica count, the default's TTFT
 // p90 ≤ 0.8 × the best peer emulation's (the lowest p90 there).
 func bestPeerAims(s Study, sums []Summary, def string) []Aim {
 	var out []Aim
 	for _, n := range s.Replicas {
 		name := fmt.Sprintf("TTFT p90, %s / the best peer emulation ≤ 0.8", def)
-		rate, p90, ok := firstPast(s, sums, "round_robin", n, s.SLO.TTFT)
+		rate, p90, ok := firstPast(s, sums, "round_robin", n, aimRoundRobinP90)
 		if !ok {
 			out = append(out, Aim{Aim: name, At: fmt.Sprintf("%d replicas", n), Unit: "×", Target: 0.8, Verdict: NotJudged,
-				Why: fmt.Sprintf("round_robin is not in the study or its TTFT p90 stays under %v at every rate", s.SLO.TTFT)})
+				Why: fmt.Sprintf("round_robin is not in the study or its TTFT p90 stays under %v at every rate", aimRoundRobinP90)})
 			continue
 		}
 		d := find(sums, def, n, rate)
@@ -187,7 +189,7 @@ func bestPeerAims(s Study, sums []Summary, def string) []Aim {
 				best = m
 			}
 		}
-		at := fmt.Sprintf("%d replicas, %g req/s: the lowest rate at which round_robin's TTFT p90 passes the TTFT objective %v (%.1f s)", n, rate, s.SLO.TTFT, p90/1000)
+		at := fmt.Sprintf("%d replicas, %g req/s: the lowest rate at which round_robin's TTFT p90 passes %v (%.1f s)", n, rate, aimRoundRobinP90, p90/1000)
 		if d == nil || best == nil {
 			out = append(out, Aim{Aim: name, At: at, Unit: "×", Target: 0.8, Verdict: NotJudged, Why: "no peer emulation in the study"})
 			continue
