@@ -173,11 +173,12 @@ SIM_REPLICA_FLAGS := --gpus a100-llama3-8b:16 --replicas 1,8 \
 # Mooncake's conversation trace at its real lengths on 32 A100s with the
 # whole KV cache (no scaling), its first 2,000 requests, one and four
 # replicas, round robin, the default and the peer emulations, three seeds,
-# at 16, 20 and 24 req/s (round robin's TTFT p90 passes 10 s there).
+# at 20 req/s, where round robin's TTFT p90 passes 10 s (8 s at 16 req/s,
+# 20 s at 24 with one replica); a ladder would triple the time.
 SIM_MOONCAKE_FLAGS := --gpus a100-llama3-8b:32 --replicas 1,4 \
 	--workload trace --trace benchmark/traces/mooncake-conversation.jsonl --requests 2000 \
 	--strategies round_robin,predicted,least_request_p2c,prefix_affinity_token_load,precise_prefix_queue_kv_max_score,prefix_match_or_shortest_queue,prefix_overlap_min_cost \
-	--ladder 16:24:3 --seeds 1,2,3
+	--qps 20 --seeds 1,2,3
 bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs; 1 vs 8 replicas) into benchmark/results/latest
 	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
 	$(GO) build -o $(BIN)/llm-bench ./cmd/llm-bench; \

@@ -193,8 +193,8 @@ func (v *Validation) WriteMarkdown(w io.Writer) {
 		fmt.Fprintf(w, "Median over the setups compared of real − simulated TTFT p50: %.1f ms of GPU time, %.1f ms of wall time at time scale %g.\n\n",
 			off, off*v.TimeScale, v.TimeScale)
 	}
-	fmt.Fprintln(w, "| setup | simulated as | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | good | prefix hit | verdict |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| setup | load | simulated as | TTFT p50 ms | TTFT p90 ms | TTFT p99 ms | good | prefix hit | verdict |")
+	fmt.Fprintln(w, "|---|---:|---|---|---|---|---|---|---|")
 	for _, c := range v.Setups {
 		cells := make([]string, len(validationMetrics))
 		for i := range cells {
@@ -207,7 +207,7 @@ func (v *Validation) WriteMarkdown(w io.Writer) {
 		if c.Why != "" {
 			verdict += ": " + c.Why
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", c.Setup, c.Sim, strings.Join(cells, " | "), verdict)
+		fmt.Fprintf(w, "| %s | %.0f %% | %s | %s | %s |\n", c.Setup, 100*c.Load, c.Sim, strings.Join(cells, " | "), verdict)
 	}
 	fmt.Fprintln(w)
 }

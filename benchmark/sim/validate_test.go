@@ -208,7 +208,7 @@ func TestValidateRunsTheComparesJobs(t *testing.T) {
 	}
 	var md bytes.Buffer
 	v.WriteMarkdown(&md)
-	if !strings.Contains(md.String(), "| envoy ROUND_ROBIN | round_robin, uncapped |") {
+	if !strings.Contains(md.String(), "| envoy ROUND_ROBIN | 80 % | round_robin, uncapped |") {
 		t.Errorf("markdown lacks the round robin row:\n%s", md.String())
 	}
 }
