@@ -178,8 +178,8 @@ func bestPeerAims(s Study, sums []Summary, def string) []Aim {
 		name := fmt.Sprintf("TTFT p90, %s / the best peer emulation ≤ 0.8", def)
 		rate, p90, ok := firstPast(s, sums, "round_robin", n, aimRoundRobinP90)
 		if !ok {
-			out = append(out, Aim{Aim: name, At: fmt.Sprintf("%d replicas", n), Unit: "×", Target: 0.8, Verdict: NotJudged,
-				Why: fmt.Sprintf("round_robin is not in the study or its TTFT p90 stays under %v at every rate", aimRoundRobinP90)})
+			why := fmt.Sprintf("round_robin is not in the study or its TTFT p90 stays under %v at every rate", aimRoundRobinP90)
+			out = append(out, Aim{Aim: name, At: fmt.Sprintf("%d replicas", n), Unit: "×", Target: 0.8, Verdict: NotJudged, Why: why})
 			continue
 		}
 		d := find(sums, def, n, rate)
