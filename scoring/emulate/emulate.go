@@ -79,6 +79,15 @@ func Names() []string {
 	return append([]string{QueueKVMaxScore}, PrefixNames()...)
 }
 
+// SimulatorOnly lists the emulations only the fleet simulator registers
+// and runs: llm-d's precise profile and the GIE's LoRA-affinity scheduler
+// read what only the simulator feeds them (engine KV events, LoRA
+// figures), and Envoy's LEAST_REQUEST is measured on the real Envoy
+// elsewhere. Benchmarks of the real stack leave them out.
+func SimulatorOnly() []string {
+	return []string{PrecisePrefixQueueKVMaxScore, LoRAQueueKVMaxScore, LeastRequestP2C}
+}
+
 // PrefixNames lists the prefix-aware emulations: each keeps per-replica
 // state (its own index) fed by the claims it observes.
 func PrefixNames() []string {
