@@ -81,7 +81,7 @@ func init() {
 func Filter(job Job, workers []Worker) (eligible []Worker, excluded []Excluded) {
 	for _, w := range workers {
 		switch {
-		case !w.Serves(job.Model):
+		case !w.Serves(job.Model), job.Adapter != "" && !w.ServesAdapter(job.Adapter):
 			continue
 		case w.Draining:
 			excluded = append(excluded, Excluded{w.ID, "draining"})
@@ -108,6 +108,7 @@ func Build(s Strategy, in Input) Plan {
 		plan.Fallback = LeastLoaded
 		plan.Candidates = leastLoaded{}.Plan(in, eligible)
 	}
+	AddAdapter(plan.Strategy, in.Job, eligible, plan.Candidates)
 	return plan
 }
 
