@@ -1,14 +1,14 @@
 package gpusim
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // LoRA outcomes of the run-time adapter API; the HTTP layer maps them to
@@ -230,24 +230,11 @@ func (b *loraBank) state(waiting []*seq) *LoRAState {
 
 // adapterBlocks keys a prompt's block hashes by its adapter, as vLLM puts
 // the LoRA id in the hash of every block: the same text under two
-// adapters (or an adapter and the base model) shares no cached block.
+// adapters (or an adapter and the base model) shares no cached block. The
+// keying is the router's (prefix.ForAdapter), so that both name a block
+// alike.
 func adapterBlocks(blocks []uint64, adapter string) []uint64 {
-	if adapter == "" || len(blocks) == 0 {
-		return blocks
-	}
-	h := fnv.New64a()
-	h.Write([]byte(adapter))
-	salt := h.Sum64()
-	out := make([]uint64, len(blocks))
-	var buf [16]byte
-	for i, b := range blocks {
-		binary.LittleEndian.PutUint64(buf[:8], b)
-		binary.LittleEndian.PutUint64(buf[8:], salt)
-		h.Reset()
-		h.Write(buf[:])
-		out[i] = h.Sum64()
-	}
-	return out
+	return prefix.ForAdapter(adapter, blocks)
 }
 
 // check verifies the bank against the running batch: at most max_loras

@@ -151,10 +151,10 @@ func TestLoRAEmulationIsFedByScrapes(t *testing.T) {
 	}
 	f.observe("gpu-0", &gpusim.LoRAState{MaxLoras: 2, Running: []string{"a"}})
 	ws := []scoring.Worker{
-		{ID: "gpu-0", Models: []string{"a"}, Health: scoring.Healthy, Queue: scoring.Known(0), KVPressure: scoring.Known(0)},
-		{ID: "gpu-1", Models: []string{"a"}, Health: scoring.Healthy, Queue: scoring.Known(0), KVPressure: scoring.Known(0)},
+		{ID: "gpu-0", Models: []string{"m"}, Adapters: []string{"a"}, Health: scoring.Healthy, Queue: scoring.Known(0), KVPressure: scoring.Known(0)},
+		{ID: "gpu-1", Models: []string{"m"}, Adapters: []string{"a"}, Health: scoring.Healthy, Queue: scoring.Known(0), KVPressure: scoring.Known(0)},
 	}
-	plan := scoring.Build(st, scoring.Input{Job: scoring.Job{Model: "a"}, Workers: ws})
+	plan := scoring.Build(st, scoring.Input{Job: scoring.Job{Model: "m", Adapter: "a"}, Workers: ws})
 	if i := scoring.Pick(plan.Candidates, []int{0, 0}, nil); plan.Candidates[i].Worker != "gpu-0" {
 		t.Errorf("picked %s, not the GPU running the adapter", plan.Candidates[i].Worker)
 	}

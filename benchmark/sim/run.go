@@ -210,9 +210,9 @@ func fleetSpecs(gpus []GPUClass, eng Engine) ([]gpusim.Config, []state.WorkerSpe
 	return cfgs, specs, nil
 }
 
-// withAdapters gives every engine the adapters as its lora_modules, and
-// every worker spec the adapters as models of its own: the router learns
-// adapters from its configuration as it learns models.
+// withAdapters gives every engine the adapters of its model as its
+// lora_modules and max_loras slots, and every worker spec the same, as
+// the router's workers[].adapters and max_loras would say.
 func withAdapters(cfgs []gpusim.Config, specs []state.WorkerSpec, eng Engine, adapters []string) {
 	if eng.MaxLoras == 0 || len(adapters) == 0 {
 		return
@@ -220,7 +220,10 @@ func withAdapters(cfgs []gpusim.Config, specs []state.WorkerSpec, eng Engine, ad
 	for i := range cfgs {
 		cfgs[i].MaxLoras, cfgs[i].LoRALoadMs = eng.MaxLoras, eng.LoRALoadMs
 		cfgs[i].LoRAModules = slices.Clone(adapters)
-		specs[i].Models = append(slices.Clone(specs[i].Models), adapters...)
+		specs[i].MaxLoras = eng.MaxLoras
+		for _, a := range adapters {
+			specs[i].Adapters = append(specs[i].Adapters, state.Adapter{Name: a, Base: cfgs[i].Models[0]})
+		}
 	}
 }
 
@@ -311,8 +314,12 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 				// The store's notices are never lost here: no poll.
 				PollEvery: maxOverrun,
 			},
-			After:  r.after,
-			Parked: r.parked,
+			// The engines load adapters themselves (lora.manage off, the
+			// default); the router prices loads from lora.load_time until
+			// it learns each worker's.
+			Adapters: scheduler.AdapterOptions{LoadTime: cfg.LoRA.LoadTime.D(), LoadTimeout: cfg.LoRA.LoadTimeout.D()},
+			After:    r.after,
+			Parked:   r.parked,
 		})
 		if err != nil {
 			return fmt.Errorf("replica %d: %w", i, err)
@@ -425,12 +432,21 @@ func (r *runner) scrape(ctx context.Context, g int) error {
 	s := r.gpus[g].st.State()
 	r.loraFeed.observe(r.gpus[g].id, s.LoRA)
 	at := epoch.Add(r.now)
-	return r.store.PutTelemetry(ctx, map[string]state.Telemetry{r.gpus[g].id: {
+	tm := state.Telemetry{
 		KVUsage: state.Sample{Value: s.KVUsage(), At: at},
 		Waiting: state.Sample{Value: float64(s.Waiting), At: at},
 		Running: state.Sample{Value: float64(s.Running), At: at},
 		At:      at,
-	}})
+	}
+	if l := s.LoRA; l != nil {
+		// vllm:lora_requests_info and /v1/models, as the router's
+		// telemetry reads them.
+		tm.Adapters = state.AdapterReport{Running: l.Running, Waiting: l.Waiting, MaxLoras: l.MaxLoras, At: at}
+		for _, a := range l.Registered {
+			tm.Adapters.Listed = append(tm.Adapters.Listed, state.Adapter{Name: a, Base: loadgen.Model})
+		}
+	}
+	return r.store.PutTelemetry(ctx, map[string]state.Telemetry{r.gpus[g].id: tm})
 }
 
 func (r *runner) result() *RunResult {
