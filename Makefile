@@ -177,11 +177,11 @@ bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs) into 
 # Gateway API Inference Extension's LoRA-affinity scheduler (emulated) and
 # Envoy's LEAST_REQUEST (two random choices), five seeds, the aims with
 # their verdicts. No process is started; a few minutes on two cores.
+LORA_QPS      ?= 12
+LORA_REQUESTS ?= 2000
 LORA_FLAGS := --workload lora --gpus a100-llama3-8b:8 --max-loras 4 \
 	--strategies predicted,lora_queue_kv_max_score,least_request_p2c \
 	--qps $(LORA_QPS) --requests $(LORA_REQUESTS) --seeds 1,2,3,4,5 --quiet
-LORA_QPS      ?= 12
-LORA_REQUESTS ?= 2000
 bench-lora: ## the LoRA adapter study on the fleet simulator (fixed and shifting popularity) into benchmark/results/latest
 	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
 	$(GO) run ./cmd/llm-bench sim $(LORA_FLAGS) --json $(SIM_OUT)/sim-lora.json --md $(SIM_OUT)/sim-lora.md >/dev/null; \
