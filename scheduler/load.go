@@ -81,19 +81,28 @@ func (s *Scheduler) withAdapter(ctx context.Context, r Request, t *Ticket, st sc
 		s.awaitAdapter(ctx, r, d, t.worker, timeout)
 		return t, nil
 	}
-	if r.OnQueued != nil {
-		r.OnQueued(timeout) // Envoy must wait for the load
-	}
 	a := state.Adapter{Name: d.Adapter.Name, Base: d.Model}
+	var evict state.Adapter
 	if v := s.view.Load(); v != nil {
+		if i, ok := v.index[t.worker]; ok && v.snap.Workers[i].Telemetry.Adapters.Holds(a.Name) {
+			// Registered there (--lora-modules, or an earlier load): the
+			// engine moves it into a slot itself on first use.
+			return t, nil
+		}
 		if c, ok := v.adapters.catalog[a.Name]; ok {
 			a = c
 		}
+		evict = v.adapters.catalog[d.Adapter.Evicted]
+	}
+	if r.OnQueued != nil {
+		r.OnQueued(timeout) // Envoy must wait for the load
 	}
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if d.Adapter.Evicted != "" {
-		if err := loader.Unload(lctx, addr, d.Adapter.Evicted); err != nil {
+	if evict.Path != "" {
+		// Only an adapter the router can load again: one the engine
+		// serves from its own start (no path known) stays registered.
+		if err := loader.Unload(lctx, addr, evict.Name); err != nil {
 			s.log.Warn("unload adapter", zap.String("worker", t.worker), zap.String("adapter", d.Adapter.Evicted), zap.Error(err))
 		}
 	}
