@@ -23,6 +23,22 @@ var (
 	ErrLoRADisabled = errors.New("lora is not enabled")
 )
 
+// AdapterError is a failure of the run-time adapter API: its kind (one of
+// the errors above, or ErrBadRequest) and vLLM's message for it.
+type AdapterError struct {
+	Kind    error
+	Message string
+}
+
+func (e *AdapterError) Error() string { return e.Kind.Error() + ": " + e.Message }
+
+// Unwrap is the kind, for errors.Is.
+func (e *AdapterError) Unwrap() error { return e.Kind }
+
+func adapterErr(kind error, format string, a ...any) error {
+	return &AdapterError{Kind: kind, Message: fmt.Sprintf(format, a...)}
+}
+
 // DefaultLoRALoadMs is the time an adapter takes to enter a GPU slot. No
 // published figure fits every setup; this assumes a rank-16 adapter of an
 // 8B model (some tens of MB) read from local storage into GPU memory,
@@ -119,10 +135,10 @@ func newLoRABank(cfg Config) (*loraBank, error) {
 // register makes an adapter servable, as /v1/load_lora_adapter does.
 func (b *loraBank) register(name, path string) error {
 	if _, ok := b.paths[name]; ok {
-		return fmt.Errorf("%w: The lora adapter '%s' has already been loaded.", ErrLoRAExists, name)
+		return adapterErr(ErrLoRAExists, "The lora adapter '%s' has already been loaded.", name)
 	}
 	if b.available != nil && !b.available[path] {
-		return fmt.Errorf("%w: Loading lora %s failed: No adapter found for %s", ErrLoRANotFound, name, path)
+		return adapterErr(ErrLoRANotFound, "Loading lora %s failed: No adapter found for %s", name, path)
 	}
 	b.paths[name] = path
 	b.order = append(b.order, name)
@@ -134,7 +150,7 @@ func (b *loraBank) register(name, path string) error {
 // once none runs.
 func (b *loraBank) unregister(name string) error {
 	if _, ok := b.paths[name]; !ok {
-		return fmt.Errorf("%w: The lora adapter '%s' cannot be found.", ErrLoRANotFound, name)
+		return adapterErr(ErrLoRANotFound, "The lora adapter '%s' cannot be found.", name)
 	}
 	delete(b.paths, name)
 	b.order = slices.DeleteFunc(b.order, func(n string) bool { return n == name })
@@ -275,9 +291,9 @@ func (e *Engine) LoadAdapter(name, path string) error {
 	case e.lora == nil:
 		return ErrLoRADisabled
 	case name == "" || path == "":
-		return fmt.Errorf("%w: Both 'lora_name' and 'lora_path' must be provided.", ErrBadRequest)
+		return adapterErr(ErrBadRequest, "Both 'lora_name' and 'lora_path' must be provided.")
 	case e.models[name] != nil:
-		return fmt.Errorf("%w: The lora adapter '%s' has already been loaded.", ErrLoRAExists, name)
+		return adapterErr(ErrLoRAExists, "The lora adapter '%s' has already been loaded.", name)
 	}
 	return e.lora.register(name, path)
 }
@@ -291,7 +307,7 @@ func (e *Engine) UnloadAdapter(name string) error {
 	case e.lora == nil:
 		return ErrLoRADisabled
 	case name == "":
-		return fmt.Errorf("%w: 'lora_name' must be provided.", ErrBadRequest)
+		return adapterErr(ErrBadRequest, "'lora_name' must be provided.")
 	}
 	return e.lora.unregister(name)
 }
