@@ -185,7 +185,7 @@ LORA_FLAGS := --workload lora --gpus a100-llama3-8b:8 --max-loras 4 \
 bench-lora: ## the LoRA adapter study on the fleet simulator (fixed and shifting popularity) into benchmark/results/latest
 	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
 	$(GO) run ./cmd/llm-bench sim $(LORA_FLAGS) --json $(SIM_OUT)/sim-lora.json --md $(SIM_OUT)/sim-lora.md >/dev/null; \
-	$(GO) run ./cmd/llm-bench sim $(LORA_FLAGS) --lora-shift-every 30s --lora-shift-by 10 --json $(SIM_OUT)/sim-lora-shifting.json --md $(SIM_OUT)/sim-lora-shifting.md >/dev/null; \
+	$(GO) run ./cmd/llm-bench sim $(LORA_FLAGS) --lora-preset shifting --json $(SIM_OUT)/sim-lora-shifting.json --md $(SIM_OUT)/sim-lora-shifting.md >/dev/null; \
 	echo "bench-lora: done in $$(( $$(date +%s) - start )) s; reports: $(SIM_OUT)/sim-lora.md, $(SIM_OUT)/sim-lora-shifting.md"
 
 # The hot path in-process, no Envoy and no gRPC: one full ext_proc exchange

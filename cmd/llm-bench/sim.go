@@ -39,6 +39,7 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 	fs.IntVar(&sp.OutputLen, "output-len", sp.OutputLen, "shared_prefix: output tokens")
 	s.Workload.LoRA = sim.LoRAPreset()
 	lw := &s.Workload.LoRA
+	loraPreset := fs.String("lora-preset", "fixed", "lora: fixed popularity, or shifting (the ranking rotates by 10 ranks every 30 s; --lora-shift-* override it)")
 	fs.IntVar(&lw.Adapters, "lora-adapters", lw.Adapters, "lora: adapters of the base model")
 	fs.Float64Var(&lw.ZipfS, "lora-zipf-s", lw.ZipfS, "lora: Zipf exponent of adapter popularity (0: uniform)")
 	fs.DurationVar(&lw.ShiftEvery, "lora-shift-every", 0, "lora: rotate the popularity ranking this often (0: fixed)")
@@ -64,11 +65,26 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 	if fs.NArg() > 0 {
 		return s, out, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	switch *loraPreset {
+	case "fixed":
+	case "shifting":
+		p := sim.LoRAShiftingPreset()
+		if !set["lora-shift-every"] {
+			lw.ShiftEvery = p.ShiftEvery
+		}
+		if !set["lora-shift-by"] {
+			lw.ShiftBy = p.ShiftBy
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--lora-preset: %q: want fixed or shifting", *loraPreset))
+	}
 	if s.Workload.Kind != sim.KindLoRA {
 		// The LoRA flags describe a lora workload only.
 		s.Workload.LoRA, s.Engine.MaxLoras = sim.LoRAWorkload{}, 0
 	}
-	var errs []error
 	var err error
 	if s.GPUs, err = parseGPUClasses(*gpus); err != nil {
 		errs = append(errs, fmt.Errorf("--gpus: %w", err))
@@ -93,9 +109,7 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 			errs = append(errs, fmt.Errorf("--ladder: %q: want min:max:steps", *ladder))
 		}
 		s.Ladder = &l
-		set := false
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "qps" })
-		if !set {
+		if !set["qps"] {
 			s.QPS = nil
 		}
 	}
