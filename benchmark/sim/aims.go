@@ -6,30 +6,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
-// Aim is one fleet-scale aim judged on a study's figures by its interval:
-// met when the whole interval is on the target's side, missed when all of
-// it is on the other, not settled otherwise (stats.AtMost, AtLeast); not
-// judged when the study lacks a figure it needs (Why says which).
-type Aim struct {
-	Aim string `json:"aim"`
-	// At is the configuration judged and the rule that chose its rate.
-	At string `json:"at"`
-	// Figure is a ratio (Unit "×") or a difference in points ("points"),
-	// paired by seed.
-	Figure  stats.Estimate `json:"figure"`
-	Unit    string         `json:"unit"`
-	Target  float64        `json:"target"`
-	Verdict string         `json:"verdict"`
-	Why     string         `json:"why,omitempty"`
-}
-
-// NotJudged is the verdict of an aim whose figures the study lacks.
-const NotJudged = "not judged"
+// judgePoints names the interval of an aim on a difference in points.
+const judgePoints = "difference in points: 95 % interval of the seed-paired bootstrap over seeds"
 
 // The aims' operating points.
 const (
@@ -55,12 +39,12 @@ func Peers() []string {
 // shared-prefix workload, its latency and hit rate against round robin
 // and llm-d's emulations, and its hit rate with many replicas against
 // one; on a trace, its latency against the best peer emulation.
-func judgeAims(s Study, sums []Summary) []Aim {
+func judgeAims(s Study, sums []Summary) []report.Aim {
 	def := config.Default().Strategy
 	if !slices.Contains(s.Strategies, def) {
 		return nil
 	}
-	var out []Aim
+	var out []report.Aim
 	if s.Workload.Kind == KindSharedPrefix {
 		out = append(out, operatingPointAims(s, sums, def)...)
 		out = append(out, replicaHitAims(s, sums, def)...)
@@ -94,21 +78,26 @@ func firstPast(s Study, sums []Summary, strategy string, replicas int, bound tim
 	return 0, 0, false
 }
 
-// ratioAim judges a/b ≤ or ≥ target.
-func ratioAim(name, at string, a, b stats.Estimate, target float64, atMost bool) Aim {
+// pairedRatioAim judges a/b ≤ or ≥ target; at says where.
+func pairedRatioAim(name, at string, a, b stats.Estimate, target float64, atMost bool) report.Aim {
 	r := stats.Ratio(a, b)
-	v := stats.AtLeast(r, target)
+	aim := report.Aim{Name: name, Ratio: r, Target: fmt.Sprintf(">= %g", target), Verdict: stats.AtLeast(r, target), Judges: judgeRatio, Detail: at}
 	if atMost {
-		v = stats.AtMost(r, target)
+		aim.Target, aim.Verdict = fmt.Sprintf("<= %g", target), stats.AtMost(r, target)
 	}
-	return Aim{Aim: name, At: at, Figure: r, Unit: "×", Target: target, Verdict: v}
+	return aim
+}
+
+// notJudged is an aim the study cannot judge, and why.
+func notJudged(name, at, why string) report.Aim {
+	return report.Aim{Name: name, Verdict: report.NotJudged, Judges: judgeRatio, Detail: at + ": " + why}
 }
 
 // operatingPointAims: with 4 replicas, at the lowest rate where round
 // robin's TTFT p90 passes 10 s, the default's TTFT p90 ≤ 0.1 × round
 // robin's and ≤ 0.5 × llm-d's current default's, and its hit rate ≥ 0.95
 // × the precise emulation's.
-func operatingPointAims(s Study, sums []Summary, def string) []Aim {
+func operatingPointAims(s Study, sums []Summary, def string) []report.Aim {
 	if !slices.Contains(s.Replicas, aimReplicas) || !slices.Contains(s.Strategies, "round_robin") {
 		return nil
 	}
@@ -118,52 +107,50 @@ func operatingPointAims(s Study, sums []Summary, def string) []Aim {
 		hit        bool
 	}
 	specs := []spec{
-		{fmt.Sprintf("TTFT p90, %s / round_robin ≤ 0.1", def), "round_robin", 0.1, false},
-		{fmt.Sprintf("TTFT p90, %s / llm-d's current default (%s) ≤ 0.5", def, emulate.PrefixAffinityTokenLoad), emulate.PrefixAffinityTokenLoad, 0.5, false},
-		{fmt.Sprintf("prefix hit rate, %s / llm-d's precise emulation (%s) ≥ 0.95", def, emulate.PrecisePrefixQueueKVMaxScore), emulate.PrecisePrefixQueueKVMaxScore, 0.95, true},
+		{fmt.Sprintf("TTFT p90, %s / round_robin", def), "round_robin", 0.1, false},
+		{fmt.Sprintf("TTFT p90, %s / llm-d's current default (%s)", def, emulate.PrefixAffinityTokenLoad), emulate.PrefixAffinityTokenLoad, 0.5, false},
+		{fmt.Sprintf("prefix hit rate, %s / llm-d's precise emulation (%s)", def, emulate.PrecisePrefixQueueKVMaxScore), emulate.PrecisePrefixQueueKVMaxScore, 0.95, true},
 	}
 	rate, p90, ok := firstPast(s, sums, "round_robin", aimReplicas, aimRoundRobinP90)
 	at := fmt.Sprintf("%d replicas, %g req/s: the lowest rate at which round_robin's TTFT p90 passes %v (%.1f s)", aimReplicas, rate, aimRoundRobinP90, p90/1000)
-	var out []Aim
+	var out []report.Aim
 	for _, sp := range specs {
 		if !slices.Contains(s.Strategies, sp.peer) {
 			continue
 		}
-		a := Aim{Aim: sp.name, At: at, Unit: "×", Target: sp.target, Verdict: NotJudged}
 		d, p := find(sums, def, aimReplicas, rate), find(sums, sp.peer, aimReplicas, rate)
 		switch {
 		case !ok:
-			a.At = fmt.Sprintf("%d replicas", aimReplicas)
-			a.Why = fmt.Sprintf("round_robin's TTFT p90 stays under %v at every rate of the study", aimRoundRobinP90)
+			out = append(out, notJudged(sp.name, fmt.Sprintf("%d replicas", aimReplicas),
+				fmt.Sprintf("round_robin's TTFT p90 stays under %v at every rate of the study", aimRoundRobinP90)))
 		case d == nil || p == nil:
-			a.Why = "a configuration it needs has no figures"
+			out = append(out, notJudged(sp.name, at, "a configuration it needs has no figures"))
 		case sp.hit:
-			a = ratioAim(sp.name, at, d.Hit, p.Hit, sp.target, false)
+			out = append(out, pairedRatioAim(sp.name, at, d.Hit, p.Hit, sp.target, false))
 		default:
-			a = ratioAim(sp.name, at, d.TTFT[1], p.TTFT[1], sp.target, true)
+			out = append(out, pairedRatioAim(sp.name, at, d.TTFT[1], p.TTFT[1], sp.target, true))
 		}
-		out = append(out, a)
 	}
 	return out
 }
 
 // replicaHitAims: at every rate, the default's hit rate with 8 replicas
 // minus one replica's, paired by seed, loses at most 1 point.
-func replicaHitAims(s Study, sums []Summary, def string) []Aim {
+func replicaHitAims(s Study, sums []Summary, def string) []report.Aim {
 	if !slices.Contains(s.Replicas, 1) || !slices.Contains(s.Replicas, aimManyReplicas) {
 		return nil
 	}
-	var out []Aim
+	var out []report.Aim
 	for _, rate := range s.Rates() {
 		one, many := find(sums, def, 1, rate), find(sums, def, aimManyReplicas, rate)
 		if one == nil || many == nil {
 			continue
 		}
 		d := stats.Scale(stats.Diff(many.Hit, one.Hit), 100)
-		out = append(out, Aim{
-			Aim:    fmt.Sprintf("prefix hit rate, %s with %d replicas − 1 replica ≥ −1 point", def, aimManyReplicas),
-			At:     fmt.Sprintf("%g req/s, %d seeds paired", rate, len(one.Seeds)),
-			Figure: d, Unit: "points", Target: -1, Verdict: stats.AtLeast(d, -1),
+		out = append(out, report.Aim{
+			Name:  fmt.Sprintf("prefix hit rate, %s with %d replicas − 1 replica, points", def, aimManyReplicas),
+			Ratio: d, Target: ">= -1", Verdict: stats.AtLeast(d, -1), Judges: judgePoints,
+			Detail: fmt.Sprintf("%g req/s, %d seeds paired", rate, len(one.Seeds)),
 		})
 	}
 	return out
@@ -172,14 +159,14 @@ func replicaHitAims(s Study, sums []Summary, def string) []Aim {
 // bestPeerAims: at the lowest rate where round robin's TTFT p90 passes
 // 10 s, with each replica count, the default's TTFT
 // p90 ≤ 0.8 × the best peer emulation's (the lowest p90 there).
-func bestPeerAims(s Study, sums []Summary, def string) []Aim {
-	var out []Aim
+func bestPeerAims(s Study, sums []Summary, def string) []report.Aim {
+	var out []report.Aim
 	for _, n := range s.Replicas {
-		name := fmt.Sprintf("TTFT p90, %s / the best peer emulation ≤ 0.8", def)
+		name := fmt.Sprintf("TTFT p90, %s / the best peer emulation", def)
 		rate, p90, ok := firstPast(s, sums, "round_robin", n, aimRoundRobinP90)
 		if !ok {
-			why := fmt.Sprintf("round_robin is not in the study or its TTFT p90 stays under %v at every rate", aimRoundRobinP90)
-			out = append(out, Aim{Aim: name, At: fmt.Sprintf("%d replicas", n), Unit: "×", Target: 0.8, Verdict: NotJudged, Why: why})
+			out = append(out, notJudged(name, fmt.Sprintf("%d replicas", n),
+				fmt.Sprintf("round_robin is not in the study or its TTFT p90 stays under %v at every rate", aimRoundRobinP90)))
 			continue
 		}
 		d := find(sums, def, n, rate)
@@ -191,38 +178,33 @@ func bestPeerAims(s Study, sums []Summary, def string) []Aim {
 		}
 		at := fmt.Sprintf("%d replicas, %g req/s: the lowest rate at which round_robin's TTFT p90 passes %v (%.1f s)", n, rate, aimRoundRobinP90, p90/1000)
 		if d == nil || best == nil {
-			out = append(out, Aim{Aim: name, At: at, Unit: "×", Target: 0.8, Verdict: NotJudged, Why: "no peer emulation in the study"})
+			out = append(out, notJudged(name, at, "no peer emulation in the study"))
 			continue
 		}
-		a := ratioAim(name, at, d.TTFT[1], best.TTFT[1], 0.8, true)
-		a.Aim = fmt.Sprintf("TTFT p90, %s / the best peer emulation (%s) ≤ 0.8", def, best.Strategy)
+		a := pairedRatioAim(name, at, d.TTFT[1], best.TTFT[1], 0.8, true)
+		a.Name = fmt.Sprintf("TTFT p90, %s / the best peer emulation (%s)", def, best.Strategy)
 		out = append(out, a)
 	}
 	return out
 }
 
 // writeAims writes the aims as a Markdown table, when any.
-func writeAims(w io.Writer, aims []Aim) {
+func writeAims(w io.Writer, aims []report.Aim) {
 	if len(aims) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\n## Aims\n\nThe default strategy, judged by interval: met when the whole 95 % interval is on the target's side, missed when all of it is on the other, not settled otherwise. Ratios and differences are paired by seed (the same requests): TTFT by the bootstrap over seeds and requests, hit rates (one figure a run) by the bootstrap over seeds.")
+	fmt.Fprintln(w, "\nAims of the router's default strategy, judged by interval: met when the whole 95 % interval is on the target's side, missed when all of it is on the other, not settled otherwise:")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| aim | at | figure [95 % interval] | verdict |")
-	fmt.Fprintln(w, "|---|---|---|---|")
+	fmt.Fprintln(w, "| aim | value [interval] | target | verdict | judged by | detail |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
 	for _, a := range aims {
-		fig := "–"
-		if a.Verdict != NotJudged {
-			if a.Unit == "×" {
-				fig = fmt.Sprintf("%.3f [%.3f, %.3f]", a.Figure.Value, a.Figure.Lo, a.Figure.Hi)
-			} else {
-				fig = fmt.Sprintf("%+.2f [%+.2f, %+.2f] %s", a.Figure.Value, a.Figure.Lo, a.Figure.Hi, a.Unit)
-			}
+		v := fmt.Sprintf("%.3f [%.3f, %.3f]", a.Ratio.Value, a.Ratio.Lo, a.Ratio.Hi)
+		if a.Judges == judgeCount {
+			v = fmt.Sprintf("%.0f", a.Ratio.Value)
 		}
-		v := "**" + a.Verdict + "**"
-		if a.Why != "" {
-			v += ": " + a.Why
+		if a.Verdict == report.NotJudged {
+			v = "–"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", a.Aim, a.At, fig, v)
+		fmt.Fprintf(w, "| %s | %s | %s | **%s** | %s | %s |\n", a.Name, v, a.Target, a.Verdict, a.Judges, a.Detail)
 	}
 }

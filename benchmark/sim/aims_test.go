@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring/emulate"
@@ -56,24 +57,24 @@ func TestJudgeAimsByHand(t *testing.T) {
 		t.Fatalf("%d aims, want %d: %+v", len(aims), len(want), aims)
 	}
 	for i, w := range want {
-		if a := aims[i]; a.Verdict != w.verdict || math.Abs(a.Figure.Value-w.value) > 1e-9 {
-			t.Errorf("aim %q at %s: %s %g, want %s %g", a.Aim, a.At, a.Verdict, a.Figure.Value, w.verdict, w.value)
+		if a := aims[i]; a.Verdict != w.verdict || math.Abs(a.Ratio.Value-w.value) > 1e-9 {
+			t.Errorf("aim %q at %s: %s %g, want %s %g", a.Name, a.Detail, a.Verdict, a.Ratio.Value, w.verdict, w.value)
 		}
 	}
-	if !strings.Contains(aims[0].At, "20 req/s") {
-		t.Errorf("operating point %q, want 20 req/s", aims[0].At)
+	if !strings.Contains(aims[0].Detail, "20 req/s") {
+		t.Errorf("operating point %q, want 20 req/s", aims[0].Detail)
 	}
 	var md bytes.Buffer
 	writeAims(&md, aims)
-	if !strings.Contains(md.String(), "| **met** |") || !strings.Contains(md.String(), "−1 point") {
+	if !strings.Contains(md.String(), "| **met** |") || !strings.Contains(md.String(), "| >= -1 |") {
 		t.Errorf("markdown:\n%s", md.String())
 	}
 
 	// Round robin never past 10 s: the operating-point aims are not judged.
 	sums[1] = summary("round_robin", 4, 20, []float64{9000, 9000, 9000}, same)
 	for _, a := range judgeAims(s, sums)[:3] {
-		if a.Verdict != NotJudged || a.Why == "" {
-			t.Errorf("aim %q: %s (%s), want not judged with why", a.Aim, a.Verdict, a.Why)
+		if a.Verdict != report.NotJudged || !strings.Contains(a.Detail, "stays under") {
+			t.Errorf("aim %q: %s (%s), want not judged with why", a.Name, a.Verdict, a.Detail)
 		}
 	}
 }
@@ -95,8 +96,8 @@ func TestJudgeBestPeerAim(t *testing.T) {
 		summary(emulate.LeastRequestP2C, 1, 10, []float64{1800, 1800, 1800}, x),
 	}
 	aims := judgeAims(s, sums)
-	if len(aims) != 1 || aims[0].Verdict != stats.Met || math.Abs(aims[0].Figure.Value-0.7) > 1e-9 ||
-		!strings.Contains(aims[0].Aim, emulate.PrefixOverlapMinCost) || !strings.Contains(aims[0].At, "10 req/s") {
+	if len(aims) != 1 || aims[0].Verdict != stats.Met || math.Abs(aims[0].Ratio.Value-0.7) > 1e-9 ||
+		!strings.Contains(aims[0].Name, emulate.PrefixOverlapMinCost) || !strings.Contains(aims[0].Detail, "10 req/s") {
 		t.Fatalf("aims %+v, want met at 0.7 against %s at 10 req/s", aims, emulate.PrefixOverlapMinCost)
 	}
 }

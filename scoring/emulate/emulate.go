@@ -71,17 +71,21 @@ const (
 	// fleet simulator has the events: it registers this name, not this
 	// package.
 	PrecisePrefixQueueKVMaxScore = "precise_prefix_queue_kv_max_score"
-	// LeastRequestP2C emulates Envoy's LEAST_REQUEST load balancer (two
-	// random choices, fewer active requests wins) for the fleet
-	// simulator, where no Envoy runs. It is not among Names: llm-bench
-	// compare runs Envoy itself.
-	LeastRequestP2C = "least_request_p2c"
 )
 
 // Names lists every emulation; each is registered with scoring (the
 // strategy key accepts it) in binaries that link this package.
 func Names() []string {
 	return append([]string{QueueKVMaxScore}, PrefixNames()...)
+}
+
+// SimulatorOnly lists the emulations only the fleet simulator registers
+// and runs: llm-d's precise profile and the GIE's LoRA-affinity scheduler
+// read what only the simulator feeds them (engine KV events, LoRA
+// figures), and Envoy's LEAST_REQUEST is measured on the real Envoy
+// elsewhere. Benchmarks of the real stack leave them out.
+func SimulatorOnly() []string {
+	return []string{PrecisePrefixQueueKVMaxScore, LoRAQueueKVMaxScore, LeastRequestP2C}
 }
 
 // PrefixNames lists the prefix-aware emulations: each keeps per-replica
@@ -96,13 +100,35 @@ func PrefixNames() []string {
 // instance with empty state and the upstream defaults; the product's
 // Params do not apply to them.
 func init() {
-	scoring.RegisterStrategy(LeastRequestP2C, func(scoring.Params) scoring.Strategy { return newLeastRequestP2C() })
 	scoring.RegisterStrategy(QueueKVMaxScore, func(scoring.Params) scoring.Strategy { return queueKVMaxScore{} })
 	scoring.RegisterStrategy(PrefixQueueKVMaxScore, func(scoring.Params) scoring.Strategy { return newPrefixQueueKV() })
 	scoring.RegisterStrategy(PrefixMatchOrShortestQueue, func(scoring.Params) scoring.Strategy { return newPrefixMatchOrShortestQueue() })
 	scoring.RegisterStrategy(PrefixOverlapMinCost, func(scoring.Params) scoring.Strategy { return newPrefixOverlapMinCost() })
 	scoring.RegisterStrategy(PrefixAffinityTokenLoad, func(scoring.Params) scoring.Strategy { return newPrefixAffinityTokenLoad() })
 }
+
+// Every emulation places LoRA adapters by its original's rules (the
+// LoRA-affinity emulation) or not at all, never by the product's adapter
+// prices.
+var (
+	_ scoring.AdapterBlind = queueKVMaxScore{}
+	_ scoring.AdapterBlind = (*prefixQueueKV)(nil)
+	_ scoring.AdapterBlind = (*prefixMatchOrShortestQueue)(nil)
+	_ scoring.AdapterBlind = (*prefixOverlapMinCost)(nil)
+	_ scoring.AdapterBlind = (*prefixAffinityTokenLoad)(nil)
+	_ scoring.AdapterBlind = (*PrecisePrefix)(nil)
+	_ scoring.AdapterBlind = (*LoRAAffinity)(nil)
+	_ scoring.AdapterBlind = (*leastRequestP2C)(nil)
+)
+
+func (queueKVMaxScore) AdapterBlind()             {}
+func (*prefixQueueKV) AdapterBlind()              {}
+func (*prefixMatchOrShortestQueue) AdapterBlind() {}
+func (*prefixOverlapMinCost) AdapterBlind()       {}
+func (*prefixAffinityTokenLoad) AdapterBlind()    {}
+func (*PrecisePrefix) AdapterBlind()              {}
+func (*LoRAAffinity) AdapterBlind()               {}
+func (*leastRequestP2C) AdapterBlind()            {}
 
 // blockTokens is the block size every emulation works in: vLLM's default,
 // and the size scoring/prefix hashes.

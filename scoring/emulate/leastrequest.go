@@ -8,6 +8,13 @@ import (
 	"github.com/llm-router/llm-router/scoring"
 )
 
+// LeastRequestP2C emulates Envoy's LEAST_REQUEST load balancer with its
+// defaults (choice_count 2, equal weights): of two hosts drawn at random,
+// the one with fewer active requests. It is Envoy's own policy, not a
+// router's scheduler: llm-bench compare runs the real Envoy for it, so
+// only the fleet simulator registers this stand-in (SimulatorOnly).
+const LeastRequestP2C = "least_request_p2c"
+
 // leastRequestChoices is Envoy's choice_count default.
 const leastRequestChoices = 2
 
@@ -38,6 +45,10 @@ type leastRequestP2C struct {
 }
 
 var _ scoring.Strategy = (*leastRequestP2C)(nil)
+
+// NewLeastRequestP2C returns the emulation for one router replica (one
+// Envoy instance), with no request counted.
+func NewLeastRequestP2C() scoring.Strategy { return newLeastRequestP2C() }
 
 func newLeastRequestP2C() *leastRequestP2C {
 	return &leastRequestP2C{active: map[string]int{}, inflight: map[string]string{}}

@@ -5,15 +5,15 @@ import (
 	"testing"
 )
 
-func TestLeastRequestP2CRegistered(t *testing.T) {
-	s := newEmulation(t, LeastRequestP2C)
+func TestLeastRequestP2CInstances(t *testing.T) {
+	s := NewLeastRequestP2C()
 	if s.Name() != LeastRequestP2C {
 		t.Fatalf("%s built %s", LeastRequestP2C, s.Name())
 	}
 	if _, ok := s.(observer); !ok {
 		t.Fatalf("%s keeps per-instance counts but does not observe claims", LeastRequestP2C)
 	}
-	if other := newEmulation(t, LeastRequestP2C); other == s {
+	if other := NewLeastRequestP2C(); other == s {
 		t.Fatal("instances must not share state")
 	}
 }
@@ -21,7 +21,7 @@ func TestLeastRequestP2CRegistered(t *testing.T) {
 // Of two workers, one busy: the busy one is taken only when both draws
 // fall on it, a quarter of the time with replacement (never without).
 func TestLeastRequestP2CDrawsWithReplacement(t *testing.T) {
-	s := newEmulation(t, LeastRequestP2C)
+	s := NewLeastRequestP2C()
 	o := s.(observer)
 	ws := fleet(2)
 	o.Claimed("busy", job(), ws[0].ID, t0)
@@ -44,7 +44,7 @@ func TestLeastRequestP2CDrawsWithReplacement(t *testing.T) {
 // Counts are the instance's own, follow claims and releases, and every
 // draw is spread over the fleet.
 func TestLeastRequestP2CCounts(t *testing.T) {
-	s := newEmulation(t, LeastRequestP2C)
+	s := NewLeastRequestP2C()
 	o := s.(observer)
 	ws := fleet(4)
 	got := map[string]int{}
