@@ -56,6 +56,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 			100*m.Queued, m.QueueWait, m.Refused+m.TooLong, m.SnapshotAge, m.EventsPerSecond())
 	}
 	r.writeRatios(w)
+	r.writePredictionErrors(w)
 }
 
 // writeRatios writes the TTFT p90 ratios to the baselines, when any.

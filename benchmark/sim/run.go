@@ -96,6 +96,9 @@ type RunResult struct {
 	// Waited sums their waits.
 	Queued int           `json:"queued"`
 	Waited time.Duration `json:"waited_sum_ns"`
+	// Predictions are the latency model's errors on the run's requests
+	// (prederr.go).
+	Predictions predictionTally `json:"-"`
 }
 
 // decisionTally is a scheduler.Recorder counting what RunResult reports
@@ -103,6 +106,7 @@ type RunResult struct {
 type decisionTally struct {
 	decisions, conflicts, queued int
 	age, waited                  time.Duration
+	predictions                  predictionTally
 }
 
 var _ scheduler.Recorder = (*decisionTally)(nil)
@@ -111,6 +115,7 @@ var _ scheduler.Recorder = (*decisionTally)(nil)
 // (Result set), is not one.
 func (d *decisionTally) Record(dec *scheduler.Decision) {
 	if dec.Result != nil {
+		d.predictions.record(dec)
 		return
 	}
 	if dec.QueuePosition > 0 {
@@ -212,6 +217,7 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gpu %s: %w", c.ID, err)
 		}
+		st.ReportAt(scheduler.TPOTTokens + 1)
 		r.gpus = append(r.gpus, &fleetGPU{id: c.ID, st: st})
 		r.byID[c.ID] = i
 	}
@@ -375,6 +381,9 @@ func (r *runner) stepEnd(g int) {
 			r.tickets[p.Tag].FirstToken(p.At - r.claimed[p.Tag])
 		}
 		if !p.Done {
+			if !p.First { // its token TPOTTokens+1, as the response phase reports it
+				r.tickets[p.Tag].Decoded(p.Tokens, p.At-res.FirstToken)
+			}
 			continue
 		}
 		res.Done, res.Tokens, res.Outcome = p.At, p.Tokens, OutcomeOK
@@ -407,7 +416,7 @@ func (r *runner) result() *RunResult {
 	out := &RunResult{
 		Run: r.run, Requests: r.res, Served: make([]int, len(r.gpus)), End: r.now, Events: r.events,
 		Decisions: r.tally.decisions, SnapshotAge: r.tally.age, Conflicts: r.tally.conflicts,
-		Queued: r.tally.queued, Waited: r.tally.waited,
+		Queued: r.tally.queued, Waited: r.tally.waited, Predictions: r.tally.predictions,
 	}
 	for _, g := range r.gpus {
 		s := g.st.State()
