@@ -11,8 +11,10 @@ import (
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/app"
+	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
 )
@@ -166,6 +168,11 @@ type runner struct {
 	timers    []*simTimer
 	notices   []notice
 	waiting   map[string]int // queued claim id → request
+
+	// limits is the learner of limits the product's telemetry monitor
+	// runs after each scrape (the model limit under predicted); nil for
+	// the other strategies, whose adaptive caps are off by default.
+	limits *caps.ModelBox
 }
 
 // fleetSpecs are the GPUs' engine configs and router specs, in fleet order.
@@ -262,6 +269,10 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 	r.slo = scheduler.SLO{
 		TTFT: scheduler.NewObjective(cfg.SLO.TTFT.D(), scheduler.SLODefault),
 		TPOT: scheduler.NewObjective(cfg.SLO.TPOT.D(), scheduler.SLODefault),
+	}
+	if r.run.Strategy == scoring.Predicted {
+		obj := caps.Objectives{TTFT: cfg.SLO.TTFT.D(), TPOT: cfg.SLO.TPOT.D()}
+		r.limits = caps.NewModelLearner(r.store, func(string) caps.Objectives { return obj }, clock)
 	}
 	for i := range r.run.Replicas {
 		rng := rand.New(rand.NewPCG(r.run.Seed, uint64(i)))
@@ -404,12 +415,21 @@ func (r *runner) stepEnd(g int) {
 func (r *runner) scrape(ctx context.Context, g int) error {
 	s := r.gpus[g].st.State()
 	at := epoch.Add(r.now)
-	return r.store.PutTelemetry(ctx, map[string]state.Telemetry{r.gpus[g].id: {
+	err := r.store.PutTelemetry(ctx, map[string]state.Telemetry{r.gpus[g].id: {
 		KVUsage: state.Sample{Value: s.KVUsage(), At: at},
 		Waiting: state.Sample{Value: float64(s.Waiting), At: at},
 		Running: state.Sample{Value: float64(s.Running), At: at},
 		At:      at,
 	}})
+	if err != nil || r.limits == nil {
+		return err
+	}
+	// As the monitor's cycle: the worker's limit from its model.
+	snap, err := r.store.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	return r.limits.Learn(ctx, snap, []string{r.gpus[g].id})
 }
 
 func (r *runner) result() *RunResult {
