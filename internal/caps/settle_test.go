@@ -27,16 +27,26 @@ func TestSettle(t *testing.T) {
 		{name: "first limit taken at once", old: Limit{}, steps: []step{{0, 30, 30}}},
 		{name: "gradient limit replaced at once", old: Limit{Value: 5, Estimate: 5}, steps: []step{{0, 30, 30}}},
 		{name: "cut beyond the band at once", old: model(40), steps: []step{{0, 35, 35}}},
-		{name: "cut within the band after the hold, to the least cut",
-			old: model(40), steps: []step{{0, 37, 40}, {2 * time.Second, 36, 40}, {4 * time.Second, 38, 40}, {5 * time.Second, 37, 38}}},
-		{name: "raise after the hold, to the least raise",
-			old: model(20), steps: []step{{0, 30, 20}, {time.Second, 24, 20}, {3 * time.Second, 28, 20}, {5 * time.Second, 29, 24}}},
-		{name: "noise around the limit never moves it",
-			old: model(40), steps: []step{{0, 41, 40}, {2 * time.Second, 39, 40}, {4 * time.Second, 41, 40}, {6 * time.Second, 40, 40}, {8 * time.Second, 42, 40}, {12 * time.Second, 39, 40}}},
-		{name: "a raise interrupted starts over",
-			old: model(20), steps: []step{{0, 25, 20}, {4 * time.Second, 20, 20}, {5 * time.Second, 25, 20}, {9 * time.Second, 25, 20}, {10 * time.Second, 25, 25}}},
-		{name: "small limits: one request is within the band",
-			old: model(3), steps: []step{{0, 2, 3}, {5 * time.Second, 2, 2}, {5 * time.Second, 1, 2}, {10 * time.Second, 1, 1}}},
+		{
+			name: "cut within the band after the hold, to the least cut",
+			old:  model(40), steps: []step{{0, 37, 40}, {2 * time.Second, 36, 40}, {4 * time.Second, 38, 40}, {5 * time.Second, 37, 38}},
+		},
+		{
+			name: "raise after the hold, to the least raise",
+			old:  model(20), steps: []step{{0, 30, 20}, {time.Second, 24, 20}, {3 * time.Second, 28, 20}, {5 * time.Second, 29, 24}},
+		},
+		{
+			name: "noise around the limit never moves it",
+			old:  model(40), steps: []step{{0, 41, 40}, {2 * time.Second, 39, 40}, {4 * time.Second, 41, 40}, {6 * time.Second, 40, 40}, {8 * time.Second, 42, 40}, {12 * time.Second, 39, 40}},
+		},
+		{
+			name: "a raise interrupted starts over",
+			old:  model(20), steps: []step{{0, 25, 20}, {4 * time.Second, 20, 20}, {5 * time.Second, 25, 20}, {9 * time.Second, 25, 20}, {10 * time.Second, 25, 25}},
+		},
+		{
+			name: "small limits: one request is within the band",
+			old:  model(3), steps: []step{{0, 2, 3}, {5 * time.Second, 2, 2}, {5 * time.Second, 1, 2}, {10 * time.Second, 1, 1}},
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := c.old
