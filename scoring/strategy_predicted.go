@@ -16,16 +16,8 @@ import (
 //
 // o is the request's output tokens (Job.DecodeTokens), q the prefill ahead
 // (Live.Ahead), u its uncached prompt, d the decode tokens in flight, a
-// the in-flight requests and T the decode tokens in flight with the
-// request's own prompt and output (token counts in thousands in the model,
-// per token here). T leaves the prefill ahead out, though the model's
-// TPOT counts it: that prefill is done before the request's first token
-// and slows only the gaps while it is computed, while o·TPOT spans the
-// whole output. Counted o times, a worker's queue of prompts outweighed
-// any prefix hit there: in a simulated fleet warming up, a 7,200-token
-// prompt queued on a warm worker cost the next request of its prefix 17 s
-// of score, and it went cold (TTFT p90 at 40 req/s 2.10 s; without, 1.63
-// s, and a hit rate of 61 % against 56 %). The part
+// the in-flight requests and T the tokens in flight with the request's
+// own (token counts in thousands in the model, per token here). The part
 // of TTFT above a0 is the live form, read inside the claim, so that the
 // prefix match (through u) and the load are one number in seconds; the
 // rest is the curve, Base = a0 + o·(b0 + b1 + b2·T) with T from the
@@ -122,19 +114,13 @@ func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
 		w := &eligible[i]
 		m := s.model(j, w)
 		f := w.Features(j)
-		// The TPOT over the request's output is that of the decode load
-		// it joins: the prefill ahead is computed before its first token
-		// (its TTFT counts it) and slows only the gaps while it is
-		// prefilled, so it is not multiplied by the output.
-		steady := f
-		steady.PrefillTokens = 0
-		ttft, tpot := m.PredictTTFT(f), m.PredictTPOT(steady)
+		ttft, tpot := m.PredictTTFT(f), m.PredictTPOT(f)
 		a, b := m.TTFT.Coef, m.TPOT.Coef
 		// The TPOT with the request at the snapshot's tokens, less the
 		// part of the sequences in flight (b1 per request), which the
 		// curve's slope adds back on the live count: b1 stays for the
 		// request's own sequence.
-		perToken := b[0] + b[1] + b[2]*kilo*float64(tokensWith(steady))
+		perToken := b[0] + b[1] + b[2]*kilo*float64(tokensWith(f))
 		terms := backing[2*i : 2*i+2 : 2*i+2]
 		terms[0] = Term{Name: "predicted_ttft", Value: ttft.Value.Seconds(), Unknown: ttft.Unknown}
 		terms[1] = Term{Name: "predicted_tpot", Value: tpot.Value.Seconds(), Unknown: tpot.Unknown}

@@ -52,13 +52,12 @@ func TestPredictedScoreIsCompletionTime(t *testing.T) {
 	}{
 		// W = 0.8 + 0.512, D = 1.5: TTFT = 0.05 + 0.2·1.312 + 0.01·1.5 +
 		// 0.004·1.312·1.5 = 0.335272. TPOT at 3 in flight (R = 4) and the
-		// snapshot's T without its 1000 tokens ahead = 2 + 0.512 + 0.1 =
-		// 2.612: 0.02 + 0.004 + 0.001306 = 0.025306, times 100 output
-		// tokens.
+		// snapshot's T = 1 + 2 + 0.512 + 0.1 = 3.612: 0.02 + 0.004 +
+		// 0.001806 = 0.025806, times 100 output tokens.
 		// The stall: the snapshot's 2 in flight wait a1·u each.
-		{"no match", 0, 0.335272 + 2.5306 + 2*0.2*0.512},
+		{"no match", 0, 0.335272 + 2.5806 + 2*0.2*0.512},
 		// 10 blocks cached: W = 0.8 + 0.352.
-		{"ten blocks cached", 10, 0.05 + 0.2*1.152 + 0.015 + 0.004*1.152*1.5 + 2.5306 + 2*0.2*0.352},
+		{"ten blocks cached", 10, 0.05 + 0.2*1.152 + 0.015 + 0.004*1.152*1.5 + 2.5806 + 2*0.2*0.352},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := live
@@ -71,10 +70,9 @@ func TestPredictedScoreIsCompletionTime(t *testing.T) {
 		})
 	}
 	// The snapshot's predictions, in the decision log: the whole prompt
-	// uncached, the snapshot's 1000 tokens ahead (not in the TPOT: see
-	// TestPredictedDecodeLeavesThePrefillAheadOut) and 2 in flight.
+	// uncached, the snapshot's 1000 tokens ahead and 2 in flight.
 	ttft := 0.05 + 0.2*1.512 + 0.01*2 + 0.004*1.512*2
-	tpot := 0.02 + 0.001*3 + 0.0005*2.612
+	tpot := 0.02 + 0.001*3 + 0.0005*3.612
 	if tr := c.Terms; tr[0].Name != "predicted_ttft" || math.Abs(tr[0].Value-ttft) > 1e-9 ||
 		tr[1].Name != "predicted_tpot" || math.Abs(tr[1].Value-tpot) > 1e-9 {
 		t.Fatalf("terms %+v, want predicted_ttft %v, predicted_tpot %v", tr, ttft, tpot)
@@ -230,26 +228,5 @@ func TestPredictedUnknownWorkerExplores(t *testing.T) {
 	alone := planPredicted(t, j, predictedWorker("a", unknown), predictedWorker("b", unknown))
 	if c := alone.Candidates[0].Curve; c.Base <= 0 {
 		t.Fatalf("with no worker known, an unknown worker's curve %+v explores", c)
-	}
-}
-
-// A worker's prefill ahead raises the request's TTFT, not the TPOT of its
-// whole output: two workers alike but for a queue of prompts have the same
-// curve, and their live TTFT terms differ by the queue's prefill.
-func TestPredictedDecodeLeavesThePrefillAheadOut(t *testing.T) {
-	j := Job{Model: "m", PromptTokens: 512, MaxTokens: 1000}
-	idle, queued := predictedWorker("idle", handModel(1)), predictedWorker("queued", handModel(1))
-	idle.AheadTokens, queued.AheadTokens = 0, 20_000
-	plan := planPredicted(t, j, idle, queued)
-	a, b := plan.Candidates[0], plan.Candidates[1]
-	if a.Curve != b.Curve {
-		t.Fatalf("curves %+v and %+v: the prefill ahead entered the decode projection", a.Curve, b.Curve)
-	}
-	if a.Terms[1].Value != b.Terms[1].Value {
-		t.Fatalf("predicted TPOT %v and %v, want equal", a.Terms[1].Value, b.Terms[1].Value)
-	}
-	p := j.Prompt()
-	if LiveScore(b.LiveWeights, p, Live{Ahead: 20_000}) <= LiveScore(a.LiveWeights, p, Live{}) {
-		t.Fatal("the queued worker's live TTFT terms are not above the idle one's")
 	}
 }
