@@ -56,12 +56,7 @@ import (
 // exploreInFlight in flight it scores as predicted; past it, more: a few
 // requests to learn from, not a burst onto a worker that may be slow.
 // With every worker unknown (a fresh fleet) nothing explores: all are
-// predicted alike. Nor does a worker with enough requests in flight to
-// become known once they report (learning): it is learning already, and
-// exploring would only rank it behind its prediction by its in-flight
-// count. In a fleet warming up together, where the workers become known a
-// few at a time, that sent each prefix's next requests from its warm
-// worker, still unknown with a dozen in flight, to cold known ones.
+// predicted alike.
 type predicted struct {
 	// prior is the model of a worker with no entry for the job's model:
 	// the default prior, Unknown.
@@ -134,7 +129,7 @@ func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
 			c.AddLive(LiveTerm{Name: "prefill_stall", Weight: a[1] * kilo * float64(f.Running), Stall: 1})
 		}
 		c.LiveWeights.Ceiling = ceiling(j.Objectives, m, a[0], tpot)
-		if explore && m.Unknown() && !learning(m, f.Running) {
+		if explore && m.Unknown() {
 			// The base is spread over the first exploreInFlight requests.
 			c.Curve.Slope += c.Curve.Base / exploreInFlight
 			c.Curve.Base = 0
@@ -142,17 +137,6 @@ func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
 		out = append(out, c)
 	}
 	return out
-}
-
-// learning reports whether every unknown target of m would be known
-// once the running requests report: each adds one observation.
-func learning(m latency.Model, running int) bool {
-	for _, r := range []latency.Regression{m.TTFT, m.TPOT} {
-		if r.Unknown && r.Samples+float64(running) < latency.DefaultMinSamples {
-			return false
-		}
-	}
-	return true
 }
 
 // tokensWith is the tokens in flight with the request (the TPOT model's T).

@@ -217,14 +217,6 @@ func TestPredictedUnknownWorkerExplores(t *testing.T) {
 	if fresh.At(exploreInFlight+2) <= known.At(exploreInFlight+2) {
 		t.Fatal("past exploreInFlight in flight, the unknown worker is not ranked behind its prediction")
 	}
-	// With enough in flight to be known once they report, it is
-	// learning: scored as predicted.
-	busy := predictedWorker("new", unknown)
-	busy.Active = latency.DefaultMinSamples
-	plan = planPredicted(t, j, predictedWorker("known", handModel(1)), busy)
-	if c := plan.Candidates[1].Curve; c != known {
-		t.Fatalf("an unknown worker with %d in flight explores: curve %+v, want its prediction %+v", busy.Active, c, known)
-	}
 	alone := planPredicted(t, j, predictedWorker("a", unknown), predictedWorker("b", unknown))
 	if c := alone.Candidates[0].Curve; c.Base <= 0 {
 		t.Fatalf("with no worker known, an unknown worker's curve %+v explores", c)
