@@ -337,9 +337,6 @@ func (x *exchange) passBody(b *extprocv3.HttpBody) (out []byte, changed bool) {
 			x.claim.FirstToken(ttft)
 			x.trace.firstToken(ttft)
 		}
-		if n, since, ok := x.stream.decoded(scheduler.TPOTTokens); ok && x.claim != nil {
-			x.claim.Decoded(n, since)
-		}
 	}
 	if x.strip != nil {
 		out, changed = x.strip.filter(b.Body, b.EndOfStream), true

@@ -67,10 +67,6 @@ type Claim interface {
 	// the claim; the adapter calls it once, from the response body phase,
 	// and it must not block (the scheduler tells the store off this path).
 	FirstToken(ttft time.Duration)
-	// Decoded reports the stream's progress, tokens content tokens, the
-	// last sinceFirst after the first; the adapter calls it once, when the
-	// stream passes scheduler.TPOTTokens tokens, and it must not block.
-	Decoded(tokens int, sinceFirst time.Duration)
 	Finish(o scheduler.Outcome)
 }
 

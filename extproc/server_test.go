@@ -60,8 +60,6 @@ func (c *fakeClaim) FirstToken(ttft time.Duration) {
 	c.firsts = append(c.firsts, ttft)
 }
 
-func (c *fakeClaim) Decoded(int, time.Duration) {}
-
 func (c *fakeClaim) Worker() string { c.mu.Lock(); defer c.mu.Unlock(); return c.worker }
 func (c *fakeClaim) Moved(to string) {
 	c.mu.Lock()

@@ -25,7 +25,6 @@ type streamObserver struct {
 	usageTokens int // completion_tokens from a usage chunk, if any
 	usagePrompt int // prompt_tokens from a usage chunk, if any
 	done        bool
-	decodedSent bool // decoded reported the stream's progress
 }
 
 func newStreamObserver(claimedAt time.Time) *streamObserver {
@@ -97,16 +96,6 @@ func (o *streamObserver) ttft() (time.Duration, bool) {
 		return 0, false
 	}
 	return o.first.Sub(o.claimedAt), true
-}
-
-// decoded reports, once, the stream's content tokens and the time from the
-// first to the last of them, when more than n arrived.
-func (o *streamObserver) decoded(n int) (tokens int, sinceFirst time.Duration, ok bool) {
-	if o.decodedSent || o.deltas <= n {
-		return 0, 0, false
-	}
-	o.decodedSent = true
-	return o.deltas, o.last.Sub(o.first), true
 }
 
 // result returns TTFT (from the claim), the decode rate and the completion

@@ -63,22 +63,3 @@ func TestStreamObserver(t *testing.T) {
 		t.Fatalf("llama.cpp stream: %d tokens, done %v", tokens, o.done)
 	}
 }
-
-// A stream's progress is reported once, when it passes n tokens, with the
-// time from the first token to the last.
-func TestStreamObserverDecoded(t *testing.T) {
-	t0 := time.Unix(0, 0)
-	o := newStreamObserver(t0)
-	ev := "data: {\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\n\n"
-	var reports [][2]int64
-	for i := range 10 {
-		o.observe([]byte(ev), t0.Add(time.Duration(100+20*i)*time.Millisecond))
-		if n, since, ok := o.decoded(4); ok {
-			reports = append(reports, [2]int64{int64(n), since.Milliseconds()})
-		}
-	}
-	// The fifth token, 80 ms after the first: once.
-	if len(reports) != 1 || reports[0] != [2]int64{5, 80} {
-		t.Fatalf("reports %v, want one of 5 tokens 80 ms after the first", reports)
-	}
-}

@@ -118,55 +118,10 @@ func (t *Ticket) FirstToken(ttft time.Duration) {
 	})
 }
 
-// TPOTTokens is how many tokens after the first a stream's TPOT is
-// learned from (Decoded), when it has that many. Learned only at the end
-// of a stream, a worker's TPOT model kept the slow prior for as long as
-// its first long outputs took: at 1,000 output tokens, 40 s on a fast GPU,
-// and a simulated fleet placed every request of a 19-second burst by the
-// prior's TPOT, whose cost of a request in flight outweighed a 6,000-token
-// prefix hit. The gaps right after the first token are also those the
-// placement's features describe; the load of a long stream's end is
-// another. 32 steps span the chunks of a few long prompts prefilled
-// beside the decode (a 6,000-token prompt is 12 steps of 512), so the
-// mean is not one prefill's burst, and at the usual 20-50 ms a token it
-// is learned within one or two seconds of the first token.
-const TPOTTokens = 32
-
-// Decoded tells the scheduler that the request's stream has had tokens
-// tokens, the last sinceFirst after the first. At the first call past
-// TPOTTokens its TPOT so far, sinceFirst/(tokens − 1), joins the worker's
-// latency statistics, off the caller's path, and the stream's end adds no
-// second observation (the error the end measures is still recorded
-// against the whole stream). Calls before the first token, after Finish,
-// or for a request Envoy served elsewhere teach nothing.
-func (t *Ticket) Decoded(tokens int, sinceFirst time.Duration) {
-	if tokens <= TPOTTokens || sinceFirst <= 0 {
-		return
-	}
-	t.mu.Lock()
-	if t.decoded || t.finished || !t.first {
-		t.mu.Unlock()
-		return
-	}
-	t.decoded = true
-	worker := t.worker
-	t.mu.Unlock()
-	if worker != t.Decision.Worker {
-		return
-	}
-	s := t.s
-	now := s.now()
-	tpot := sinceFirst / time.Duration(tokens-1)
-	s.background(func(ctx context.Context) {
-		s.addLatency(ctx, t, worker, latency.Observation{At: now, Features: t.learn.features, TPOT: tpot})
-	})
-}
-
 // learnTPOT measures the request's TPOT, (latency − TTFT)/(tokens − 1),
-// and, when add (no Decoded observation was made), adds it to the
-// worker's statistics when the request completed on the worker it was
-// claimed on with two tokens or more; 0 otherwise.
-func (t *Ticket) learnTPOT(worker string, elapsed time.Duration, o Outcome, now time.Time, add bool) time.Duration {
+// and adds it to the worker's statistics when the request completed on
+// the worker it was claimed on with two tokens or more; 0 otherwise.
+func (t *Ticket) learnTPOT(worker string, elapsed time.Duration, o Outcome, now time.Time) time.Duration {
 	if o.Aborted || o.UpstreamFailure || o.CompletionTokens < 2 || o.TTFT <= 0 || elapsed <= o.TTFT {
 		return 0
 	}
@@ -176,9 +131,6 @@ func (t *Ticket) learnTPOT(worker string, elapsed time.Duration, o Outcome, now 
 	}
 	s := t.s
 	s.errors.Record(latency.TPOT, t.learn.tpot.Value, tpot)
-	if !add {
-		return tpot
-	}
 	s.background(func(ctx context.Context) {
 		s.addLatency(ctx, t, worker, latency.Observation{At: now, Features: t.learn.features, TPOT: tpot})
 	})

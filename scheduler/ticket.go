@@ -39,7 +39,6 @@ type Ticket struct {
 	finished bool
 	first    bool          // FirstToken was called
 	ttft     time.Duration // as FirstToken measured it
-	decoded  bool          // Decoded learned the TPOT: the end does not
 }
 
 // Outcome is what the response phase observed about a finished request.
@@ -116,7 +115,6 @@ func (t *Ticket) Finish(o Outcome) {
 	if o.TTFT <= 0 {
 		o.TTFT = t.ttft
 	}
-	decoded := t.decoded
 	t.mu.Unlock()
 
 	s := t.s
@@ -142,7 +140,7 @@ func (t *Ticket) Finish(o Outcome) {
 		s.log.Warn("release claim", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
 	}
 	span.End()
-	tpot := t.learnTPOT(worker, elapsed, o, now, !decoded)
+	tpot := t.learnTPOT(worker, elapsed, o, now)
 	if s.observer != nil {
 		s.observer.Released(t.ID, s.now())
 	}

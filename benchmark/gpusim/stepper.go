@@ -26,14 +26,11 @@ type Stepper struct {
 	tags     map[*seq]int
 	progress []Progress
 	inFlight bool
-	// at is a token count at which a request is reported mid-stream
-	// (ReportAt); 0: never.
-	at int
 }
 
 // Progress is what one step did for one request: its first token, its
-// last, or both, or its token number ReportAt. Requests that only emitted
-// another middle token are not reported.
+// last, or both. Requests that only emitted a middle token are not
+// reported.
 type Progress struct {
 	// Tag is the caller's id of the request, given to Submit.
 	Tag int
@@ -43,8 +40,8 @@ type Progress struct {
 	// cache.
 	First        bool
 	CachedTokens int
-	// Done: the request's last token was emitted at At. Tokens is how
-	// many it generated so far (all of them when Done).
+	// Done: the request's last token was emitted at At; Tokens is how
+	// many it generated.
 	Done   bool
 	Tokens int
 	// Gaps are, when Done, the request's engine-clock gaps between
@@ -83,7 +80,7 @@ func (st *Stepper) record(s *seq, now time.Duration) {
 	}
 	first := s.emittedN == 1 // a calibrated engine emits one token a step
 	done := s.state == stateDone
-	if !first && !done && (st.at <= 1 || s.emittedN != st.at) {
+	if !first && !done {
 		return
 	}
 	p := Progress{Tag: tag, At: now, First: first, Done: done, Tokens: s.emittedN}
@@ -98,11 +95,6 @@ func (st *Stepper) record(s *seq, now time.Duration) {
 	}
 	st.progress = append(st.progress, p)
 }
-
-// ReportAt makes Advance report every request also when it emits its
-// token number n (n > 1; a router learns from a stream's progress), with
-// Tokens n.
-func (st *Stepper) ReportAt(n int) { st.at = n }
 
 // Submit queues r, arrived at now (r.Arrival is ignored), under the
 // caller's tag. It fails with ErrContextTooLong when r could never fit

@@ -224,7 +224,6 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gpu %s: %w", c.ID, err)
 		}
-		st.ReportAt(scheduler.TPOTTokens + 1)
 		r.gpus = append(r.gpus, &fleetGPU{id: c.ID, st: st})
 		r.byID[c.ID] = i
 	}
@@ -392,9 +391,6 @@ func (r *runner) stepEnd(g int) {
 			r.tickets[p.Tag].FirstToken(p.At - r.claimed[p.Tag])
 		}
 		if !p.Done {
-			if !p.First { // its token TPOTTokens+1, as the response phase reports it
-				r.tickets[p.Tag].Decoded(p.Tokens, p.At-res.FirstToken)
-			}
 			continue
 		}
 		res.Done, res.Tokens, res.Outcome = p.At, p.Tokens, OutcomeOK
