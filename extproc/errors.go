@@ -84,6 +84,9 @@ func classify(err error) httpError {
 	case errors.Is(err, scheduler.ErrObjectiveUnmet):
 		e.Status, e.Type, e.Code = 429, "rate_limit_exceeded", "slo_unattainable"
 		e.Message = "No worker can serve the request within its latency objectives now: " + err.Error()
+	case errors.Is(err, scheduler.ErrAdapterLoad):
+		// The message carries the engine's reason.
+		e.Status, e.Type, e.Code = 503, "service_unavailable", "adapter_load_failed"
 	case errors.Is(err, scheduler.ErrQueueTimeout):
 		e.Status, e.Type, e.Code = 503, "service_unavailable", "queue_timeout"
 	case errors.Is(err, ErrUnavailable):
@@ -105,13 +108,14 @@ func classify(err error) httpError {
 // rejected-shutting-down); a refusal llm-d has no word for keeps the
 // router's code after "rejected-".
 var droppedReasons = map[string]string{
-	"at_capacity":       "rejected-saturated",
-	"queue_full":        "rejected-saturated",
-	"shed":              "rejected-saturated",
-	"slo_unattainable":  "rejected-saturated",
-	"queue_timeout":     "rejected-ttl-expired",
-	"shutting_down":     "rejected-shutting-down",
-	"no_healthy_worker": "rejected-no-healthy-worker",
+	"at_capacity":         "rejected-saturated",
+	"queue_full":          "rejected-saturated",
+	"shed":                "rejected-saturated",
+	"slo_unattainable":    "rejected-saturated",
+	"queue_timeout":       "rejected-ttl-expired",
+	"shutting_down":       "rejected-shutting-down",
+	"no_healthy_worker":   "rejected-no-healthy-worker",
+	"adapter_load_failed": "rejected-adapter-load-failed",
 }
 
 // body renders the OpenAI error object.

@@ -1,6 +1,7 @@
 package extproc
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -181,7 +182,8 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRespo
 	if reply, ok := x.admit(b.Body); !ok {
 		return reply
 	}
-	cluster := x.srv.opts.ClusterFor(x.claim.Worker(), x.body.Model)
+	// An adapter runs in its base model's cluster.
+	cluster := x.srv.opts.ClusterFor(x.claim.Worker(), cmp.Or(x.claim.Model(), x.body.Model))
 	common := &extprocv3.CommonResponse{
 		HeaderMutation: &extprocv3.HeaderMutation{
 			SetHeaders: []*corev3.HeaderValueOption{setHeader(headerCluster, cluster)},
@@ -407,10 +409,12 @@ func (x *exchange) fail(err error) *extprocv3.ProcessingResponse {
 }
 
 func (x *exchange) listModels() *extprocv3.ProcessingResponse {
+	// An adapter is listed as vLLM lists it: with its base as parent.
 	type model struct {
 		ID      string `json:"id"`
 		Object  string `json:"object"`
 		OwnedBy string `json:"owned_by"`
+		Parent  string `json:"parent,omitempty"`
 	}
 	list := struct {
 		Object string  `json:"object"`
@@ -418,6 +422,9 @@ func (x *exchange) listModels() *extprocv3.ProcessingResponse {
 	}{Object: "list", Data: []model{}}
 	for _, m := range x.srv.sched.Models() {
 		list.Data = append(list.Data, model{ID: m, Object: "model", OwnedBy: "llm-router"})
+	}
+	for _, a := range x.srv.sched.Adapters() {
+		list.Data = append(list.Data, model{ID: a.Name, Object: "model", OwnedBy: "llm-router", Parent: a.Base})
 	}
 	body, _ := json.Marshal(list)
 	return immediateOK(body, x.requestID)

@@ -3,6 +3,7 @@ package extproc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -117,6 +118,7 @@ func TestDroppedReason(t *testing.T) {
 		{scheduler.ErrQueueTimeout, "rejected-ttl-expired"},
 		{scheduler.ErrObjectiveUnmet, "rejected-saturated"},
 		{scheduler.ErrNoHealthyWorker, "rejected-no-healthy-worker"},
+		{fmt.Errorf("sql on w0: %w: engine said no", scheduler.ErrAdapterLoad), "rejected-adapter-load-failed"},
 		{ErrUnavailable, "rejected-shutting-down"},
 		{errors.New("boom"), ""},
 	} {

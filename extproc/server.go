@@ -57,11 +57,17 @@ type Scheduler interface {
 	Admit(ctx context.Context, r scheduler.Request) (Claim, error)
 	WorkerByAddress(addr string) (string, bool)
 	Models() []string
+	// Adapters lists the LoRA adapters some worker serves, with their
+	// base model (for /v1/models).
+	Adapters() []state.Adapter
 }
 
 // Claim is one admitted request's hold on a worker.
 type Claim interface {
 	Worker() string
+	// Model is the model the request runs on: the base model of the
+	// adapter it named, else its own.
+	Model() string
 	Moved(to string)
 	// FirstToken reports the response's first content token, ttft after
 	// the claim; the adapter calls it once, from the response body phase,

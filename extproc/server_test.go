@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/state"
 )
 
 // fakeScheduler admits to a fixed worker, or fails with err.
@@ -47,6 +48,10 @@ func (f *fakeScheduler) WorkerByAddress(addr string) (string, bool) {
 
 func (f *fakeScheduler) Models() []string { return []string{"m"} }
 
+func (f *fakeScheduler) Adapters() []state.Adapter {
+	return []state.Adapter{{Name: "m-sql", Base: "m"}}
+}
+
 type fakeClaim struct {
 	mu       sync.Mutex
 	worker   string
@@ -61,6 +66,7 @@ func (c *fakeClaim) FirstToken(ttft time.Duration) {
 }
 
 func (c *fakeClaim) Worker() string { c.mu.Lock(); defer c.mu.Unlock(); return c.worker }
+func (c *fakeClaim) Model() string  { return "" }
 func (c *fakeClaim) Moved(to string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -277,6 +283,11 @@ func TestImmediateErrors(t *testing.T) {
 			[]*extprocv3.ProcessingRequest{reqHeaders(false, ":method", "POST", ":path", "/v1/completions"), reqBody(`{"model":"m","prompt":"y"}`)},
 			&fakeScheduler{err: &scheduler.RetryAfter{Err: fmt.Errorf("m: %w", scheduler.ErrObjectiveUnmet), After: 2 * time.Second}}, 429, "slo_unattainable",
 		},
+		{
+			"adapter load failed",
+			[]*extprocv3.ProcessingRequest{reqHeaders(false, ":method", "POST", ":path", "/v1/completions"), reqBody(`{"model":"m-sql","prompt":"y"}`)},
+			&fakeScheduler{err: fmt.Errorf("m-sql on w0: %w: status 404: no adapter at /x", scheduler.ErrAdapterLoad)}, 503, "adapter_load_failed",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -299,5 +310,25 @@ func TestImmediateErrors(t *testing.T) {
 				t.Fatalf("retry-after = %q", setHeaders(im.Headers)["retry-after"])
 			}
 		})
+	}
+}
+
+// GET /v1/models lists the models and, as vLLM does, each adapter with its
+// base model as parent.
+func TestListModelsWithAdapters(t *testing.T) {
+	st, _ := run(t, &fakeScheduler{worker: "w1"})
+	r := st.roundTrip(t, reqHeaders(true, ":method", "GET", ":path", "/v1/models"))
+	im := r.GetImmediateResponse()
+	if im == nil || im.Status.Code != 200 {
+		t.Fatalf("got %v, want 200", r)
+	}
+	var list struct {
+		Data []struct{ ID, Parent string }
+	}
+	if err := json.Unmarshal(im.Body, &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Data) != 2 || list.Data[0].ID != "m" || list.Data[0].Parent != "" || list.Data[1].ID != "m-sql" || list.Data[1].Parent != "m" {
+		t.Fatalf("models %+v; want m, then m-sql with parent m", list.Data)
 	}
 }

@@ -12,13 +12,18 @@ import (
 
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/scoring/latency"
+	"github.com/llm-router/llm-router/scoring/prefix"
 	"github.com/llm-router/llm-router/state"
 )
 
 // Request is what the scheduler needs to know about one inference request.
 type Request struct {
-	ID           string // request id, for logs and explain
-	Model        string
+	ID    string // request id, for logs and explain
+	Model string
+	// Adapter is set by Admit when Model names a LoRA adapter: Model
+	// becomes the adapter's base model, Adapter the adapter. Callers
+	// leave it empty.
+	Adapter      string
 	PromptTokens int
 	MaxTokens    int
 	// Blocks are the prompt's block hashes, for prefix-aware strategies.
@@ -41,6 +46,8 @@ type Request struct {
 	// the longest it may wait (the ext_proc adapter extends Envoy's message
 	// timeout with it).
 	OnQueued func(maxWait time.Duration)
+
+	retried bool // a second admission after an adapter load failed
 }
 
 // retryAfterBusy is the Retry-After suggested when no worker can take the
@@ -85,16 +92,24 @@ func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*
 	if v == nil {
 		return nil, fmt.Errorf("no worker snapshot yet: %w", ErrStore)
 	}
-	if _, ok := v.byModel[r.Model]; !ok {
+	asked := r // as the caller sent it, for a second admission (load.go)
+	base, adapter, ok := v.resolve(r.Model)
+	if !ok {
 		s.obs.Rejected("", "unknown_model")
 		return nil, &ModelError{Model: r.Model, Err: ErrUnknownModel}
 	}
+	r.Model, r.Adapter = base, adapter
+	// The engine caches an adapter's blocks apart from the base's.
+	r.Blocks = prefix.ForAdapter(adapter, r.Blocks)
 	pl := s.plan(v, r, start)
 	d := &Decision{
 		RequestID: r.ID, Time: start, Replica: s.opts.ReplicaID, Model: r.Model,
 		Priority: r.Priority, Tenant: r.Tenant, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens,
 		Stream: r.Stream, Strategy: pl.plan.Strategy, Fallback: pl.plan.Fallback, Excluded: pl.plan.Excluded,
 		SnapshotAge: start.Sub(v.snap.At).Seconds(), SLO: r.SLO,
+	}
+	if r.Adapter != "" {
+		d.Adapter = &AdapterDecision{Name: r.Adapter, Base: r.Model}
 	}
 	if decided != nil {
 		*decided = d
@@ -133,6 +148,7 @@ func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*
 	}
 	d.Candidates = scoring.BreakdownLive(pl.plan.Candidates, pl.job.Prompt(), res.Active, res.Live)
 	d.Unknown = unknownTerms(pl.plan.Candidates)
+	st := s.adapterClaimed(d, pl.plan.Candidates, res)
 	if snapPick != res.Index && !res.Queued && res.Live == nil {
 		// The live counts changed the choice the cached snapshot would have
 		// made: the atomic claim at work (most often, a herd averted). With
@@ -143,7 +159,7 @@ func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*
 	case res.Index >= 0:
 		c := pl.plan.Candidates[res.Index]
 		f := claimFeatures(pl.job, req.Prompt, res, res.Index, c.Worker, pl.workers)
-		return s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling), nil
+		return s.withAdapter(ctx, asked, s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling, st), st)
 	case res.Queued:
 		d.QueuePosition = res.Position
 		p := pending{job: pl.job, cands: pl.plan.Candidates, bound: bound}
@@ -167,9 +183,12 @@ func (s *Scheduler) plan(v *view, r Request, now time.Time) placement {
 	if r.Subset != nil {
 		workers = v.within(workers, r.Subset)
 	}
+	if r.Adapter != "" {
+		s.withLoadTimes(workers)
+	}
 	s.opts.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
 	job := scoring.Job{
-		Model: r.Model, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks,
+		Model: r.Model, Adapter: r.Adapter, PromptTokens: r.PromptTokens, MaxTokens: r.MaxTokens, Blocks: r.Blocks,
 		Objectives: scoring.Objectives{TTFT: r.SLO.TTFT.Duration(), TPOT: r.SLO.TPOT.Duration()},
 	}
 	plan := scoring.Build(s.strategy, scoring.Input{Job: job, Workers: workers, Cursor: s.cursor.Add(1) - 1, Now: now})
@@ -180,7 +199,7 @@ func (s *Scheduler) plan(v *view, r Request, now time.Time) placement {
 // by q (nil: never). It bounds the blocks looked up (pl.job's too, which
 // the claim's features read).
 func (s *Scheduler) claimRequest(id string, pl *placement, d *Decision, q *state.QueueSpec) state.ClaimRequest {
-	req := state.ClaimRequest{ID: id, Candidates: toStateCandidates(pl.plan.Candidates), Queue: q}
+	req := state.ClaimRequest{ID: id, Candidates: toStateCandidates(pl.plan.Candidates), Queue: q, Adapter: pl.job.Adapter}
 	if pl.plan.UsesLive() {
 		if n := s.opts.MaxAffinityBlocks; n > 0 && len(pl.job.Blocks) > n {
 			// A leading run: the match of a chain is a prefix. Only the
@@ -233,15 +252,20 @@ func (s *Scheduler) queueSpec(r Request) *state.QueueSpec {
 
 // admitted records a claim held for r, decided on features f (ceiling:
 // the claimed candidate's), and returns its ticket.
-func (s *Scheduler) admitted(d *Decision, r Request, id, worker string, f latency.Features, ceiling float64) *Ticket {
+func (s *Scheduler) admitted(d *Decision, r Request, id, worker string, f latency.Features, ceiling float64, st scoring.AdapterState) *Ticket {
 	d.Outcome, d.Worker = OutcomeClaimed, worker
 	learn := newLearning(s.LatencyModel(worker, r.Model), f)
 	d.Prediction = &Prediction{
 		TTFTSeconds: learn.ttft.Value.Seconds(), TPOTSeconds: learn.tpot.Value.Seconds(),
 		TTFTUnknown: learn.ttft.Unknown, TPOTUnknown: learn.tpot.Unknown, CeilingSeconds: ceiling,
 	}
-	s.finishDecision(d)
-	t := &Ticket{s: s, ID: id, Decision: d, worker: worker, start: s.now(), learn: learn}
+	if st.Loads() {
+		d.Prediction.TTFTSeconds += d.Adapter.LoadSeconds
+	}
+	if !s.loadsAdapter(d, st) {
+		s.finishDecision(d) // else once the adapter is ready (withAdapter)
+	}
+	t := &Ticket{s: s, ID: id, Decision: d, worker: worker, start: s.now(), learn: learn, adapterState: st}
 	s.mu.Lock()
 	s.live[id] = t
 	s.mu.Unlock()
@@ -277,7 +301,7 @@ func toStateCandidates(cs []scoring.Candidate) []state.Candidate {
 	for i, c := range cs {
 		out[i] = state.Candidate{
 			Worker: c.Worker, Cap: c.Cap, Base: c.Curve.Base, Slope: c.Curve.Slope, Mult: c.Curve.Mult,
-			LiveWeights: c.LiveWeights,
+			LiveWeights: c.LiveWeights, Adapter: c.Adapter,
 		}
 	}
 	return out

@@ -16,10 +16,12 @@ import (
 // every candidate's terms and total at the live counts the claim saw, who
 // won and why the others did not. It answers "why was this slow?".
 type Decision struct {
-	RequestID     string             `json:"request_id"`
-	Time          time.Time          `json:"time"`
-	Replica       string             `json:"replica"`
-	Model         string             `json:"model"`
+	RequestID string    `json:"request_id"`
+	Time      time.Time `json:"time"`
+	Replica   string    `json:"replica"`
+	Model     string    `json:"model"`
+	// Adapter is the LoRA adapter the request named (Model is its base).
+	Adapter       *AdapterDecision   `json:"adapter,omitempty"`
 	Priority      state.Priority     `json:"priority"`
 	Tenant        string             `json:"tenant,omitempty"`
 	PromptTokens  int                `json:"prompt_tokens_est"`
@@ -140,6 +142,7 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.Object("learned_caps", learned[int](d.LearnedCaps)),
 		zap.Object("learned_token_caps", learned[int64](d.LearnedTokenCaps)),
 		predictionField(d.Prediction),
+		adapterField(d.Adapter),
 	)
 }
 
@@ -199,6 +202,9 @@ func (l line) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 		enc.AddBool("full", true)
 	}
 	enc.AddFloat64("total", l.Total)
+	if l.Adapter != "" {
+		enc.AddString("adapter_state", l.Adapter)
+	}
 	return enc.AddObject("terms", terms(l))
 }
 

@@ -105,6 +105,14 @@ func (t *Ticket) FirstToken(ttft time.Duration) {
 	s := t.s
 	now := s.now()
 	learn := ttft > 0 && worker == t.Decision.Worker
+	if learn && t.adapterState.Loads() {
+		// The engine loaded the adapter before this first token: what
+		// the model predicted without the load is the rest of it. The
+		// TTFT is not the latency model's: it would read the load as
+		// slowness of the worker.
+		s.loads.observe(worker, ttft-t.learn.ttft.Value, now)
+		learn = false
+	}
 	if learn {
 		s.errors.Record(latency.TTFT, t.learn.ttft.Value, ttft)
 	}

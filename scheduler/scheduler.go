@@ -5,6 +5,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -134,6 +135,8 @@ type Options struct {
 	// claim, the wait in the queue and the release, children of the span
 	// in Admit's context. nil: none, at no cost.
 	Tracer trace.Tracer
+	// Adapters configure LoRA adapter placement and loading (adapter.go).
+	Adapters AdapterOptions
 }
 
 // Scheduler places requests on workers. It is safe for concurrent use.
@@ -150,6 +153,7 @@ type Scheduler struct {
 	errors   *latency.ErrorTracker
 	prior    latency.Model  // a worker's model before any snapshot has one
 	bg       sync.WaitGroup // learning's store round trips under way
+	loads    loadTimes      // the workers' adapter load times
 
 	view     atomic.Pointer[view]
 	cursor   atomic.Uint64
@@ -236,6 +240,7 @@ func New(store Store, opts Options) (*Scheduler, error) {
 		live:     map[string]*Ticket{},
 		waiters:  map[string]chan state.Notice{},
 	}
+	s.loads.prior = cmp.Or(opts.Adapters.LoadTime, DefaultAdapterLoadTime)
 	s.observer, _ = strategy.(ClaimObserver)
 	s.bounder, _ = strategy.(waitBounder)
 	s.errors = latency.NewErrorTracker(0)
@@ -310,7 +315,7 @@ func (s *Scheduler) Refresh(ctx context.Context) error {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	def := fleetDefaults{kvBlocks: s.opts.KVBlocks, prefillRate: s.opts.PrefillTokensPerSecond}
-	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap), def, s.now()))
+	s.view.Store(newView(snap, s.opts.Zone, s.opts.Region, s.opts.TelemetryStale, s.joining(snap), def, s.opts.Adapters.Catalog, s.now()))
 	return nil
 }
 

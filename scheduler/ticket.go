@@ -39,6 +39,11 @@ type Ticket struct {
 	finished bool
 	first    bool          // FirstToken was called
 	ttft     time.Duration // as FirstToken measured it
+
+	// adapterState is the request's adapter on its worker as the claim
+	// found it; a state that loads makes its first token a sample of the
+	// worker's load time (unless the router loaded it and timed the load).
+	adapterState scoring.AdapterState
 }
 
 // Outcome is what the response phase observed about a finished request.

@@ -20,6 +20,8 @@ type view struct {
 	byModel map[string][]int
 	byAddr  map[string]string
 	models  []string
+	// adapters are the LoRA adapters the workers serve.
+	adapters adapterIndex
 }
 
 type updatedAt struct {
@@ -32,7 +34,7 @@ type fleetDefaults struct {
 	prefillRate float64
 }
 
-func newView(snap state.Snapshot, zone, region string, stale time.Duration, joining map[string]bool, def fleetDefaults, now time.Time) *view {
+func newView(snap state.Snapshot, zone, region string, stale time.Duration, joining map[string]bool, def fleetDefaults, catalog []state.Adapter, now time.Time) *view {
 	v := &view{
 		snap:    snap,
 		stale:   stale,
@@ -41,6 +43,7 @@ func newView(snap state.Snapshot, zone, region string, stale time.Duration, join
 		byAddr:  make(map[string]string, len(snap.Workers)),
 	}
 	models := fitLatency(snap, now)
+	v.adapters = indexAdapters(snap, catalog)
 	for i, w := range snap.Workers {
 		v.index[w.Spec.ID] = i
 		v.byAddr[w.Spec.Address] = w.Spec.ID
@@ -69,6 +72,8 @@ func newView(snap state.Snapshot, zone, region string, stale time.Duration, join
 			DecodeTokens:   w.DecodeTokens,
 			AheadTokens:    w.AheadTokens,
 			LatencyModels:  models[i],
+			Adapters:       v.adapters.byWorker[i],
+			MaxLoras:       state.AdapterSlots(w.Spec, w.Telemetry.Adapters),
 		})
 		v.updated = append(v.updated, updatedAt{w.Stats.Latency.Updated, w.Stats.TTFT.Updated, w.Stats.TokensPerSec.Updated})
 		v.tele = append(v.tele, w.Telemetry)

@@ -154,7 +154,7 @@ func (s *Scheduler) wait(ctx context.Context, r Request, d *Decision, id string,
 				// The slot arrived as the timer fired: use it.
 				d.WaitSeconds = s.now().Sub(start).Seconds()
 				f, ceiling := s.grantFeatures(p, w)
-				return s.admitted(d, r, id, w, f, ceiling), nil
+				return s.admitted(d, r, id, w, f, ceiling, scoring.AdapterNone), nil
 			}
 			d.WaitSeconds = s.now().Sub(start).Seconds()
 			if byObjective {
@@ -203,7 +203,7 @@ func (s *Scheduler) dequeue(id string) {
 func (s *Scheduler) rebind(ctx context.Context, r Request, d *Decision, grant, worker string, p pending) (t *Ticket, requeue bool) {
 	keep := func() *Ticket {
 		f, ceiling := s.grantFeatures(p, worker)
-		return s.admitted(d, r, grant, worker, f, ceiling)
+		return s.admitted(d, r, grant, worker, f, ceiling, scoring.AdapterNone)
 	}
 	v := s.view.Load()
 	if v == nil || s.opts.NonAtomicClaim {
@@ -228,7 +228,7 @@ func (s *Scheduler) rebind(ctx context.Context, r Request, d *Decision, grant, w
 		c := pl.plan.Candidates[res.Index]
 		d.Candidates = scoring.BreakdownLive(pl.plan.Candidates, pl.job.Prompt(), res.Active, res.Live)
 		f := claimFeatures(pl.job, req.Prompt, res, res.Index, c.Worker, pl.workers)
-		return s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling), false
+		return s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling, scoring.AdapterNone), false
 	case p.bound.on && ceilingRefused(pl.plan.Candidates, res):
 		s.giveBack(ctx, r, grant)
 		return nil, true
@@ -269,7 +269,7 @@ func (s *Scheduler) rejoin(ctx context.Context, r Request, d *Decision, p *pendi
 		c := pl.plan.Candidates[res.Index]
 		d.Candidates = scoring.BreakdownLive(pl.plan.Candidates, pl.job.Prompt(), res.Active, res.Live)
 		f := claimFeatures(pl.job, req.Prompt, res, res.Index, c.Worker, pl.workers)
-		return s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling), nil, nil
+		return s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling, scoring.AdapterNone), nil, nil
 	case res.Queued:
 		return nil, &queuedAs{id: id}, nil
 	}

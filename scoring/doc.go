@@ -120,6 +120,17 @@
 // objectives (Job.Objectives) inside the claim. predicted_ttft and
 // predicted_tpot (weight 0) record the snapshot's predictions.
 //
+// # LoRA adapters
+//
+// A job naming an adapter (Job.Adapter) is eligible on workers serving its
+// base model that serve the adapter (Worker.ServesAdapter), and every
+// strategy's candidates get AdapterWeights (adapter.go): the adapter term
+// (weight 1) is AdapterScore of the adapter's state on the worker, read by
+// the store inside the claim: 0 active, Idle, Load (a free slot) or
+// Load + Evict. For predicted they are seconds (the worker's load time);
+// for the other strategies, tiers above their own ranking. The price does
+// not depend on the prefix match, so the store adds it to the curve.
+//
 // # Registries
 //
 // Strategies are built by name from a registry as well (RegisterStrategy,

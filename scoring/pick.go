@@ -37,6 +37,9 @@ type Line struct {
 	LoadFactor   float64 `json:"load_factor,omitempty"` // 1 + Mult·Active, when the strategy is multiplicative
 	Terms        []Term  `json:"terms"`
 	Total        float64 `json:"total"`
+	// Adapter is where the request's adapter stood on the worker when
+	// the claim read it (active, idle, free_slot, evict; "": no adapter).
+	Adapter string `json:"adapter_state,omitempty"`
 }
 
 // PickLive is Pick with each candidate's LiveWeights scored on the live

@@ -12,7 +12,10 @@ const DefaultOutputTokens = 256
 
 // Job is what the router knows about the request being placed.
 type Job struct {
+	// Model is the base model the request runs on; Adapter, when set, is
+	// the LoRA adapter of it the request named (see adapter.go).
 	Model        string
+	Adapter      string
 	PromptTokens int // estimated from the body size
 	MaxTokens    int // 0 when the client sent none
 	// Blocks are the prompt's chained 16-token block hashes (see
@@ -116,6 +119,25 @@ type Worker struct {
 	// Unknown while the worker has too little history for it. Shared,
 	// never modified.
 	LatencyModels map[string]latency.Model
+
+	// Adapters are the LoRA adapters the worker can serve: configured,
+	// reported by its engine, placed there, or loadable by the router
+	// (see adapter.go). MaxLoras is its adapter slots (0:
+	// DefaultMaxLoras), AdapterLoadSeconds the time a load adds before a
+	// first token there (learned, or the prior).
+	Adapters           []string
+	MaxLoras           int
+	AdapterLoadSeconds float64
+}
+
+// ServesAdapter reports whether w can serve adapter a.
+func (w *Worker) ServesAdapter(a string) bool {
+	for _, x := range w.Adapters {
+		if x == a {
+			return true
+		}
+	}
+	return false
 }
 
 // Features are the latency model's inputs for placing j on w as the
@@ -200,6 +222,9 @@ type Candidate struct {
 	// bound (see AddLive).
 	LiveTerms   []LiveTerm
 	LiveWeights LiveWeights
+	// Adapter prices the request's adapter state on the worker, which
+	// the store reads in the claim (zero: the request names no adapter).
+	Adapter AdapterWeights
 }
 
 // Excluded is a worker that serves the model but was filtered out.

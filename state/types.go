@@ -34,6 +34,12 @@ type WorkerSpec struct {
 	// PrefillTokensPerSecond is the worker's prefill rate, for the load
 	// guard of prefix affinity (0: the scheduler's default).
 	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second,omitempty"`
+	// Adapters are the LoRA adapters the worker's engine can serve, each
+	// of a model in Models (its --lora-modules, or loadable when the
+	// router manages adapters); MaxLoras its adapter slots (0: what the
+	// engine reports, else scoring.DefaultMaxLoras). See adapters.go.
+	Adapters []Adapter `json:"adapters,omitempty"`
+	MaxLoras int       `json:"max_loras,omitempty"`
 }
 
 // EMA is an exponential moving average with its sample count and the time of
@@ -93,6 +99,8 @@ type Worker struct {
 	Telemetry Telemetry `json:"telemetry"`
 	// LatencyStats are the latency model's statistics by model (Latencies).
 	LatencyStats map[string]latency.Stats `json:"latency_stats,omitempty"`
+	// Adapters are the LoRA adapters placed on the worker (AdapterPlacement).
+	Adapters []AdapterPlacement `json:"adapters,omitempty"`
 	// Registered workers joined through the admin API and must heartbeat
 	// before LeaseExpires; the others come from the config.
 	Registered   bool      `json:"registered,omitempty"`
@@ -132,12 +140,14 @@ type Telemetry struct {
 	// (internal/telemetry/gaps.go): GapMark and SlowMark open the current
 	// window (the engine's counts of gaps and of gaps over the SLO);
 	// SlowShare is the last closed window's share of gaps over it.
-	GapMark   Sample    `json:"gap_mark,omitzero"`
-	SlowMark  Sample    `json:"slow_mark,omitzero"`
-	SlowShare Sample    `json:"slow_gap_share,omitzero"`
-	At        time.Time `json:"scraped_at"`
-	By        string    `json:"scraped_by,omitempty"` // the replica that scraped
-	Error     string    `json:"error,omitempty"`      // the last scrape's error
+	GapMark   Sample `json:"gap_mark,omitzero"`
+	SlowMark  Sample `json:"slow_mark,omitzero"`
+	SlowShare Sample `json:"slow_gap_share,omitzero"`
+	// Adapters is what the engine reported of its LoRA adapters.
+	Adapters AdapterReport `json:"adapters,omitzero"`
+	At       time.Time     `json:"scraped_at"`
+	By       string        `json:"scraped_by,omitempty"` // the replica that scraped
+	Error    string        `json:"error,omitempty"`      // the last scrape's error
 }
 
 // Snapshot is every worker's state at one moment, read in one batch.
@@ -162,6 +172,9 @@ type Candidate struct {
 	// LiveWeights is the live part, scored on the figures the claim reads;
 	// its KVBlocks bounds the worker's prefix index (0: DefaultKVBlocks).
 	LiveWeights scoring.LiveWeights
+	// Adapter prices the claim's adapter state on the worker (read and
+	// recorded by the claim when ClaimRequest.Adapter is set).
+	Adapter scoring.AdapterWeights
 }
 
 // Score evaluates the candidate's curve at a in-flight requests.
@@ -265,6 +278,12 @@ type ClaimRequest struct {
 	// tokens are held from its grant, all of its prompt counted as
 	// uncached.
 	Prompt scoring.Prompt
+	// Adapter (empty: none) is the LoRA adapter the request runs on: the
+	// claim reads its state on every candidate (the worker's placements),
+	// adds scoring.AdapterScore of each candidate's Adapter weights, and
+	// places it on the winner (state.PlaceAdapter) for as long as the
+	// claim is held; a queued waiter's adapter is not placed by its grant.
+	Adapter string
 }
 
 // ReadsLive reports whether the claim asks for the live reads.
@@ -284,6 +303,11 @@ type ClaimResult struct {
 	// Live holds each candidate's prefix match and token load as the claim
 	// read them, before the claim; nil when the claim had no Prompt.
 	Live []scoring.Live
+	// Adapter holds each candidate's adapter state as the claim read it
+	// (before placing it); nil when the claim named no adapter. Evicted
+	// is the placement the winner dropped to make room ("" none).
+	Adapter []scoring.AdapterState
+	Evicted string
 }
 
 // Notice tells a replica about one of its waiters: it was granted Worker

@@ -107,8 +107,8 @@ func DefaultSetups() []fleet.Setup {
 	out := []fleet.Setup{fleet.EnvoySetup("ROUND_ROBIN"), fleet.EnvoySetup("LEAST_REQUEST")}
 	def := config.Default().Strategy
 	for _, s := range config.Strategies() {
-		if s == emulate.PrecisePrefixQueueKVMaxScore {
-			continue // simulator only: real engines publish no KV events here
+		if slices.Contains(emulate.SimulatorOnly(), s) {
+			continue // fed by the simulator alone (KV events, LoRA figures)
 		}
 		out = append(out, routerSetup(s))
 		if s == emulate.PrefixQueueKVMaxScore {

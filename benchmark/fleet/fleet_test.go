@@ -108,7 +108,7 @@ func TestParseSetupsRefusesSimulatorOnly(t *testing.T) {
 	if !slices.Contains(scoring.Names(), emulate.PrecisePrefixQueueKVMaxScore) {
 		scoring.RegisterStrategy(emulate.PrecisePrefixQueueKVMaxScore, func(scoring.Params) scoring.Strategy { return emulate.NewPrecisePrefix() })
 	}
-	if _, err := ParseSetups("scored," + emulate.PrecisePrefixQueueKVMaxScore); err == nil || !strings.Contains(err.Error(), "KV events") {
+	if _, err := ParseSetups("scored," + emulate.PrecisePrefixQueueKVMaxScore); err == nil || !strings.Contains(err.Error(), "runs only in llm-bench sim") {
 		t.Fatalf("the precise emulation was accepted for real processes (err %v)", err)
 	}
 }

@@ -287,8 +287,8 @@ func ParseSetups(s string) ([]Setup, error) {
 		if !slices.Contains(config.Strategies(), name) {
 			return nil, fmt.Errorf("setup %q: want an Envoy policy (ROUND_ROBIN, LEAST_REQUEST) or a strategy (%s)", part, strings.Join(config.Strategies(), ", "))
 		}
-		if name == emulate.PrecisePrefixQueueKVMaxScore {
-			return nil, fmt.Errorf("setup %q: %s needs the engines' KV events, which only llm-bench sim has", part, name)
+		if slices.Contains(emulate.SimulatorOnly(), name) {
+			return nil, fmt.Errorf("setup %q: %s runs only in llm-bench sim, which feeds it what it reads", part, name)
 		}
 		replicas := 1
 		var settings []string

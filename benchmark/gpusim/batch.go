@@ -36,6 +36,7 @@ type stepItem struct {
 // stepInfo describes the last planned forward pass.
 type stepInfo struct {
 	tokens, contextTokens, seqs int
+	loads                       int           // adapters loaded before the pass
 	base                        time.Duration // before slowdown
 	dur                         time.Duration
 }
@@ -69,14 +70,17 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 	// vLLM admits nothing in a pass that had to preempt; an empty pass
 	// admits anyway so the GPU cannot stall.
 	if !preempted || len(b.step) == 0 {
-		for budget > 0 && e.canAdmit() {
-			s := e.waiting[0]
+		for i := 0; budget > 0 && e.canAdmit(); {
+			if i = e.nextAdmissible(i); i < 0 {
+				break
+			}
+			s := e.waiting[i]
 			n, ok := e.pool.admit(s, budget)
 			if !ok {
 				break
 			}
 			s.cachedTokens = s.computed
-			e.admit(now)
+			e.admit(i, now)
 			b.step = append(b.step, stepItem{s, n})
 			budget -= n
 		}
@@ -97,6 +101,11 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 		info.contextTokens += it.s.computed + it.n
 	}
 	info.base = b.prof.StepTime(info.tokens, info.contextTokens, info.seqs)
+	if e.lora != nil {
+		// Adapters entering a slot load before the pass runs.
+		info.loads = e.lora.takePending()
+		info.base += time.Duration(info.loads) * e.lora.load
+	}
 	info.dur = duration(float64(info.base) * e.knobs.Slowdown)
 	b.lastStep, b.start = info, start
 	return max(0, start+info.dur-now), true

@@ -48,6 +48,16 @@ type Config struct {
 	// modes (not with slots); off, the engine behaves as before it had one.
 	PrefixCache bool `yaml:"prefix_cache"`
 
+	// LoRA adapters of Models[0], as vLLM with --enable-lora: MaxLoras
+	// GPU slots (0: LoRA off), the adapters served from the start
+	// (LoRAModules, name=path or name), those a run-time load finds
+	// (LoRAAvailable, by path; empty: any), and the time an adapter takes
+	// to enter a slot.
+	MaxLoras      int      `yaml:"max_loras"`
+	LoRAModules   []string `yaml:"lora_modules"`
+	LoRAAvailable []string `yaml:"lora_available"`
+	LoRALoadMs    float64  `yaml:"lora_load_ms"`
+
 	// llama.cpp-like fixed slots (0 = off).
 	Slots   int `yaml:"slots"`
 	CtxSize int `yaml:"ctx_size"`
@@ -87,6 +97,7 @@ func DefaultConfig() Config {
 		GPUMemUtil:       0.9,
 		PrefixCache:      true,
 		CtxSize:          4096,
+		LoRALoadMs:       DefaultLoRALoadMs,
 		MetricsFormat:    FormatVLLM,
 		Slowdown:         1,
 		Seed:             1,
@@ -114,6 +125,9 @@ func (c *Config) Validate() error {
 		if slices.Contains(c.Models[:i], m) {
 			bad("model %q listed twice", m)
 		}
+	}
+	if err := c.validateLoRA(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Profile != "" {
 		if _, err := LookupProfile(c.Profile); err != nil {
@@ -145,6 +159,44 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("gpu %s: %w", c.ID, err)
 	}
 	return nil
+}
+
+// validateLoRA checks the LoRA fields; it splits the adapter lists.
+func (c *Config) validateLoRA() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	c.LoRAModules, c.LoRAAvailable = splitList(c.LoRAModules), splitList(c.LoRAAvailable)
+	if c.MaxLoras < 0 {
+		bad("max_loras must be >= 0, got %d", c.MaxLoras)
+	}
+	if c.MaxLoras == 0 && (len(c.LoRAModules) > 0 || len(c.LoRAAvailable) > 0) {
+		bad("lora_modules and lora_available need max_loras >= 1")
+	}
+	if c.MaxLoras > 0 && c.Slots > 0 {
+		bad("max_loras: llama.cpp slots mode serves no LoRA adapters")
+	}
+	if !(c.LoRALoadMs >= 0) {
+		bad("lora_load_ms must be >= 0, got %v", c.LoRALoadMs)
+	}
+	seen := map[string]bool{}
+	for _, s := range c.LoRAModules {
+		m, err := ParseLoRAModule(s)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("lora_modules: %w", err))
+		case slices.Contains(c.Models, m.Name):
+			bad("lora_modules: adapter %q has a model's name", m.Name)
+		case seen[m.Name]:
+			bad("lora_modules: adapter %q listed twice", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	for _, s := range c.LoRAAvailable {
+		if _, err := ParseLoRAModule(s); err != nil {
+			errs = append(errs, fmt.Errorf("lora_available: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // splitList splits comma-separated entries and drops empty ones.
@@ -184,6 +236,10 @@ func registerFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.MaxBatchedTokens, "max-batched-tokens", c.MaxBatchedTokens, "calibrated mode: token budget of one step (chunked prefill)")
 	fs.Float64Var(&c.GPUMemUtil, "gpu-mem-util", c.GPUMemUtil, "calibrated mode: fraction of GPU memory used")
 	fs.BoolVar(&c.PrefixCache, "prefix-cache", c.PrefixCache, "cache prompt blocks across requests, as vLLM's automatic prefix caching (simple and calibrated modes)")
+	fs.IntVar(&c.MaxLoras, "max-loras", c.MaxLoras, "LoRA: adapters of the first model held in GPU slots at once, as vLLM's --max-loras (0 = LoRA off)")
+	fs.Var((*stringList)(&c.LoRAModules), "lora-modules", "LoRA: adapters served from the start, name=path or name (repeatable or comma-separated)")
+	fs.Var((*stringList)(&c.LoRAAvailable), "lora-available", "LoRA: adapter paths /v1/load_lora_adapter finds (repeatable or comma-separated; none given: any)")
+	fs.Float64Var(&c.LoRALoadMs, "lora-load-ms", c.LoRALoadMs, "LoRA: time an adapter takes to enter a GPU slot, paid by the first forward pass using it")
 	fs.IntVar(&c.Slots, "slots", c.Slots, "llama.cpp mode: fixed number of slots (0 = off)")
 	fs.IntVar(&c.CtxSize, "ctx-size", c.CtxSize, "llama.cpp mode: context tokens per slot")
 	fs.StringVar(&c.MetricsFormat, "metrics-format", c.MetricsFormat, "metric names on /metrics: "+strings.Join(metricsFormats, "|"))
@@ -243,6 +299,7 @@ func ParseFleet(data []byte, base Config) ([]Config, error) {
 	for i := range nodes {
 		c := base
 		c.Models = slices.Clone(base.Models)
+		c.LoRAModules, c.LoRAAvailable = slices.Clone(base.LoRAModules), slices.Clone(base.LoRAAvailable)
 		c.Seed = base.Seed + int64(i)
 		// Re-encode so unknown fields are rejected (yaml.Node.Decode has no
 		// strict mode).

@@ -95,15 +95,46 @@
 // text) and its BlockHashes those the server derives from a chat request
 // carrying that prompt as its one user message.
 //
+// # LoRA adapters
+//
+// --max-loras N (N > 0) serves LoRA adapters of the first --model as vLLM
+// with --enable-lora does: a request names an adapter as its model, and N
+// GPU slots hold the adapters batches may use. --lora-modules name=path,...
+// registers adapters from the start; POST /v1/load_lora_adapter
+// {"lora_name","lora_path"} registers one at run time (only paths listed in
+// --lora-available, when given; others answer 404 "No adapter found"), and
+// POST /v1/unload_lora_adapter {"lora_name"} removes one, with vLLM's
+// plain-text success lines and its error bodies and statuses (400
+// InvalidUserInput for a missing field or a name already loaded, 404
+// NotFoundError for an unknown one). /v1/models lists each adapter with
+// its path as root and the base model as parent.
+//
+// The scheduler admits a waiting request only while its adapter is
+// resident or the adapters of the running batch leave a slot; otherwise it
+// skips the request, which keeps its place, as vLLM's does. An adapter
+// enters a slot at the admission of its first request, evicting the least
+// recently used resident adapter that has no running request (one with
+// running requests is never evicted), and its --lora-load-ms (default 100,
+// an assumption: no published figure fits every setup) is added to the
+// forward pass that first uses it, delaying the whole batch as vLLM's
+// synchronous activation does; in simple mode it delays only that
+// adapter's first tokens. Prefix-cache blocks are keyed by adapter, as
+// vLLM's block hashes include the LoRA id. The vLLM formats expose
+// vllm:lora_requests_info{max_lora,running_lora_adapters,
+// waiting_lora_adapters} (adapters with requests running and waiting,
+// comma-separated; value: the time of the scrape), and /admin/state the
+// slots, the registered adapters and the loads since start.
+//
 // # HTTP API (per GPU)
 //
 //	POST /v1/chat/completions, /v1/completions   OpenAI, streamed (SSE) or not
 //	POST /completion                             llama.cpp native
 //	GET  /v1/models, /health, /metrics
+//	POST /v1/load_lora_adapter, /v1/unload_lora_adapter  with --max-loras
 //	GET  /slots, /props                          with --slots
 //	GET|POST /admin/config                       slowdown, error_rate, ttft_ms, tokens_per_second
 //	GET  /admin/state                            running, waiting, KV, preemptions, completed, served_total,
-//	                                             prefix_cache_queries, prefix_cache_hits (tokens), cached_blocks
+//	                                             prefix_cache_queries, prefix_cache_hits (tokens), cached_blocks, lora
 //
 // Every response carries x-gpusim-id, and x-gpusim-traceparent echoes a
 // request's W3C traceparent. A request generates exactly
@@ -155,6 +186,10 @@
 //     metrics_format: vllm    # vllm|vllm-legacy|vllm-v1|sglang|llamacpp|trtllm
 //     slowdown: 1             # every simulated duration times this
 //     stream_summary: false   # true: first token, then the rest at once
+//     max_loras: 4            # >0: LoRA adapters of the first model
+//     lora_modules: [sql=/lora/sql, chat]
+//     lora_available: [/lora/extra] # what a run-time load finds (empty: any)
+//     lora_load_ms: 100
 //   - id: gpu-b
 //     listen: 127.0.0.1:8002
 //     models: [llama-3-8b]

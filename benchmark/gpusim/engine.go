@@ -104,6 +104,8 @@ type Engine struct {
 	running []*seq // in admission order; the last is the newest
 	slots   []*seq // slot occupants in slots mode
 	models  map[string]*modelStats
+	// lora is the engine's adapters and GPU slots; nil without LoRA.
+	lora *loraBank
 	// prefix is whether prefix caching is on; simpleCache is simple
 	// mode's cache (calibrated mode's is the paged pool).
 	prefix      bool
@@ -142,6 +144,11 @@ func newEngine(cfg Config, clk clock) (*Engine, error) {
 	for _, m := range cfg.Models {
 		e.models[m] = newScaledModelStats(cfg.Slowdown)
 	}
+	lora, err := newLoRABank(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.lora = lora
 	switch {
 	case cfg.Slots > 0:
 		e.maxRun, e.slotSize = cfg.Slots, cfg.CtxSize
@@ -266,7 +273,13 @@ func (e *Engine) submitLocked(r Request, arrival time.Duration) (*Stream, error)
 	if r.PromptTokens < 1 || r.MaxTokens < 1 {
 		return nil, fmt.Errorf("%w: prompt and max tokens must be >= 1", ErrBadRequest)
 	}
-	ms, ok := e.models[r.Model]
+	model, adapter := r.Model, ""
+	if e.lora != nil && e.lora.paths[model] != "" {
+		// An adapter's requests are its base model's in the per-model
+		// figures, as vLLM labels them with the served model name.
+		model, adapter = e.lora.base, r.Model
+	}
+	ms, ok := e.models[model]
 	if !ok {
 		return nil, fmt.Errorf("%w: model %q not served", ErrBadRequest, r.Model)
 	}
@@ -275,7 +288,7 @@ func (e *Engine) submitLocked(r Request, arrival time.Duration) (*Stream, error)
 	}
 	e.nextID++
 	s := &seq{
-		id: e.nextID, model: r.Model, stats: ms, stopReason: r.StopReason,
+		id: e.nextID, model: model, adapter: adapter, stats: ms, stopReason: r.StopReason,
 		prompt: r.PromptTokens, maxTokens: r.MaxTokens, target: r.PromptTokens,
 		slot: -1, arrival: arrival, notify: make(chan struct{}, 1),
 	}
@@ -283,7 +296,7 @@ func (e *Engine) submitLocked(r Request, arrival time.Duration) (*Stream, error)
 		s.stopReason = "length"
 	}
 	if e.prefix {
-		s.hashes = r.Blocks[:CacheableBlocks(r.PromptTokens, len(r.Blocks))]
+		s.hashes = adapterBlocks(r.Blocks[:CacheableBlocks(r.PromptTokens, len(r.Blocks))], adapter)
 	}
 	e.waiting = append(e.waiting, s)
 	e.poke()
@@ -308,12 +321,16 @@ func (e *Engine) SetKnobs(k Knobs) {
 	}
 }
 
-// admit moves the head of the waiting queue into the running batch.
-func (e *Engine) admit(now time.Duration) *seq {
-	s := e.waiting[0]
-	e.waiting[0] = nil
-	e.waiting = e.waiting[1:]
+// admit moves e.waiting[i] into the running batch; its adapter, if any,
+// takes a slot (admissible said it may).
+func (e *Engine) admit(i int, now time.Duration) *seq {
+	s := e.waiting[i]
+	e.waiting = slices.Delete(e.waiting, i, i+1)
 	s.state = stateRunning
+	if s.adapter != "" {
+		s.loraLoad = e.lora.activate(s.adapter)
+		s.loraHeld = true
+	}
 	if !s.scheduled {
 		s.scheduled, s.admittedAt, s.firstCached = true, now, s.cachedTokens
 		// Counted once, as vLLM does not count a preempted request's
@@ -340,6 +357,18 @@ func (e *Engine) admit(now time.Duration) *seq {
 // canAdmit reports whether the batch has room for one more sequence.
 func (e *Engine) canAdmit() bool {
 	return len(e.waiting) > 0 && (e.maxRun == 0 || len(e.running) < e.maxRun)
+}
+
+// nextAdmissible is the index of the first waiting sequence that may join
+// the batch, or -1: vLLM skips a request whose adapter finds no slot (it
+// keeps its place) and considers the next.
+func (e *Engine) nextAdmissible(from int) int {
+	for i := from; i < len(e.waiting); i++ {
+		if s := e.waiting[i]; s.adapter == "" || e.lora.admissible(s.adapter) {
+			return i
+		}
+	}
+	return -1
 }
 
 // emit hands n new tokens of s to its client and finishes s when done.
@@ -394,9 +423,13 @@ func (e *Engine) finish(s *seq, now time.Duration) {
 	s.signal()
 }
 
-// free releases the KV and slot s holds.
+// free releases the KV and slot s holds, and its hold on its adapter's.
 func (e *Engine) free(s *seq) {
 	e.pool.release(s)
+	if s.loraHeld {
+		s.loraHeld = false
+		e.lora.stopped(s.adapter)
+	}
 	if s.slot >= 0 {
 		e.slots[s.slot], s.slot = nil, -1
 	}

@@ -107,6 +107,21 @@ func renderMetrics(format string, sn snapshot) []byte {
 		// block_size tokens.
 		p.family("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
 		p.sample("vllm:cache_config_info", 1, "block_size", "16", "num_gpu_blocks", strconv.Itoa(sn.KVCapacityTokens/16))
+		if l := sn.LoRA; l != nil {
+			// vLLM sets this gauge to the time of its latest update, the
+			// adapters as comma-separated label values (running: with
+			// requests in the batch; waiting: with requests queued).
+			// vLLM leaves the series of earlier label values behind, and
+			// a scraper takes the one with the highest value; gpusim
+			// shows the current one alone.
+			at := sn.nowUnix
+			if at == 0 {
+				at = 1
+			}
+			p.family("vllm:lora_requests_info", "gauge", "Running stats on lora requests.")
+			p.sample("vllm:lora_requests_info", at, "max_lora", strconv.Itoa(l.MaxLoras),
+				"running_lora_adapters", strings.Join(l.Running, ","), "waiting_lora_adapters", strings.Join(l.Waiting, ","))
+		}
 		if sn.startedUnix > 0 {
 			p.family("process_start_time_seconds", "gauge", "Start time of the process since unix epoch in seconds.")
 			p.sample("process_start_time_seconds", sn.startedUnix)

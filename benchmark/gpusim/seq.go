@@ -18,12 +18,17 @@ const (
 // seq is one request inside the engine. Fields above the line are guarded
 // by Engine.mu; the atomics below are what its client reads.
 type seq struct {
-	id         uint64
-	model      string
-	stats      *modelStats
-	stopReason string
-	prompt     int
-	maxTokens  int
+	id    uint64
+	model string
+	// adapter is the LoRA adapter the request names ("" for the base
+	// model); loraHeld is whether it holds the adapter's slot (running),
+	// loraLoad whether its admission loaded the adapter.
+	adapter            string
+	loraHeld, loraLoad bool
+	stats              *modelStats
+	stopReason         string
+	prompt             int
+	maxTokens          int
 	// hashes are the prompt's block hashes a prefix cache may serve
 	// (CacheableBlocks); nil when caching is off.
 	hashes []uint64

@@ -73,6 +73,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /admin/config", s.getConfig)
 	mux.HandleFunc("POST /admin/config", s.postConfig)
 	mux.HandleFunc("GET /admin/state", s.state)
+	if s.cfg.MaxLoras > 0 {
+		mux.HandleFunc("POST /v1/load_lora_adapter", s.loadAdapter)
+		mux.HandleFunc("POST /v1/unload_lora_adapter", s.unloadAdapter)
+	}
 	if s.cfg.Slots > 0 {
 		mux.HandleFunc("GET /slots", s.slots)
 		mux.HandleFunc("GET /props", s.props)
@@ -144,7 +148,7 @@ func (s *Server) inference(kind apiKind) http.HandlerFunc {
 			writeError(w, errLoading)
 			return
 		}
-		req, err := parseInference(kind, w, r, s.cfg.Models)
+		req, err := parseInference(kind, w, r, s.servedModels())
 		if err == nil && s.inject() {
 			err = errInjected
 		}
@@ -269,18 +273,27 @@ func (s *Server) streamSummary(w http.ResponseWriter, r *http.Request, rs respon
 }
 
 func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+	// vLLM's model cards: root is the weights' path, parent the base
+	// model of an adapter (null for a base model).
 	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
+		ID      string  `json:"id"`
+		Object  string  `json:"object"`
+		Created int64   `json:"created"`
+		OwnedBy string  `json:"owned_by"`
+		Root    string  `json:"root"`
+		Parent  *string `json:"parent"`
 	}
 	list := struct {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
 	}{Object: "list"}
+	created := s.loadedAt.Unix()
 	for _, m := range s.cfg.Models {
-		list.Data = append(list.Data, model{ID: m, Object: "model", Created: s.loadedAt.Unix(), OwnedBy: "gpusim"})
+		list.Data = append(list.Data, model{ID: m, Object: "model", Created: created, OwnedBy: "gpusim", Root: m})
+	}
+	base := s.cfg.Models[0]
+	for _, a := range s.eng.Adapters() {
+		list.Data = append(list.Data, model{ID: a.Name, Object: "model", Created: created, OwnedBy: "gpusim", Root: a.Path, Parent: &base})
 	}
 	writeJSON(w, http.StatusOK, list)
 }
@@ -297,6 +310,7 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	sn := s.eng.snapshot()
 	sn.ServedTotal = s.served.Load()
 	sn.startedUnix = float64(s.started.UnixMilli()) / 1000
+	sn.nowUnix = float64(time.Now().UnixMilli()) / 1000
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(renderMetrics(s.cfg.MetricsFormat, sn))
 }

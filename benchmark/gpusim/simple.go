@@ -55,16 +55,34 @@ func (p *simpleScheduler) lookup(s *seq) {
 	s.cachedTokens = c.Access(s.hashes, s.prompt)
 }
 
+// ready is when s, just admitted, starts its TTFT: after its adapter's
+// load when its admission, or another's moments before, started one.
+// Streams do not share passes here, so a load delays only its adapter's.
+func (p *simpleScheduler) ready(s *seq, now time.Duration) time.Duration {
+	l := p.e.lora
+	if s.adapter == "" {
+		return now
+	}
+	if s.loraLoad {
+		l.takePending()
+		l.readyAt[s.adapter] = now + duration(float64(l.load)*p.e.knobs.Slowdown)
+	}
+	return max(now, l.readyAt[s.adapter])
+}
+
 func (p *simpleScheduler) plan(now time.Duration) (time.Duration, bool) {
 	e := p.e
-	for e.canAdmit() {
-		s := e.waiting[0]
+	for i := 0; e.canAdmit(); {
+		if i = e.nextAdmissible(i); i < 0 {
+			break
+		}
+		s := e.waiting[i]
 		if !e.pool.reserve(s, s.prompt) {
 			break
 		}
 		p.lookup(s)
-		e.admit(now)
-		s.computed, s.nextAt = s.prompt, now
+		e.admit(i, now)
+		s.computed, s.nextAt = s.prompt, p.ready(s, now)
 	}
 	if len(e.running) == 0 {
 		return 0, false

@@ -23,6 +23,8 @@ type State struct {
 	// ServedTotal counts inference responses answered (any status); the
 	// server fills it in.
 	ServedTotal uint64 `json:"served_total"`
+	// LoRA is the engine's adapters and slots; nil without LoRA.
+	LoRA *LoRAState `json:"lora,omitempty"`
 }
 
 // KVUsage is the KV cache fraction in use, 0..1 (simple mode's nominal
@@ -46,6 +48,9 @@ type snapshot struct {
 	// startedUnix is the server process's start (unix seconds; 0: not
 	// shown): a scraper tells a restart by it.
 	startedUnix float64
+	// nowUnix is when the snapshot was taken (unix seconds; 0: unknown),
+	// the value of vLLM's lora_requests_info.
+	nowUnix float64
 }
 
 // State returns the engine's current state.
@@ -56,7 +61,12 @@ func (e *Engine) State() State {
 }
 
 func (e *Engine) stateLocked() State {
+	var lora *LoRAState
+	if e.lora != nil {
+		lora = e.lora.state(e.waiting)
+	}
 	return State{
+		LoRA:             lora,
 		Running:          len(e.running),
 		Waiting:          len(e.waiting),
 		KVUsedTokens:     e.pool.used(),
@@ -149,6 +159,9 @@ func (e *Engine) checkInvariants() error {
 		if s.blocks != 0 || s.held != 0 || len(s.kv) != 0 {
 			return fmt.Errorf("waiting seq %d holds kv", s.id)
 		}
+	}
+	if e.lora != nil {
+		return e.lora.check(e.running)
 	}
 	if e.slots != nil {
 		busy := 0

@@ -100,11 +100,17 @@ func (st *Stepper) record(s *seq, now time.Duration) {
 // caller's tag. It fails with ErrContextTooLong when r could never fit
 // the KV cache, and with ErrBadRequest for token counts below 1.
 func (st *Stepper) Submit(tag int, r SimRequest, now time.Duration) error {
+	return st.SubmitModel(tag, st.model, r, now)
+}
+
+// SubmitModel is Submit for a named model: the engine's first model or one
+// of its LoRA adapters (Config.LoRAModules).
+func (st *Stepper) SubmitModel(tag int, model string, r SimRequest, now time.Duration) error {
 	st.e.mu.Lock()
 	defer st.e.mu.Unlock()
 	st.clk.t = now
 	s, err := st.e.submitLocked(Request{
-		Model: st.model, PromptTokens: r.PromptTokens, MaxTokens: r.OutputTokens, Blocks: r.Blocks,
+		Model: model, PromptTokens: r.PromptTokens, MaxTokens: r.OutputTokens, Blocks: r.Blocks,
 	}, now)
 	if err != nil {
 		return fmt.Errorf("submit %d: %w", tag, err)

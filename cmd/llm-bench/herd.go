@@ -20,9 +20,9 @@ func parseHerdFlags(args []string, stderr io.Writer) (herd.Options, error) {
 	fs.SetOutput(stderr)
 	o := herd.Options{Hold: 300 * time.Millisecond}
 	short := fs.Bool("short", false, "the short version: scored and least_loaded only, 10 bursts each")
-	// Every strategy but the simulator's precise emulation, which needs
-	// engine KV events the real fleet does not publish.
-	all := slices.DeleteFunc(config.Strategies(), func(s string) bool { return s == emulate.PrecisePrefixQueueKVMaxScore })
+	// Every strategy but the simulator's own emulations, which need what
+	// only the simulator feeds them.
+	all := slices.DeleteFunc(config.Strategies(), func(s string) bool { return slices.Contains(emulate.SimulatorOnly(), s) })
 	strategies := fs.String("strategies", strings.Join(all, ","), "router strategies")
 	replicas := fs.String("replicas", "1,3", "router replica counts (sharing one redis-server)")
 	baselines := fs.String("baselines", "LEAST_REQUEST,ROUND_ROBIN", "Envoy policies measured for reference")

@@ -135,7 +135,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 	store := be.store
 	// Merged into the shared registry without clobbering live state; with
 	// Redis down this registers locally and restores into Redis later.
-	if err := store.Register(ctx, specs(cfg.Workers)); err != nil {
+	if err := store.Register(ctx, specs(cfg.Workers, cfg.LoRA)); err != nil {
 		return nil, fmt.Errorf("register workers: %w", err)
 	}
 	// The metrics count the scheduler's store round trips (a decorator)
@@ -168,6 +168,7 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 		Logger:   log.Named("scheduler"),
 		Observer: m,
 		Tracer:   tp.Tracer(),
+		Adapters: adapterOptions(cfg.LoRA),
 	})
 	if err != nil {
 		return nil, err
@@ -298,13 +299,14 @@ func Params(cfg config.Config) scoring.Params {
 	}
 }
 
-func specs(ws []config.Worker) []state.WorkerSpec {
+func specs(ws []config.Worker, lora config.LoRA) []state.WorkerSpec {
 	out := make([]state.WorkerSpec, len(ws))
 	for i, w := range ws {
 		out[i] = state.WorkerSpec{
 			ID: w.ID, Address: w.Address, Models: w.Models, Zone: w.Zone, Region: w.Region, MaxConcurrency: w.MaxConcurrency,
 			MetricsFormat: w.MetricsFormat, MetricsURL: w.MetricsURL, HealthURL: w.HealthURL, DCGMURL: w.DCGMURL, DCGMGPU: w.DCGMGPU,
 			KVBlocks: w.KVBlocks, PrefillTokensPerSecond: w.PrefillTokensPerSecond,
+			Adapters: lora.WorkerAdapters(w), MaxLoras: w.MaxLoras,
 		}
 	}
 	return out

@@ -133,6 +133,7 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 	if p := d.Prediction; p != nil {
 		printPrediction(w, d.Outcome, p)
 	}
+	printAdapter(w, d)
 	fmt.Fprintf(w, "decided   %s with %s", d.Outcome, d.Strategy)
 	if d.Fallback != "" {
 		fmt.Fprintf(w, " (fell back to %s: no worker had data)", d.Fallback)

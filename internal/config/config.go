@@ -63,6 +63,7 @@ type Config struct {
 	AdaptiveCaps   AdaptiveCaps   `yaml:"adaptive_caps"`
 	SLO            SLO            `yaml:"slo"`
 	Tracing        Tracing        `yaml:"tracing"`
+	LoRA           LoRA           `yaml:"lora"`
 	Workers        []Worker       `yaml:"workers"`
 }
 
@@ -357,6 +358,11 @@ type Worker struct {
 	// scoring defaults.
 	KVBlocks               int     `yaml:"kv_blocks"`
 	PrefillTokensPerSecond float64 `yaml:"prefill_tokens_per_second"`
+	// Adapters are the LoRA adapters the worker's engine serves (its
+	// --lora-modules): names of lora.adapters, or adapters of its only
+	// model; MaxLoras its adapter slots (0: what the engine reports).
+	Adapters []string `yaml:"adapters"`
+	MaxLoras int      `yaml:"max_loras"`
 }
 
 // Strategies lists the accepted values of strategy: the strategies
@@ -430,6 +436,7 @@ func Default() Config {
 		AdaptiveCaps: defaultAdaptiveCaps(),
 		SLO:          defaultSLO(),
 		Tracing:      defaultTracing(),
+		LoRA:         defaultLoRA(),
 		InferenceAware: InferenceAware{
 			MinSamples:  3,
 			Staleness:   Duration(60 * time.Second),

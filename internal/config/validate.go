@@ -88,6 +88,7 @@ func (c *Config) Validate() error {
 	c.validateFairness(bad)
 	c.SLO.validate(bad)
 	c.Tracing.validate(bad)
+	c.LoRA.validate(c.Workers, bad)
 	if c.Telemetry.ScrapeInterval.D() < 10*time.Millisecond {
 		bad("telemetry.scrape_interval", "must be at least 10ms")
 	}

@@ -211,6 +211,7 @@ func (m *Monitor) scrape(ctx context.Context, spec state.WorkerSpec, dcgm *dcgmC
 	m.scrapeCount[spec.ID]++
 	m.mu.Unlock()
 	var errs []string
+	var lora *AdapterReading
 	body, err := m.get(ctx, urlOr(spec.MetricsURL, spec.Address, "/metrics"))
 	if err == nil {
 		var r Reading
@@ -238,6 +239,7 @@ func (m *Monitor) scrape(ctx context.Context, spec state.WorkerSpec, dcgm *dcgmC
 		if r.StartTime != nil {
 			tm.StartTime = state.Sample{Value: *r.StartTime, At: at}
 		}
+		lora = r.Adapters
 		if r.ITL != nil { // read only with SlowGap set
 			if slow, ok := r.ITL.Over(m.opts.SlowGap.Seconds()); ok {
 				gapCheck(prev, &tm, r.ITL.Count, slow, at)
@@ -246,6 +248,13 @@ func (m *Monitor) scrape(ctx context.Context, spec state.WorkerSpec, dcgm *dcgmC
 	}
 	if err != nil {
 		errs = append(errs, err.Error())
+	}
+	if servesAdapters(spec, lora) {
+		rep, err := m.adapterReport(ctx, spec, lora, m.opts.Now())
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		tm.Adapters = rep
 	}
 	if format == FormatLlamaCpp {
 		// llama.cpp removed its KV metric: slot occupancy stands in.

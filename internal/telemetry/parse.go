@@ -50,6 +50,8 @@ type Reading struct {
 	// ITL is the engine's histogram of the gaps between a request's
 	// tokens (vLLM only; see gaps.go), summed over its series.
 	ITL *Histogram
+	// Adapters is vLLM's LoRA gauge (lora.go).
+	Adapters *AdapterReading
 }
 
 // ErrNoMetrics: the exposition had none of the format's metrics; a worker
@@ -111,6 +113,7 @@ func parseMetrics(format string, text []byte, want map[string]map[string]bool, g
 		Running: firstOf(fams, n.running, sum),
 	}
 	readEngineCache(format, fams, &r)
+	r.Adapters = readLoRA(format, fams)
 	if gaps && format == FormatVLLM {
 		r.ITL = readHistogram(fams, itlNames)
 	}
@@ -136,7 +139,7 @@ var wanted = func() map[string]map[string]bool {
 		}
 		out[format] = set
 	}
-	for _, name := range engineCacheNames {
+	for _, name := range append([]string{loraName}, engineCacheNames...) {
 		out[FormatVLLM][name] = true
 	}
 	return out

@@ -79,6 +79,15 @@ func Names() []string {
 	return append([]string{QueueKVMaxScore}, PrefixNames()...)
 }
 
+// SimulatorOnly lists the emulations only the fleet simulator registers
+// and runs: llm-d's precise profile and the GIE's LoRA-affinity scheduler
+// read what only the simulator feeds them (engine KV events, LoRA
+// figures), and Envoy's LEAST_REQUEST is measured on the real Envoy
+// elsewhere. Benchmarks of the real stack leave them out.
+func SimulatorOnly() []string {
+	return []string{PrecisePrefixQueueKVMaxScore, LoRAQueueKVMaxScore, LeastRequestP2C}
+}
+
 // PrefixNames lists the prefix-aware emulations: each keeps per-replica
 // state (its own index) fed by the claims it observes.
 func PrefixNames() []string {
@@ -97,6 +106,29 @@ func init() {
 	scoring.RegisterStrategy(PrefixOverlapMinCost, func(scoring.Params) scoring.Strategy { return newPrefixOverlapMinCost() })
 	scoring.RegisterStrategy(PrefixAffinityTokenLoad, func(scoring.Params) scoring.Strategy { return newPrefixAffinityTokenLoad() })
 }
+
+// Every emulation places LoRA adapters by its original's rules (the
+// LoRA-affinity emulation) or not at all, never by the product's adapter
+// prices.
+var (
+	_ scoring.AdapterBlind = queueKVMaxScore{}
+	_ scoring.AdapterBlind = (*prefixQueueKV)(nil)
+	_ scoring.AdapterBlind = (*prefixMatchOrShortestQueue)(nil)
+	_ scoring.AdapterBlind = (*prefixOverlapMinCost)(nil)
+	_ scoring.AdapterBlind = (*prefixAffinityTokenLoad)(nil)
+	_ scoring.AdapterBlind = (*PrecisePrefix)(nil)
+	_ scoring.AdapterBlind = (*LoRAAffinity)(nil)
+	_ scoring.AdapterBlind = leastRequestP2C{}
+)
+
+func (queueKVMaxScore) AdapterBlind()             {}
+func (*prefixQueueKV) AdapterBlind()              {}
+func (*prefixMatchOrShortestQueue) AdapterBlind() {}
+func (*prefixOverlapMinCost) AdapterBlind()       {}
+func (*prefixAffinityTokenLoad) AdapterBlind()    {}
+func (*PrecisePrefix) AdapterBlind()              {}
+func (*LoRAAffinity) AdapterBlind()               {}
+func (leastRequestP2C) AdapterBlind()             {}
 
 // blockTokens is the block size every emulation works in: vLLM's default,
 // and the size scoring/prefix hashes.

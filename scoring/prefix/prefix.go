@@ -130,3 +130,30 @@ func Match(a, b []uint64) int {
 	}
 	return n
 }
+
+// ForAdapter returns the blocks of a prompt run with LoRA adapter (a new
+// slice; blocks unchanged when adapter is ""). vLLM keys its cached blocks
+// by LoRA adapter as well as by tokens, so the same prompt under two
+// adapters, or under an adapter and its base model, shares no block: each
+// hash is mixed with the adapter's, as if the chain were seeded with it.
+// A shared leading run of two prompts under one adapter is still shared.
+func ForAdapter(adapter string, blocks []uint64) []uint64 {
+	if adapter == "" || len(blocks) == 0 {
+		return blocks
+	}
+	seed := xxhash.Sum64String(adapter)
+	out := make([]uint64, len(blocks))
+	var b [16]byte
+	for i, h := range blocks {
+		putUint64(b[:8], seed)
+		putUint64(b[8:], h)
+		out[i] = xxhash.Sum64(b[:])
+	}
+	return out
+}
+
+func putUint64(b []byte, v uint64) {
+	for i := range 8 {
+		b[i] = byte(v >> (8 * i))
+	}
+}

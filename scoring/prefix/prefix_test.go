@@ -84,3 +84,21 @@ func TestWriteStringAndGrow(t *testing.T) {
 		t.Errorf("%v allocations, want at most 1 (the blocks)", n)
 	}
 }
+
+func TestForAdapter(t *testing.T) {
+	a := []uint64{1, 2, 3}
+	b := []uint64{1, 2, 9}
+	if got := ForAdapter("", a); &got[0] != &a[0] {
+		t.Fatal("no adapter: the blocks must be returned as they are")
+	}
+	sa, sb := ForAdapter("sql", a), ForAdapter("sql", b)
+	if Match(sa, sb) != 2 {
+		t.Fatalf("one adapter: match %d; want the shared 2 blocks", Match(sa, sb))
+	}
+	if Match(ForAdapter("chat", a), sa) != 0 || Match(a, sa) != 0 {
+		t.Fatal("two adapters, or an adapter and its base, share blocks")
+	}
+	if a[0] != 1 {
+		t.Fatal("ForAdapter modified its input")
+	}
+}

@@ -163,6 +163,11 @@ func (m *Store) PutTelemetry(_ context.Context, ts map[string]state.Telemetry) e
 			PredictedMark: keep(t.PredictedMark, old.PredictedMark), HitRatio: keep(t.HitRatio, old.HitRatio),
 			GapMark: keep(t.GapMark, old.GapMark), SlowMark: keep(t.SlowMark, old.SlowMark),
 			SlowShare: keep(t.SlowShare, old.SlowShare), At: t.At, By: t.By, Error: t.Error,
+			Adapters: old.Adapters,
+		}
+		if t.Adapters.Known() {
+			w.Telemetry.Adapters = t.Adapters
+			w.Adapters = state.SyncAdapters(w.Adapters, t.Adapters)
 		}
 	}
 	return nil

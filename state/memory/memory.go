@@ -48,9 +48,10 @@ type memWorker struct {
 }
 
 type memClaim struct {
-	worker string
-	expiry time.Time
-	tok    claimTokens
+	worker  string
+	expiry  time.Time
+	tok     claimTokens
+	adapter string // the LoRA adapter it placed ("": none)
 }
 
 type outgoing struct {
@@ -135,6 +136,7 @@ func (m *Store) Snapshot(_ context.Context) (state.Snapshot, error) {
 		w := mw.Worker
 		w.Spec.Models = slices.Clone(w.Spec.Models)
 		w.LatencyStats = cloneLatency(w.LatencyStats)
+		w.Adapters = sortedPlacements(w.Adapters)
 		if mw.index != nil {
 			w.PrefixBlocks = state.IndexStride * mw.index.len()
 		}
@@ -185,6 +187,9 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 	if aff {
 		res.Live = make([]scoring.Live, len(req.Candidates))
 	}
+	if req.Adapter != "" {
+		res.Adapter = make([]scoring.AdapterState, len(req.Candidates))
+	}
 	// Two passes: the curves and, with a prompt, each candidate's bounds
 	// (scoring.LiveBounds); then the matches of those that can win.
 	// An eval with no worker is a candidate not evaluated.
@@ -205,6 +210,12 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 			continue
 		}
 		e := eval{w: w, score: c.Score(w.InFlight)}
+		if req.Adapter != "" {
+			// The adapter's price does not depend on the match: a part
+			// of the curve for the bounds below.
+			res.Adapter[i] = adapterState(w, c, req.Adapter)
+			e.score += scoring.AdapterScore(c.Adapter, res.Adapter[i])
+		}
 		if aff {
 			// A learned token limit or the ceiling: a candidate that
 			// cannot take the request even with a full match is out; one
@@ -265,6 +276,7 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 			m.workers[c.Worker].PredictedHitTokens += req.Prompt.PredictedHits(res.Live[best].Match)
 		}
 		m.hold(req.ID, c.Worker, now, tok)
+		res.Evicted = m.placeAdapter(req.ID, req.Adapter, m.workers[c.Worker], c, now)
 		if q := req.Queue; q != nil {
 			m.fairCharge(req.ID, fairOf(q), now)
 		}
@@ -387,6 +399,7 @@ func (m *Store) Move(_ context.Context, id, to string) error {
 	}
 	dst.InFlight++
 	dst.addTokens(c.tok, 1)
+	m.moveAdapter(c, dst, now)
 	c.worker = to
 	m.pumpWorker(from, now)
 	return nil

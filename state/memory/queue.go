@@ -70,6 +70,7 @@ func (m *Store) unhold(id string) (string, bool) {
 		w.InFlight = max(0, w.InFlight-1)
 		w.addTokens(c.tok, -1)
 	}
+	m.unplaceAdapter(c)
 	return c.worker, true
 }
 

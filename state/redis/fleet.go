@@ -38,6 +38,7 @@ func parseTelemetry(kvs [][2]string) state.Telemetry {
 		HitMark: sample("hmark"), PredictedMark: sample("pmark"), HitRatio: sample("hratio"),
 		GapMark: sample("gmark"), SlowMark: sample("smark"), SlowShare: sample("sshare"),
 		At: ms("at"), By: m["by"], Error: m["err"],
+		Adapters: parseAdapterReport(m["lora"]),
 	}
 }
 
@@ -113,6 +114,7 @@ func telemetryFields(t state.Telemetry) []any {
 	add("gmark", t.GapMark)
 	add("smark", t.SlowMark)
 	add("sshare", t.SlowShare)
+	out = append(out, adapterFields(t.Adapters)...)
 	out = append(out, "at", t.At.UnixMilli(), "by", t.By)
 	if t.Error != "" {
 		out = append(out, "err", t.Error)

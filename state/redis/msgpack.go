@@ -16,7 +16,7 @@ import (
 // far cheaper than script arguments per candidate. Numbers are float64
 // (Lua numbers are doubles), so the script computes with exactly the
 // values Go has.
-func packCandidates(cs []state.Candidate, live bool) string {
+func packCandidates(cs []state.Candidate, live, adapter bool) string {
 	n := len(cs)
 	fields := []func(state.Candidate) float64{
 		func(c state.Candidate) float64 { return float64(c.Cap) },
@@ -37,6 +37,14 @@ func packCandidates(cs []state.Candidate, live bool) string {
 			func(c state.Candidate) float64 { return c.LiveWeights.AheadDecode },
 			func(c state.Candidate) float64 { return c.LiveWeights.Ceiling },
 			func(c state.Candidate) float64 { return c.LiveWeights.Stall },
+		)
+	}
+	if adapter {
+		fields = append(fields,
+			func(c state.Candidate) float64 { return c.Adapter.Idle },
+			func(c state.Candidate) float64 { return c.Adapter.Load },
+			func(c state.Candidate) float64 { return c.Adapter.Evict },
+			func(c state.Candidate) float64 { return float64(c.Adapter.Slots) },
 		)
 	}
 	b := make([]byte, 0, 16+n*(24+len(fields)*9))

@@ -281,7 +281,7 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 	sh := r.shardOfClaim(ctx, req)
 	aff := req.ReadsLive()
 	args := []any{
-		req.ID, packCandidates(req.Candidates, aff),
+		req.ID, packCandidates(req.Candidates, aff, req.Adapter != ""),
 		q.Model, queue, rank, q.Allow, q.Replica, r.limits.Lease.Milliseconds(),
 		q.FairTenant(), strconv.FormatFloat(q.FairCost(), 'g', -1, 64),
 		strconv.FormatFloat(max(0, q.OutputCost), 'g', -1, 64), max(0, q.ChargedOutput),
@@ -289,12 +289,15 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 	if aff {
 		a := req.Prompt
 		args = append(args, "1", packBlocks(a.Blocks), max(0, a.PromptTokens), max(0, a.DecodeTokens))
+	} else {
+		args = append(args, "", "", 0, 0)
 	}
+	args = append(args, req.Adapter)
 	res, err := r.run(ctx, sh, scriptClaim, args...).Slice()
 	if err != nil {
 		return state.ClaimResult{}, fmt.Errorf("redis claim: %w", err)
 	}
-	if len(res) != 9 {
+	if len(res) != 11 {
 		return state.ClaimResult{}, fmt.Errorf("redis claim: unexpected reply of %d parts", len(res))
 	}
 	outcome, _ := res[0].(int64)
@@ -322,6 +325,14 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 			v, _ := avail[i].(int64)
 			out.Available[i] = v == 1
 		}
+	}
+	if req.Adapter != "" {
+		st, _ := res[9].([]any)
+		out.Adapter = make([]scoring.AdapterState, len(req.Candidates))
+		for i := range out.Adapter {
+			out.Adapter[i] = scoring.AdapterState(intAt(st, i))
+		}
+		out.Evicted, _ = res[10].(string)
 	}
 	if aff {
 		out.Live = make([]scoring.Live, len(req.Candidates))

@@ -46,7 +46,7 @@ func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, e
 	if err != nil {
 		return state.Snapshot{}, fmt.Errorf("redis snapshot: %w", err)
 	}
-	if len(res) != 16 {
+	if len(res) != 17 {
 		return state.Snapshot{}, fmt.Errorf("redis snapshot: unexpected reply of %d parts", len(res))
 	}
 	leases := pairs(res[8])
@@ -58,6 +58,7 @@ func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, e
 	pblocks, _ := res[11].([]any)
 	statsLists, _ := res[5].([]any)
 	latLists, _ := res[15].([]any)
+	adLists, _ := res[16].([]any)
 	limits := parseLimits(pairs(res[12]))
 	predicted := pairs(res[13])
 	snap := state.Snapshot{At: time.UnixMilli(now)}
@@ -78,6 +79,9 @@ func (r *Store) snapshotShard(ctx context.Context, sh *shard) (state.Snapshot, e
 		}
 		if i < len(latLists) {
 			w.LatencyStats = parseLatency(pairs(latLists[i]))
+		}
+		if i < len(adLists) {
+			w.Adapters = parsePlacements(pairs(adLists[i]))
 		}
 		if i < len(pblocks) {
 			n, _ := pblocks[i].(int64)

@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s state.Stor
 	runQueue(t, newStore, newPeer)
 	runFair(t, newStore, newPeer)
 	runAffinity(t, newStore, newPeer)
+	runAdapters(t, newStore, newPeer)
 	runAhead(t, newStore, newPeer)
 	runCeiling(t, newStore)
 	runLatency(t, newStore, newPeer)

@@ -8,7 +8,15 @@
 -- tenant, cost, output cost per token and output tokens charged (see
 -- state/fair.go), live reads ('' none, else '1'), prompt block
 -- hashes (8 bytes each, concatenated), prompt
--- tokens, decode tokens.
+-- tokens, decode tokens (without live reads: '', '', 0, 0), adapter (''
+-- none; with one, four more candidate arrays after the others: the
+-- scoring.AdapterWeights idle, load and evict prices and slots).
+--
+-- With an adapter each evaluated candidate's curve also gets
+-- scoring.AdapterScore of the adapter's state there (ad_state: active,
+-- idle, a free slot, evict), and the winner places it (ad_place), all in
+-- this step: two replicas cannot both find a cold adapter and place it
+-- on two workers.
 --
 -- With live reads each evaluated candidate also gets scoring.LiveScore
 -- (scoring/live.go): its match m (leading blocks its prefix index holds,
@@ -32,6 +40,8 @@
 -- has room for its priority; a non-batch request finding no room sheds the
 -- newest batch waiter.
 -- Returns {outcome (1 claimed, 2 queued, 3 queue full, 0 none available),
+-- (the last two parts: each candidate's adapter state, 0 for those not
+-- evaluated, and the placement the winner evicted),
 -- index (1-based, -1: none), {live counts}, {1 if available}, queue position,
 -- and with live reads {matches}, {in-flight prefill}, {in-flight decode},
 -- {prefill ahead} per candidate (0 for those not evaluated, match -1 for
@@ -47,6 +57,18 @@ local aff = ARG[13] == '1'
 local wm, wp, wd, wu, plim, kvb, trust, wa, wad, ceil, wst =
   c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13], c[14], c[15], c[16]
 local blocks, ptok, dtok = ARG[14] or '', tonumber(ARG[15]) or 0, tonumber(ARG[16]) or 0
+local adapter = ARG[17] or ''
+local ad0 = 6
+if aff then ad0 = 17 end
+local adidle, adload, adevict, adslots = c[ad0], c[ad0 + 1], c[ad0 + 2], c[ad0 + 3]
+local adst = {}
+-- adprice is scoring.AdapterScore for candidate i in state s.
+local function adprice(i, s)
+  if s == 2 then return adidle[i] end
+  if s == 3 then return adload[i] end
+  if s == 4 then return adload[i] + adevict[i] end
+  return 0
+end
 local nb = math.floor(#blocks / 8)
 -- The index keeps the last block of each group of STRIDE (state.IndexStride).
 local STRIDE = 4
@@ -156,10 +178,16 @@ for i = 1, #ids do
   local a = tonumber(inflight[i]) or 0
   active[i] = a
   matched[i], pre[i], dec_[i], ahd[i] = 0, 0, 0, 0
+  if adapter ~= '' then adst[i] = 0 end
   if ok[i] then
     avail[i] = 1
     if a < effective_cap(ok[i], caps[i], lims[i]) then
       curve[i] = (bases[i] + slopes[i] * a) * (1 + mults[i] * a)
+      if adapter ~= '' then
+        -- Not a function of the match: a part of the curve for the bounds.
+        adst[i] = ad_state(ids[i], adapter, adslots[i])
+        curve[i] = curve[i] + adprice(i, adst[i])
+      end
       if aff then
         local p, d, q = tonumber(tokp[i]) or 0, tonumber(tokd[i]) or 0, tonumber(toka[i]) or 0
         pre[i], dec_[i], ahd[i], tlim[i] = p, d, q, tonumber(limt[i]) or 0
@@ -224,6 +252,8 @@ if best > 0 and not ahead and global_room() then
   inc(w)
   redis.call('HSET', K_CLAIMS, id, w)
   redis.call('ZADD', K_LEASES, now + LEASE, id)
+  local evicted = ''
+  if adapter ~= '' then evicted = ad_place(id, w, adapter, adslots[best], now) end
   if aff then
     tok_hold(id, w, uncached(matched[best]), dtok)
     record(w, kvb[best])
@@ -232,10 +262,10 @@ if best > 0 and not ahead and global_room() then
     if hit > 0 then redis.call('HINCRBY', K_PHIT, w, hit) end
   end
   if queue then fair_dispatch(id, model, tenant, cost, ocost, otok, now) end
-  return {1, best, active, avail, 0, matched, pre, dec_, ahd}
+  return {1, best, active, avail, 0, matched, pre, dec_, ahd, adst, evicted}
 end
 if not queue then
-  return {0, -1, active, avail, 0, matched, pre, dec_, ahd}
+  return {0, -1, active, avail, 0, matched, pre, dec_, ahd, adst, ''}
 end
 
 if redis.call('ZCARD', q) >= allow and rank < 2 then
@@ -248,7 +278,7 @@ if redis.call('ZCARD', q) >= allow and rank < 2 then
   end
 end
 if redis.call('ZCARD', q) >= allow then
-  return {3, -1, active, avail, 0, matched, pre, dec_, ahd}
+  return {3, -1, active, avail, 0, matched, pre, dec_, ahd, adst, ''}
 end
 local seq = redis.call('INCR', K_QSEQ)
 redis.call('ZADD', q, rank * RANK_SPAN + seq, id)
@@ -259,4 +289,4 @@ if aff and (ptok > 0 or dtok > 0) then
   -- Held from the grant, on whichever worker: all of the prompt uncached.
   redis.call('HSET', K_WTOK, id, math.max(0, ptok) .. ' ' .. math.max(0, dtok))
 end
-return {2, -1, active, avail, redis.call('ZRANK', q, id) + 1, matched, pre, dec_, ahd}
+return {2, -1, active, avail, redis.call('ZRANK', q, id) + 1, matched, pre, dec_, ahd, adst, ''}

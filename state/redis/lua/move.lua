@@ -7,6 +7,7 @@ if redis.call('HEXISTS', K_WORKERS, to) == 0 then return redis.error_reply('unkn
 if w ~= to then
   local now = now_ms()
   tok_move(id, w, to)
+  ad_move(id, w, to, now)
   dec(w)
   inc(to)
   redis.call('HSET', K_CLAIMS, id, to)

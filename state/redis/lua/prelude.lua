@@ -91,6 +91,77 @@ local function forget_prefixes(w)
   redis.call('DEL', pkey(w))
 end
 
+-- LoRA adapter placement (state/adapters.go): per worker a hash of
+-- adapter -> "running used_ms"; per claim that placed one, its adapter
+-- (K_CAD), so that whatever ends the claim gives its request back.
+local K_CAD = PREFIX .. 'cad'
+local function adkey(w) return PREFIX .. 'ad:' .. w end
+local function ad_parse(rec)
+  local a, u = string.match(rec, '^(%d+) (%d+)$')
+  return tonumber(a) or 0, tonumber(u) or 0
+end
+-- ad_state is state.AdapterStateIn: 1 active, 2 idle, 3 a free slot, 4
+-- evict (scoring.AdapterState).
+local function ad_state(w, name, slots)
+  if slots <= 0 then slots = 1 end
+  local rec = redis.call('HGET', adkey(w), name)
+  if rec then
+    if ad_parse(rec) > 0 then return 1 end
+    return 2
+  end
+  if redis.call('HLEN', adkey(w)) < slots then return 3 end
+  return 4
+end
+-- ad_place is state.PlaceAdapter for claim id on worker w; it returns the
+-- adapter evicted ('' none): the least recently used with nothing
+-- running (ties: the first name).
+local function ad_place(id, w, name, slots, now)
+  local key = adkey(w)
+  local a = 0
+  local rec = redis.call('HGET', key, name)
+  if rec then a = ad_parse(rec) end
+  redis.call('HSET', key, name, (a + 1) .. ' ' .. now)
+  redis.call('HSET', K_CAD, id, name)
+  if slots <= 0 then slots = 1 end
+  if redis.call('HLEN', key) <= slots then return '' end
+  local flat = redis.call('HGETALL', key)
+  local victim, vused
+  for i = 1, #flat, 2 do
+    local act, used = ad_parse(flat[i + 1])
+    if act == 0 and (not victim or used < vused or (used == vused and flat[i] < victim)) then
+      victim, vused = flat[i], used
+    end
+  end
+  if not victim then return '' end
+  redis.call('HDEL', key, victim)
+  return victim
+end
+-- ad_add adds n running requests of adapter name on worker w (at least
+-- 0), used at now when n > 0.
+local function ad_add(w, name, n, now)
+  local key = adkey(w)
+  local rec = redis.call('HGET', key, name)
+  if not rec and n <= 0 then return end
+  local a, u = 0, now
+  if rec then a, u = ad_parse(rec) end
+  if n > 0 then u = now end
+  redis.call('HSET', key, name, math.max(0, a + n) .. ' ' .. u)
+end
+-- ad_end gives claim id's request on its adapter back on worker w.
+local function ad_end(id, w)
+  local name = redis.call('HGET', K_CAD, id)
+  if not name then return end
+  redis.call('HDEL', K_CAD, id)
+  if redis.call('HEXISTS', K_WORKERS, w) == 1 then ad_add(w, name, -1, 0) end
+end
+-- ad_move follows claim id from worker a to worker b.
+local function ad_move(id, a, b, now)
+  local name = redis.call('HGET', K_CAD, id)
+  if not name then return end
+  if redis.call('HEXISTS', K_WORKERS, a) == 1 then ad_add(a, name, -1, 0) end
+  ad_add(b, name, 1, now)
+end
+
 local function inc(worker)
   redis.call('HINCRBY', K_INFLIGHT, worker, 1)
   redis.call('INCR', K_TOTAL)
@@ -101,6 +172,7 @@ local function dec(worker, id)
   -- global count.
   if id then
     tok_end(id, worker)
+    ad_end(id, worker)
     redis.call('HDEL', K_FHELD, id)
   end
   if redis.call('HEXISTS', K_WORKERS, worker) == 1 and redis.call('HINCRBY', K_INFLIGHT, worker, -1) < 0 then
@@ -400,7 +472,7 @@ local function deregister(id)
   end
   redis.call('ZREM', K_WKLEASES, id)
   redis.call('DEL', PREFIX .. 'stats:' .. id, PREFIX .. 'tm:' .. id, PREFIX .. 'hstate:' .. id, PREFIX .. 'mon:' .. id, pkey(id),
-    PREFIX .. 'lat:' .. id)
+    PREFIX .. 'lat:' .. id, adkey(id))
   return true
 end
 

@@ -7,16 +7,18 @@
 -- the order of the workers list, learned limits (id, limiter json)...,
 -- predicted prefix hit tokens (id, n)..., prefill ahead tokens (id, n)...,
 -- one latency statistics list (model, packed stats)... per worker in the
--- order of the workers list}.
+-- order of the workers list, one adapter placement list (adapter,
+-- "running used_ms")... per worker in the order of the workers list}.
 local now = now_ms()
 purge(now)
 local workers = redis.call('HGETALL', K_WORKERS)
-local stats, tele, pblocks, lat = {}, {}, {}, {}
+local stats, tele, pblocks, lat, ads = {}, {}, {}, {}, {}
 for i = 1, #workers, 2 do
   stats[#stats + 1] = redis.call('HGETALL', PREFIX .. 'stats:' .. workers[i])
   lat[#lat + 1] = redis.call('HGETALL', PREFIX .. 'lat:' .. workers[i])
   tele[#tele + 1] = redis.call('HGETALL', PREFIX .. 'tm:' .. workers[i])
   pblocks[#pblocks + 1] = 4 * redis.call('ZCARD', PREFIX .. 'px:' .. workers[i]) -- state.IndexStride
+  ads[#ads + 1] = redis.call('HGETALL', adkey(workers[i]))
 end
 local queues = {}
 for _, m in ipairs(redis.call('SMEMBERS', K_MODELS)) do
@@ -33,4 +35,4 @@ return {now, workers, redis.call('HGETALL', K_INFLIGHT), redis.call('HGETALL', K
   redis.call('HGETALL', K_DRAIN), stats, queues, tele, leases,
   redis.call('HGETALL', PREFIX .. 'tokp'), redis.call('HGETALL', PREFIX .. 'tokd'), pblocks,
   redis.call('HGETALL', K_LIMST), redis.call('HGETALL', K_PHIT), redis.call('HGETALL', K_TOKA),
-  lat}
+  lat, ads}
