@@ -12,6 +12,9 @@ import (
 	"github.com/llm-router/llm-router/scoring/emulate"
 )
 
+// judgeHitRatio names the interval of an aim on a ratio of hit rates.
+const judgeHitRatio = "ratio of the means over seeds: 95 % interval of the seed-paired bootstrap over seeds"
+
 // judgePoints names the interval of an aim on a difference in points.
 const judgePoints = "difference in points: 95 % interval of the seed-paired bootstrap over seeds"
 
@@ -126,7 +129,9 @@ func operatingPointAims(s Study, sums []Summary, def string) []report.Aim {
 		case d == nil || p == nil:
 			out = append(out, notJudged(sp.name, at, "a configuration it needs has no figures"))
 		case sp.hit:
-			out = append(out, pairedRatioAim(sp.name, at, d.Hit, p.Hit, sp.target, false))
+			a := pairedRatioAim(sp.name, at, d.Hit, p.Hit, sp.target, false)
+			a.Judges = judgeHitRatio
+			out = append(out, a)
 		default:
 			out = append(out, pairedRatioAim(sp.name, at, d.TTFT[1], p.TTFT[1], sp.target, true))
 		}
