@@ -141,14 +141,16 @@ func AddAdapter(name string, j Job, eligible []Worker, cands []Candidate) {
 // its value AdapterScore of the state the claim read) and the state's
 // name; states may be nil (no adapter, or the claim read none).
 func AddAdapterLines(lines []Line, cands []Candidate, states []AdapterState) {
-	for i := range lines {
-		if i >= len(states) || i >= len(cands) || states[i] == AdapterNone {
+	n := min(len(lines), len(cands), len(states))
+	for i, st := range states[:n] {
+		if st == AdapterNone {
 			continue
 		}
-		v := AdapterScore(cands[i].Adapter, states[i])
+		l := &lines[:n][i]
+		v := AdapterScore(cands[:n][i].Adapter, st)
 		// A new slice: the plan's terms are shared, never modified.
-		lines[i].Terms = append(append(make([]Term, 0, len(lines[i].Terms)+1), lines[i].Terms...), Term{Name: "adapter", Weight: 1, Value: v})
-		lines[i].Total += v
-		lines[i].Adapter = states[i].String()
+		l.Terms = append(append(make([]Term, 0, len(l.Terms)+1), l.Terms...), Term{Name: "adapter", Weight: 1, Value: v})
+		l.Total += v
+		l.Adapter = st.String()
 	}
 }
