@@ -144,7 +144,7 @@ chaos: build deps ## the full chaos suite (3 router replicas, Envoy, Redis, gpus
 BENCH_LONG    ?=
 BENCH_FLAGS   := $(if $(BENCH_LONG),,--short)
 BENCH_PRESETS := azure-conv mooncake-conv mooncake-reuse
-.PHONY: bench bench-extra bench-micro bench-sim
+.PHONY: bench bench-extra bench-micro bench-sim bench-lora
 bench: build envoy redis ## benchmark: the comparison on three presets into benchmark/results (short, ~25 min; BENCH_LONG=1 for the long one)
 	@set -e; start=$$(date +%s); \
 	for p in $(BENCH_PRESETS); do $(BIN)/llm-bench compare $(BENCH_FLAGS) --name $$p --bin $(BIN); done; \
@@ -170,6 +170,23 @@ bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs) into 
 	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
 	$(GO) run ./cmd/llm-bench sim $(SIM_FLAGS) --json $(SIM_OUT)/sim-150x5.json --md $(SIM_OUT)/sim-150x5.md >/dev/null; \
 	echo "bench-sim: done in $$(( $$(date +%s) - start )) s; report: $(SIM_OUT)/sim-150x5.md"
+
+# The LoRA study on the fleet simulator: 50 adapters of one base model,
+# Zipf popularity (s = 1), fixed and rotating every 30 s, on 8 simulated
+# A100s with 4 LoRA slots each; the router's default strategy against the
+# Gateway API Inference Extension's LoRA-affinity scheduler (emulated) and
+# Envoy's LEAST_REQUEST (two random choices), five seeds, the aims with
+# their verdicts. No process is started; a few minutes on two cores.
+LORA_QPS      ?= 12
+LORA_REQUESTS ?= 2000
+LORA_FLAGS := --workload lora --gpus a100-llama3-8b:8 --max-loras 4 \
+	--strategies predicted,lora_queue_kv_max_score,least_request_p2c \
+	--qps $(LORA_QPS) --requests $(LORA_REQUESTS) --seeds 1,2,3,4,5 --quiet
+bench-lora: ## the LoRA adapter study on the fleet simulator (fixed and shifting popularity) into benchmark/results/latest
+	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
+	$(GO) run ./cmd/llm-bench sim $(LORA_FLAGS) --json $(SIM_OUT)/sim-lora.json --md $(SIM_OUT)/sim-lora.md >/dev/null; \
+	$(GO) run ./cmd/llm-bench sim $(LORA_FLAGS) --lora-preset shifting --json $(SIM_OUT)/sim-lora-shifting.json --md $(SIM_OUT)/sim-lora-shifting.md >/dev/null; \
+	echo "bench-lora: done in $$(( $$(date +%s) - start )) s; reports: $(SIM_OUT)/sim-lora.md, $(SIM_OUT)/sim-lora-shifting.md"
 
 # The hot path in-process, no Envoy and no gRPC: one full ext_proc exchange
 # (request headers, 1 KB and 256 KB bodies, response headers with the

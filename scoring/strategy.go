@@ -108,8 +108,19 @@ func Build(s Strategy, in Input) Plan {
 		plan.Fallback = LeastLoaded
 		plan.Candidates = leastLoaded{}.Plan(in, eligible)
 	}
-	AddAdapter(plan.Strategy, in.Job, eligible, plan.Candidates)
+	if _, blind := s.(AdapterBlind); !blind {
+		AddAdapter(plan.Strategy, in.Job, eligible, plan.Candidates)
+	}
 	return plan
+}
+
+// AdapterBlind is implemented by strategies whose picks must stay their
+// own when a request names a LoRA adapter: the benchmark's emulations of
+// other schedulers, which weigh adapters by their originals' rules or not
+// at all. Build adds no adapter weights to their candidates (the store
+// still records where adapters are placed).
+type AdapterBlind interface {
+	AdapterBlind()
 }
 
 func allInfinite(cs []Candidate) bool {

@@ -1,14 +1,14 @@
 package gpusim
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
 // LoRA outcomes of the run-time adapter API; the HTTP layer maps them to
@@ -22,6 +22,22 @@ var (
 	// ErrLoRADisabled: the engine serves no adapters (max_loras 0).
 	ErrLoRADisabled = errors.New("lora is not enabled")
 )
+
+// AdapterError is a failure of the run-time adapter API: its kind (one of
+// the errors above, or ErrBadRequest) and vLLM's message for it.
+type AdapterError struct {
+	Kind    error
+	Message string
+}
+
+func (e *AdapterError) Error() string { return e.Kind.Error() + ": " + e.Message }
+
+// Unwrap is the kind, for errors.Is.
+func (e *AdapterError) Unwrap() error { return e.Kind }
+
+func adapterErr(kind error, format string, a ...any) error {
+	return &AdapterError{Kind: kind, Message: fmt.Sprintf(format, a...)}
+}
 
 // DefaultLoRALoadMs is the time an adapter takes to enter a GPU slot. No
 // published figure fits every setup; this assumes a rank-16 adapter of an
@@ -119,10 +135,10 @@ func newLoRABank(cfg Config) (*loraBank, error) {
 // register makes an adapter servable, as /v1/load_lora_adapter does.
 func (b *loraBank) register(name, path string) error {
 	if _, ok := b.paths[name]; ok {
-		return fmt.Errorf("%w: The lora adapter '%s' has already been loaded.", ErrLoRAExists, name)
+		return adapterErr(ErrLoRAExists, "The lora adapter '%s' has already been loaded.", name)
 	}
 	if b.available != nil && !b.available[path] {
-		return fmt.Errorf("%w: Loading lora %s failed: No adapter found for %s", ErrLoRANotFound, name, path)
+		return adapterErr(ErrLoRANotFound, "Loading lora %s failed: No adapter found for %s", name, path)
 	}
 	b.paths[name] = path
 	b.order = append(b.order, name)
@@ -134,7 +150,7 @@ func (b *loraBank) register(name, path string) error {
 // once none runs.
 func (b *loraBank) unregister(name string) error {
 	if _, ok := b.paths[name]; !ok {
-		return fmt.Errorf("%w: The lora adapter '%s' cannot be found.", ErrLoRANotFound, name)
+		return adapterErr(ErrLoRANotFound, "The lora adapter '%s' cannot be found.", name)
 	}
 	delete(b.paths, name)
 	b.order = slices.DeleteFunc(b.order, func(n string) bool { return n == name })
@@ -230,24 +246,11 @@ func (b *loraBank) state(waiting []*seq) *LoRAState {
 
 // adapterBlocks keys a prompt's block hashes by its adapter, as vLLM puts
 // the LoRA id in the hash of every block: the same text under two
-// adapters (or an adapter and the base model) shares no cached block.
+// adapters (or an adapter and the base model) shares no cached block. The
+// keying is the router's (prefix.ForAdapter), so that both name a block
+// alike.
 func adapterBlocks(blocks []uint64, adapter string) []uint64 {
-	if adapter == "" || len(blocks) == 0 {
-		return blocks
-	}
-	h := fnv.New64a()
-	h.Write([]byte(adapter))
-	salt := h.Sum64()
-	out := make([]uint64, len(blocks))
-	var buf [16]byte
-	for i, b := range blocks {
-		binary.LittleEndian.PutUint64(buf[:8], b)
-		binary.LittleEndian.PutUint64(buf[8:], salt)
-		h.Reset()
-		h.Write(buf[:])
-		out[i] = h.Sum64()
-	}
-	return out
+	return prefix.ForAdapter(adapter, blocks)
 }
 
 // check verifies the bank against the running batch: at most max_loras
@@ -288,9 +291,9 @@ func (e *Engine) LoadAdapter(name, path string) error {
 	case e.lora == nil:
 		return ErrLoRADisabled
 	case name == "" || path == "":
-		return fmt.Errorf("%w: Both 'lora_name' and 'lora_path' must be provided.", ErrBadRequest)
+		return adapterErr(ErrBadRequest, "Both 'lora_name' and 'lora_path' must be provided.")
 	case e.models[name] != nil:
-		return fmt.Errorf("%w: The lora adapter '%s' has already been loaded.", ErrLoRAExists, name)
+		return adapterErr(ErrLoRAExists, "The lora adapter '%s' has already been loaded.", name)
 	}
 	return e.lora.register(name, path)
 }
@@ -304,7 +307,7 @@ func (e *Engine) UnloadAdapter(name string) error {
 	case e.lora == nil:
 		return ErrLoRADisabled
 	case name == "":
-		return fmt.Errorf("%w: 'lora_name' must be provided.", ErrBadRequest)
+		return adapterErr(ErrBadRequest, "'lora_name' must be provided.")
 	}
 	return e.lora.unregister(name)
 }

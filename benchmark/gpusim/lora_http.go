@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"go.uber.org/zap"
 )
@@ -64,8 +63,8 @@ func writeText(w http.ResponseWriter, msg string) {
 	_, _ = w.Write([]byte(msg))
 }
 
-// writeLoRAError answers as vLLM's create_error_response: the message
-// without gpusim's kind prefix, vLLM's error type and the status.
+// writeLoRAError answers as vLLM's create_error_response: vLLM's message,
+// its error type and the status.
 func writeLoRAError(w http.ResponseWriter, err error) {
 	type detail struct {
 		Message string  `json:"message"`
@@ -81,8 +80,8 @@ func writeLoRAError(w http.ResponseWriter, err error) {
 		typ = "InvalidUserInput"
 	}
 	msg := err.Error()
-	for _, k := range []error{ErrLoRANotFound, ErrLoRAExists, ErrBadRequest} {
-		msg = strings.TrimPrefix(msg, k.Error()+": ")
+	if ae := (*AdapterError)(nil); errors.As(err, &ae) {
+		msg = ae.Message
 	}
 	writeJSON(w, status, map[string]detail{"error": {Message: msg, Type: typ, Code: status}})
 }

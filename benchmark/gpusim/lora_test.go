@@ -1,6 +1,7 @@
 package gpusim
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -234,7 +235,7 @@ func TestLoRARuntimeLoadAndUnload(t *testing.T) {
 		t.Error("unloading twice succeeded")
 	}
 	off, _ := newEngine(simConfig(nil), &virtualClock{})
-	if err := off.LoadAdapter("x", "/lora/x"); err != ErrLoRADisabled {
+	if err := off.LoadAdapter("x", "/lora/x"); !errors.Is(err, ErrLoRADisabled) {
 		t.Errorf("load without LoRA: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/gpusim"
-	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/scheduler"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
@@ -94,7 +93,7 @@ func (r *runner) arrive(ctx context.Context, i int) error {
 	q := r.reqs[i]
 	rep := r.replicas[r.res[i].Replica]
 	req := scheduler.Request{
-		ID: strconv.Itoa(i), Model: loadgen.Model, PromptTokens: q.Prompt, MaxTokens: q.MaxTokens,
+		ID: strconv.Itoa(i), Model: q.model(), PromptTokens: q.Prompt, MaxTokens: q.MaxTokens,
 		Blocks: q.Blocks, Stream: true, SLO: r.slo,
 	}
 	return r.resume(i, func() {
@@ -156,6 +155,11 @@ func (r *runner) admitted(i int, t *scheduler.Ticket, err error) error {
 	q := r.reqs[i]
 	res := &r.res[i]
 	if err != nil {
+		if errors.Is(err, scheduler.ErrUnknownModel) && q.Adapter != "" {
+			res.Outcome = OutcomeMissingAdapter
+			r.left--
+			return nil
+		}
 		if errors.Is(err, scheduler.ErrStore) || errors.Is(err, scheduler.ErrUnknownModel) {
 			return fmt.Errorf("request %d: %w", i, err)
 		}
@@ -169,12 +173,18 @@ func (r *runner) admitted(i int, t *scheduler.Ticket, err error) error {
 	}
 	res.GPU = g
 	r.claimed[i] = r.now
-	err = r.gpus[g].st.Submit(i, gpusim.SimRequest{PromptTokens: q.Prompt, OutputTokens: q.Output, Blocks: q.Blocks}, r.now)
+	err = r.gpus[g].st.SubmitModel(i, q.model(), gpusim.SimRequest{PromptTokens: q.Prompt, OutputTokens: q.Output, Blocks: q.Blocks}, r.now)
 	switch {
 	case errors.Is(err, gpusim.ErrContextTooLong):
 		res.Outcome = OutcomeTooLong
 		r.left--
 		t.Finish(scheduler.Outcome{Status: 400})
+		return nil
+	case errors.Is(err, gpusim.ErrBadRequest) && q.Adapter != "":
+		// The engine does not serve the adapter: vLLM's 404.
+		res.Outcome = OutcomeMissingAdapter
+		r.left--
+		t.Finish(scheduler.Outcome{Status: 404})
 		return nil
 	case err != nil:
 		return fmt.Errorf("request %d: %w", i, err)

@@ -39,6 +39,11 @@ type Engine struct {
 	// inter-token gap (Result.ITLP99); it costs a duration per token of
 	// every running request, so it is off unless a validation needs it.
 	StreamSummary bool `json:"stream_summary,omitempty"`
+	// MaxLoras is each engine's LoRA slots (gpusim's max_loras; 0: no
+	// LoRA), and LoRALoadMs the time an adapter takes to enter one. A
+	// LoRA workload's adapters are every engine's lora_modules.
+	MaxLoras   int     `json:"max_loras,omitempty"`
+	LoRALoadMs float64 `json:"lora_load_ms,omitempty"`
 }
 
 // Router is what every router replica is configured with.
@@ -109,7 +114,7 @@ func DefaultStudy() Study {
 	g := gpusim.DefaultConfig()
 	return Study{
 		GPUs:       []GPUClass{{Profile: "a100-llama3-8b", Count: 16}},
-		Engine:     Engine{MaxNumSeqs: g.MaxNumSeqs, MaxBatchedTokens: g.MaxBatchedTokens, GPUMemUtil: g.GPUMemUtil},
+		Engine:     Engine{MaxNumSeqs: g.MaxNumSeqs, MaxBatchedTokens: g.MaxBatchedTokens, GPUMemUtil: g.GPUMemUtil, LoRALoadMs: g.LoRALoadMs},
 		Replicas:   []int{1},
 		Strategies: []string{"round_robin"},
 		QPS:        []float64{4},
@@ -182,6 +187,15 @@ func (s Study) Validate() error {
 	if !(s.Engine.GPUMemUtil > 0 && s.Engine.GPUMemUtil <= 1) {
 		bad("engine.gpu_mem_util", "must be in (0, 1], got %g", s.Engine.GPUMemUtil)
 	}
+	if s.Engine.MaxLoras < 0 {
+		bad("engine.max_loras", "must be >= 0, got %d", s.Engine.MaxLoras)
+	}
+	if s.Workload.Kind == KindLoRA && s.Engine.MaxLoras == 0 {
+		bad("engine.max_loras", "a %s workload needs at least 1 LoRA slot per engine", KindLoRA)
+	}
+	if !(s.Engine.LoRALoadMs >= 0) {
+		bad("engine.lora_load_ms", "must be >= 0, got %g", s.Engine.LoRALoadMs)
+	}
 	if len(s.Replicas) == 0 {
 		bad("replicas", "no replica count given")
 	}
@@ -253,7 +267,7 @@ func (r Router) scrapePeriod(strategy string) time.Duration {
 		return r.ScrapePeriod
 	}
 	switch strategy {
-	case emulate.QueueKVMaxScore, emulate.PrefixQueueKVMaxScore, emulate.PrecisePrefixQueueKVMaxScore:
+	case emulate.QueueKVMaxScore, emulate.PrefixQueueKVMaxScore, emulate.PrecisePrefixQueueKVMaxScore, emulate.LoRAQueueKVMaxScore:
 		// The llm-d router's metrics refresh tick.
 		return 50 * time.Millisecond
 	}

@@ -77,9 +77,20 @@ func (p *preciseReplica) Plan(in scoring.Input, eligible []scoring.Worker) []sco
 
 // buildReplicas builds the run's router replicas; for the precise
 // emulation it also turns on the GPUs' KV events and connects every
-// replica's index to them.
+// replica's index to them, and for the GIE LoRA emulation it connects
+// every replica to the scrapes' LoRA figures (lora.go).
 func (r *runner) buildReplicas(clock func() time.Time) error {
-	if r.run.Strategy != emulate.PrecisePrefixQueueKVMaxScore {
+	switch r.run.Strategy {
+	case emulate.PrecisePrefixQueueKVMaxScore:
+	case emulate.LoRAQueueKVMaxScore:
+		f := &loraFeed{}
+		r.loraFeed = f
+		loraBuild.mu.Lock()
+		defer loraBuild.mu.Unlock()
+		loraBuild.feed.Store(f)
+		defer loraBuild.feed.Store(nil)
+		return r.newReplicas(clock)
+	default:
 		return r.newReplicas(clock)
 	}
 	f := &kvFeed{gpus: r.gpus}

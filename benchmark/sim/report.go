@@ -33,8 +33,12 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 		}
 		fleet = append(fleet, fmt.Sprintf("%d × %s (%s)", g.Count, g.Profile, c))
 	}
-	fmt.Fprintf(w, "- Fleet: %s; engines max_num_seqs %d, max_batched_tokens %d, gpu_mem_util %g\n",
+	fmt.Fprintf(w, "- Fleet: %s; engines max_num_seqs %d, max_batched_tokens %d, gpu_mem_util %g",
 		strings.Join(fleet, ", "), s.Engine.MaxNumSeqs, s.Engine.MaxBatchedTokens, s.Engine.GPUMemUtil)
+	if s.Engine.MaxLoras > 0 {
+		fmt.Fprintf(w, ", max_loras %d, adapter load %g ms", s.Engine.MaxLoras, s.Engine.LoRALoadMs)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "- Workload: %s\n", describeWorkload(s.Workload))
 	fmt.Fprintf(w, "- Router: snapshot refresh %v, scrape period %s, telemetry stale after %v\n",
 		s.Router.RefreshInterval, scrapeLabel(s.Router), s.Router.TelemetryStale)
@@ -56,6 +60,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 			100*m.Queued, m.QueueWait, m.Refused+m.TooLong, m.SnapshotAge, m.EventsPerSecond())
 	}
 	r.writeRatios(w)
+	r.writeLoRA(w)
 }
 
 // writeRatios writes the TTFT p90 ratios to the baselines, when any.
@@ -102,6 +107,19 @@ func describeWorkload(w Workload) string {
 	mt := w.MaxTokens
 	if mt == "" {
 		mt = "default"
+	}
+	if w.Kind == KindLoRA {
+		l := w.LoRA
+		n := w.Requests
+		if n == 0 {
+			n = defaultLoRARequests
+		}
+		shift := "fixed popularity"
+		if l.ShiftEvery > 0 {
+			shift = fmt.Sprintf("the ranking rotating by %d every %v", l.shiftBy(), l.ShiftEvery)
+		}
+		return fmt.Sprintf("lora: %d adapters of one base model, Zipf popularity s=%g, %s; prompts %d and outputs %d tokens (±50 %%), %d requests, Poisson arrivals",
+			l.Adapters, l.ZipfS, shift, l.PromptLen, l.OutputLen, n)
 	}
 	if w.Kind == KindSharedPrefix {
 		sp := w.SharedPrefix

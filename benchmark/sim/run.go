@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,6 +28,9 @@ type Run struct {
 	QPS      float64    `json:"qps"`
 	Seed     uint64     `json:"seed"`
 	Router   Router     `json:"router"`
+	// Adapters are the LoRA adapters every engine serves (a LoRA
+	// workload's); the router sees each as a model of every worker.
+	Adapters []string `json:"adapters,omitempty"`
 }
 
 // Outcomes of a request.
@@ -37,6 +41,9 @@ const (
 	OutcomeRefused = "refused"
 	// OutcomeTooLong: the GPU it was sent to could never fit it.
 	OutcomeTooLong = "too_long"
+	// OutcomeMissingAdapter: its LoRA adapter was served nowhere (the
+	// router knew no worker for it, or the GPU had not registered it).
+	OutcomeMissingAdapter = "missing_adapter"
 )
 
 // Result is what happened to one request. Times are virtual, from the
@@ -96,6 +103,10 @@ type RunResult struct {
 	// Waited sums their waits.
 	Queued int           `json:"queued"`
 	Waited time.Duration `json:"waited_sum_ns"`
+	// LoRALoads counts adapter loads (slot entries) over every GPU;
+	// MissingAdapter the requests whose adapter was served nowhere.
+	LoRALoads      uint64 `json:"lora_loads"`
+	MissingAdapter int    `json:"missing_adapter"`
 }
 
 // decisionTally is a scheduler.Recorder counting what RunResult reports
@@ -161,6 +172,9 @@ type runner struct {
 	timers    []*simTimer
 	notices   []notice
 	waiting   map[string]int // queued claim id → request
+
+	// loraFeed carries scrapes to the GIE LoRA emulation; nil otherwise.
+	loraFeed *loraFeed
 }
 
 // fleetSpecs are the GPUs' engine configs and router specs, in fleet order.
@@ -196,12 +210,30 @@ func fleetSpecs(gpus []GPUClass, eng Engine) ([]gpusim.Config, []state.WorkerSpe
 	return cfgs, specs, nil
 }
 
+// withAdapters gives every engine the adapters of its model as its
+// lora_modules and max_loras slots, and every worker spec the same, as
+// the router's workers[].adapters and max_loras would say.
+func withAdapters(cfgs []gpusim.Config, specs []state.WorkerSpec, eng Engine, adapters []string) {
+	if eng.MaxLoras == 0 || len(adapters) == 0 {
+		return
+	}
+	for i := range cfgs {
+		cfgs[i].MaxLoras, cfgs[i].LoRALoadMs = eng.MaxLoras, eng.LoRALoadMs
+		cfgs[i].LoRAModules = slices.Clone(adapters)
+		specs[i].MaxLoras = eng.MaxLoras
+		for _, a := range adapters {
+			specs[i].Adapters = append(specs[i].Adapters, state.Adapter{Name: a, Base: cfgs[i].Models[0]})
+		}
+	}
+}
+
 // simulate runs reqs (sorted by arrival) through the run's fleet.
 func simulate(run Run, reqs []Request) (*RunResult, error) {
 	cfgs, specs, err := fleetSpecs(run.GPUs, run.Engine)
 	if err != nil {
 		return nil, err
 	}
+	withAdapters(cfgs, specs, run.Engine, run.Adapters)
 	r := &runner{
 		run: run, byID: map[string]int{}, reqs: reqs, left: len(reqs),
 		yield: make(chan yielded, 1), running: -1, waiting: map[string]int{},
@@ -282,8 +314,12 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 				// The store's notices are never lost here: no poll.
 				PollEvery: maxOverrun,
 			},
-			After:  r.after,
-			Parked: r.parked,
+			// The engines load adapters themselves (lora.manage off, the
+			// default); the router prices loads from lora.load_time until
+			// it learns each worker's.
+			Adapters: scheduler.AdapterOptions{LoadTime: cfg.LoRA.LoadTime.D(), LoadTimeout: cfg.LoRA.LoadTimeout.D()},
+			After:    r.after,
+			Parked:   r.parked,
 		})
 		if err != nil {
 			return fmt.Errorf("replica %d: %w", i, err)
@@ -394,13 +430,23 @@ func (r *runner) stepEnd(g int) {
 // monitoring it would after reading its /metrics.
 func (r *runner) scrape(ctx context.Context, g int) error {
 	s := r.gpus[g].st.State()
+	r.loraFeed.observe(r.gpus[g].id, s.LoRA)
 	at := epoch.Add(r.now)
-	return r.store.PutTelemetry(ctx, map[string]state.Telemetry{r.gpus[g].id: {
+	tm := state.Telemetry{
 		KVUsage: state.Sample{Value: s.KVUsage(), At: at},
 		Waiting: state.Sample{Value: float64(s.Waiting), At: at},
 		Running: state.Sample{Value: float64(s.Running), At: at},
 		At:      at,
-	}})
+	}
+	if l := s.LoRA; l != nil {
+		// vllm:lora_requests_info and /v1/models, as the router's
+		// telemetry reads them.
+		tm.Adapters = state.AdapterReport{Running: l.Running, Waiting: l.Waiting, MaxLoras: l.MaxLoras, At: at}
+		for _, a := range l.Registered {
+			tm.Adapters.Listed = append(tm.Adapters.Listed, state.Adapter{Name: a, Base: loadgen.Model})
+		}
+	}
+	return r.store.PutTelemetry(ctx, map[string]state.Telemetry{r.gpus[g].id: tm})
 }
 
 func (r *runner) result() *RunResult {
@@ -414,10 +460,16 @@ func (r *runner) result() *RunResult {
 		out.PrefixQueries += s.PrefixCacheQueries
 		out.PrefixHits += s.PrefixCacheHits
 		out.Preemptions += s.Preemptions
+		if s.LoRA != nil {
+			out.LoRALoads += s.LoRA.Loads
+		}
 	}
 	for _, res := range r.res {
-		if res.Outcome == OutcomeOK {
+		switch res.Outcome {
+		case OutcomeOK:
 			out.Served[res.GPU]++
+		case OutcomeMissingAdapter:
+			out.MissingAdapter++
 		}
 	}
 	return out

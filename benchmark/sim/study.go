@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/loadgen"
+	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/scoring/emulate"
 )
@@ -50,6 +51,8 @@ type Summary struct {
 	// same replicas and rate, with the interval of the paired bootstrap
 	// (stats.Ratio), by baseline.
 	P90Ratio map[string]stats.Estimate `json:"ttft_p90_ratio,omitempty"`
+	// LoRA is the adapter figures of a LoRA workload's runs.
+	LoRA *LoRAFigures `json:"lora,omitempty"`
 	// Events and Wall are the simulation's own cost, summed over seeds:
 	// events processed and the wall time they took.
 	Events uint64        `json:"events"`
@@ -72,6 +75,8 @@ type Report struct {
 	// Wall is the whole study's wall time, Events its events.
 	Wall   time.Duration `json:"wall_ns"`
 	Events uint64        `json:"events"`
+	// Aims are the LoRA study's aims with their verdicts (LoRAAims).
+	Aims []report.Aim `json:"aims,omitempty"`
 }
 
 // Execute validates the study, then runs every configuration on every
@@ -97,6 +102,9 @@ func Execute(s Study, progress io.Writer) (*Report, error) {
 				var wall time.Duration
 				for i, seed := range s.Seeds {
 					run := Run{GPUs: s.GPUs, Engine: s.Engine, Replicas: n, Strategy: strategy, QPS: rate, Seed: seed, Router: s.Router}
+					if s.Workload.Kind == KindLoRA {
+						run.Adapters = s.Workload.LoRA.AdapterNames()
+					}
 					t0 := time.Now()
 					res, err := simulate(run, reqs[i])
 					if err != nil {
@@ -112,6 +120,9 @@ func Execute(s Study, progress io.Writer) (*Report, error) {
 				}
 				sum := summarize(runs, s.SLO)
 				sum.Wall = wall
+				if s.Workload.Kind == KindLoRA {
+					sum.LoRA = loraFigures(runs)
+				}
 				rep.Summaries = append(rep.Summaries, sum)
 				rep.Events += sum.Events
 			}
@@ -119,13 +130,16 @@ func Execute(s Study, progress io.Writer) (*Report, error) {
 	}
 	rep.Wall = time.Since(start)
 	addRatios(rep.Summaries)
+	if s.Workload.Kind == KindLoRA {
+		rep.Aims = LoRAAims(rep.Summaries)
+	}
 	return rep, nil
 }
 
-// RatioBaselines are the strategies every other's TTFT p90 is compared
-// with when a study runs them: round robin and llm-d's prefix-aware
-// default (emulated).
-var RatioBaselines = []string{"round_robin", emulate.PrefixAffinityTokenLoad}
+// RatioBaselines are the strategies every other's TTFT p90 (and adapter
+// loads) is compared with when a study runs them: round robin, llm-d's
+// prefix-aware default and the GIE's LoRA-affinity scheduler (emulated).
+var RatioBaselines = []string{"round_robin", emulate.PrefixAffinityTokenLoad, emulate.LoRAQueueKVMaxScore}
 
 // addRatios sets each summary's P90Ratio against the baselines run at its
 // replicas and rate. The bootstrap of each configuration is seeded from
@@ -141,6 +155,12 @@ func addRatios(sums []Summary) {
 					sums[i].P90Ratio = map[string]stats.Estimate{}
 				}
 				sums[i].P90Ratio[b] = stats.Ratio(sums[i].TTFT[1], base.TTFT[1])
+				if l := sums[i].LoRA; l != nil && base.LoRA != nil {
+					if l.LoadsRatio == nil {
+						l.LoadsRatio = map[string]stats.Estimate{}
+					}
+					l.LoadsRatio[b] = loadsRatio(l.seeds, base.LoRA.seeds, sums[i].Seeds[0]^uint64(sums[i].Replicas)<<32)
+				}
 			}
 		}
 	}
@@ -209,6 +229,8 @@ func asResults(rs []Result) []loadgen.Result {
 			}
 		case OutcomeTooLong:
 			o.Status = 400
+		case OutcomeMissingAdapter:
+			o.Status = 404
 		default:
 			o.Status = 429
 		}

@@ -50,6 +50,8 @@ type Workload struct {
 	// ArrivalsTrace.
 	Arrivals     string       `json:"arrivals,omitempty"`
 	SharedPrefix SharedPrefix `json:"shared_prefix,omitzero"`
+	// LoRA is the adapters and shapes of KindLoRA.
+	LoRA LoRAWorkload `json:"lora,omitzero"`
 	// Trace is the trace file of KindTrace.
 	Trace string `json:"trace,omitempty"`
 	// Requests is how many requests a run sends: 0 is every prompt once
@@ -111,8 +113,13 @@ func (w Workload) Validate() error {
 		if w.Trace == "" {
 			bad("trace", "a trace file is required with kind %s", KindTrace)
 		}
+	case KindLoRA:
+		w.LoRA.validate(bad)
+		if w.Trace != "" {
+			bad("trace", "given with kind %s, which reads no trace", KindLoRA)
+		}
 	default:
-		bad("kind", "%q: want %s or %s", w.Kind, KindSharedPrefix, KindTrace)
+		bad("kind", "%q: want %s, %s or %s", w.Kind, KindSharedPrefix, KindTrace, KindLoRA)
 	}
 	switch w.Arrivals {
 	case "", ArrivalsPoisson:
@@ -143,6 +150,17 @@ type Request struct {
 	// the router and the engine derive them from the request body; nil
 	// for a prompt that shares nothing (the Azure traces).
 	Blocks []uint64
+	// Adapter is the LoRA adapter the request names as its model; ""
+	// names the base model.
+	Adapter string
+}
+
+// model is the model the request names.
+func (q Request) model() string {
+	if q.Adapter != "" {
+		return q.Adapter
+	}
+	return loadgen.Model
 }
 
 // shape is a request without its arrival; at is its arrival in the trace
@@ -197,6 +215,9 @@ func (w Workload) load() (*source, error) {
 // arrivals that only scale with it.
 func (s *source) requests(rate float64, seed uint64) []Request {
 	rng := rand.New(rand.NewPCG(seed, seed^0x73696d5f77726b6c))
+	if s.w.Kind == KindLoRA {
+		return loraRequests(s.w.LoRA, s.w.Requests, rate, rng)
+	}
 	var shapes []shape
 	if s.w.Kind == KindSharedPrefix {
 		shapes = sharedPrefixShapes(s.w.SharedPrefix, s.w.Requests, seed, rng)

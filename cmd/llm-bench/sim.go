@@ -26,7 +26,7 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 	qps := fs.String("qps", "4", "offered rates in requests/s, comma-separated (Poisson arrivals); with --ladder, none unless given")
 	ladder := fs.String("ladder", "", "rates min:max:steps, evenly spaced (added to --qps when both are given)")
 	seeds := fs.String("seeds", "1", "seeds, comma-separated")
-	fs.StringVar(&s.Workload.Kind, "workload", sim.KindSharedPrefix, "shared_prefix or trace")
+	fs.StringVar(&s.Workload.Kind, "workload", sim.KindSharedPrefix, "shared_prefix, trace or lora")
 	fs.StringVar(&s.Workload.Trace, "trace", "", "trace file for --workload trace: Azure CSV or Mooncake .jsonl")
 	fs.StringVar(&s.Workload.Arrivals, "arrivals", sim.ArrivalsPoisson, "poisson, or trace: the trace's own arrival times rescaled to each rate")
 	fs.IntVar(&s.Workload.Requests, "requests", 0, "requests per run (0: every shared_prefix prompt once, or 1000 trace rows)")
@@ -37,6 +37,17 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 	fs.IntVar(&sp.SystemPromptLen, "system-prompt-len", sp.SystemPromptLen, "shared_prefix: system prompt tokens")
 	fs.IntVar(&sp.QuestionLen, "question-len", sp.QuestionLen, "shared_prefix: question tokens")
 	fs.IntVar(&sp.OutputLen, "output-len", sp.OutputLen, "shared_prefix: output tokens")
+	s.Workload.LoRA = sim.LoRAPreset()
+	lw := &s.Workload.LoRA
+	loraPreset := fs.String("lora-preset", "fixed", "lora: fixed popularity, or shifting (the ranking rotates by 10 ranks every 30 s; --lora-shift-* override it)")
+	fs.IntVar(&lw.Adapters, "lora-adapters", lw.Adapters, "lora: adapters of the base model")
+	fs.Float64Var(&lw.ZipfS, "lora-zipf-s", lw.ZipfS, "lora: Zipf exponent of adapter popularity (0: uniform)")
+	fs.DurationVar(&lw.ShiftEvery, "lora-shift-every", 0, "lora: rotate the popularity ranking this often (0: fixed)")
+	fs.IntVar(&lw.ShiftBy, "lora-shift-by", 0, "lora: ranks each rotation moves by (0: a fifth of the adapters)")
+	fs.IntVar(&lw.PromptLen, "lora-prompt-len", lw.PromptLen, "lora: mean prompt tokens (±50 %)")
+	fs.IntVar(&lw.OutputLen, "lora-output-len", lw.OutputLen, "lora: mean output tokens (±50 %)")
+	fs.IntVar(&s.Engine.MaxLoras, "max-loras", 4, "engine: LoRA slots per GPU, with --workload lora")
+	fs.Float64Var(&s.Engine.LoRALoadMs, "lora-load-ms", s.Engine.LoRALoadMs, "engine: ms an adapter takes to enter a slot")
 	fs.IntVar(&s.Engine.MaxNumSeqs, "max-num-seqs", s.Engine.MaxNumSeqs, "engine: max sequences in a batch")
 	fs.IntVar(&s.Engine.MaxBatchedTokens, "max-batched-tokens", s.Engine.MaxBatchedTokens, "engine: token budget of one step (chunked prefill)")
 	fs.Float64Var(&s.Engine.GPUMemUtil, "gpu-mem-util", s.Engine.GPUMemUtil, "engine: fraction of GPU memory used")
@@ -54,7 +65,26 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 	if fs.NArg() > 0 {
 		return s, out, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var errs []error
+	switch *loraPreset {
+	case "fixed":
+	case "shifting":
+		p := sim.LoRAShiftingPreset()
+		if !set["lora-shift-every"] {
+			lw.ShiftEvery = p.ShiftEvery
+		}
+		if !set["lora-shift-by"] {
+			lw.ShiftBy = p.ShiftBy
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--lora-preset: %q: want fixed or shifting", *loraPreset))
+	}
+	if s.Workload.Kind != sim.KindLoRA {
+		// The LoRA flags describe a lora workload only.
+		s.Workload.LoRA, s.Engine.MaxLoras = sim.LoRAWorkload{}, 0
+	}
 	var err error
 	if s.GPUs, err = parseGPUClasses(*gpus); err != nil {
 		errs = append(errs, fmt.Errorf("--gpus: %w", err))
@@ -79,9 +109,7 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 			errs = append(errs, fmt.Errorf("--ladder: %q: want min:max:steps", *ladder))
 		}
 		s.Ladder = &l
-		set := false
-		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "qps" })
-		if !set {
+		if !set["qps"] {
 			s.QPS = nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +65,10 @@ func TestSimCommandRefusesBadInput(t *testing.T) {
 		{[]string{"--ladder", "8-2"}, "--ladder"},
 		{[]string{"--gpus", "a100-llama3-8b"}, "--gpus"},
 		{[]string{"--workload", "trace"}, "workload.trace"},
+		{[]string{"--workload", "lora", "--max-loras", "0"}, "engine.max_loras"},
+		{[]string{"--workload", "lora", "--lora-zipf-s", "-1"}, "workload.lora.zipf_s"},
+		{[]string{"--workload", "lora", "--lora-shift-by", "60", "--lora-shift-every", "1s"}, "workload.lora.shift_by"},
+		{[]string{"--workload", "lora", "--lora-preset", "weekly"}, "--lora-preset"},
 	} {
 		var stdout, stderr bytes.Buffer
 		err := run(context.Background(), append([]string{"sim"}, c.args...), &stdout, &stderr)
@@ -73,5 +78,23 @@ func TestSimCommandRefusesBadInput(t *testing.T) {
 		if stdout.Len() > 0 || strings.Contains(stderr.String(), "sim:") {
 			t.Errorf("%v: ran anyway:\n%s%s", c.args, stdout.String(), stderr.String())
 		}
+	}
+}
+
+func TestSimLoRAPresets(t *testing.T) {
+	s, _, err := parseSimFlags([]string{"--workload", "lora", "--lora-preset", "shifting"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := sim.LoRAShiftingPreset(); s.Workload.LoRA != want || s.Engine.MaxLoras != 4 {
+		t.Errorf("shifting preset: %+v max_loras %d, want %+v and 4", s.Workload.LoRA, s.Engine.MaxLoras, want)
+	}
+	s, _, err = parseSimFlags([]string{"--workload", "lora", "--lora-preset", "shifting", "--lora-shift-by", "3"}, io.Discard)
+	if err != nil || s.Workload.LoRA.ShiftBy != 3 || s.Workload.LoRA.ShiftEvery == 0 {
+		t.Errorf("an explicit shift was not kept over the preset: %+v (%v)", s.Workload.LoRA, err)
+	}
+	s, _, err = parseSimFlags(nil, io.Discard)
+	if err != nil || s.Engine.MaxLoras != 0 || s.Workload.LoRA != (sim.LoRAWorkload{}) {
+		t.Errorf("a shared_prefix study carries LoRA settings: %+v max_loras %d (%v)", s.Workload.LoRA, s.Engine.MaxLoras, err)
 	}
 }

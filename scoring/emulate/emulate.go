@@ -107,6 +107,29 @@ func init() {
 	scoring.RegisterStrategy(PrefixAffinityTokenLoad, func(scoring.Params) scoring.Strategy { return newPrefixAffinityTokenLoad() })
 }
 
+// Every emulation places LoRA adapters by its original's rules (the
+// LoRA-affinity emulation) or not at all, never by the product's adapter
+// prices.
+var (
+	_ scoring.AdapterBlind = queueKVMaxScore{}
+	_ scoring.AdapterBlind = (*prefixQueueKV)(nil)
+	_ scoring.AdapterBlind = (*prefixMatchOrShortestQueue)(nil)
+	_ scoring.AdapterBlind = (*prefixOverlapMinCost)(nil)
+	_ scoring.AdapterBlind = (*prefixAffinityTokenLoad)(nil)
+	_ scoring.AdapterBlind = (*PrecisePrefix)(nil)
+	_ scoring.AdapterBlind = (*LoRAAffinity)(nil)
+	_ scoring.AdapterBlind = leastRequestP2C{}
+)
+
+func (queueKVMaxScore) AdapterBlind()             {}
+func (*prefixQueueKV) AdapterBlind()              {}
+func (*prefixMatchOrShortestQueue) AdapterBlind() {}
+func (*prefixOverlapMinCost) AdapterBlind()       {}
+func (*prefixAffinityTokenLoad) AdapterBlind()    {}
+func (*PrecisePrefix) AdapterBlind()              {}
+func (*LoRAAffinity) AdapterBlind()               {}
+func (leastRequestP2C) AdapterBlind()             {}
+
 // blockTokens is the block size every emulation works in: vLLM's default,
 // and the size scoring/prefix hashes.
 const blockTokens = prefix.BlockTokens

@@ -36,8 +36,8 @@ type LoRAInfo struct {
 
 // LoRAAffinity is lora_queue_kv_max_score: total = 2·queue + 2·kv +
 // 1·lora, highest wins, on worker-reported metrics only. queue and kv are
-// queue_kv_max_score's (gie.go). lora, for the requested model (the
-// adapter name; the request's model field):
+// queue_kv_max_score's (gie.go). lora, for the adapter the request names
+// as its model:
 //
 //	1.0  the adapter is in the endpoint's running adapters
 //	0.8  the running and waiting adapters together are fewer than max_lora
@@ -98,11 +98,15 @@ func loraScore(info LoRAInfo, adapter string) float64 {
 // Base = −(2·queue + 2·kv + 1·lora).
 func (l *LoRAAffinity) Plan(in scoring.Input, eligible []scoring.Worker) []scoring.Candidate {
 	out := l.queueKV.Plan(in, eligible)
+	adapter := in.Job.Adapter
+	if adapter == "" {
+		adapter = in.Job.Model // the base model: never an adapter that runs
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range out {
 		info, ok := l.info[out[i].Worker]
-		t := scoring.Term{Name: "lora_affinity", Weight: gieLoRAWeight, Value: loraScore(info, in.Job.Model), Unknown: !ok}
+		t := scoring.Term{Name: "lora_affinity", Weight: gieLoRAWeight, Value: loraScore(info, adapter), Unknown: !ok}
 		out[i].Curve.Base -= t.Contribution()
 		out[i].Terms = append(out[i].Terms, t)
 	}

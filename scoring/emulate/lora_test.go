@@ -31,11 +31,11 @@ func TestLoRAScoreLevels(t *testing.T) {
 func TestLoRAAffinityPlan(t *testing.T) {
 	lora := func(ws []scoring.Worker) []scoring.Worker {
 		for i := range ws {
-			ws[i].Models = []string{"m", "a"}
+			ws[i].Adapters, ws[i].MaxLoras = []string{"a"}, 2
 		}
 		return ws
 	}
-	j := scoring.Job{Model: "a", PromptTokens: 100}
+	j := scoring.Job{Model: "m", Adapter: "a", PromptTokens: 100}
 	pickFor := func(l *LoRAAffinity, ws []scoring.Worker, active []int) string {
 		plan := scoring.Build(l, scoring.Input{Job: j, Workers: ws})
 		i := scoring.Pick(plan.Candidates, active, nil)
@@ -66,9 +66,13 @@ func TestLoRAAffinityPlan(t *testing.T) {
 		t.Errorf("claims changed the pick: %s", got)
 	}
 
-	// Terms add up to the score.
+	// Terms add up to the score, and the product's adapter prices are
+	// not added.
 	plan := scoring.Build(l, scoring.Input{Job: j, Workers: lora(fleet(3))})
 	for _, c := range plan.Candidates {
+		if c.Adapter != (scoring.AdapterWeights{}) {
+			t.Errorf("%s: the product's adapter weights %+v on an emulation", c.Worker, c.Adapter)
+		}
 		sum := 0.0
 		for _, term := range c.Terms {
 			sum += term.Contribution()
