@@ -60,6 +60,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 			100*m.Queued, m.QueueWait, m.Refused+m.TooLong, m.SnapshotAge, m.EventsPerSecond())
 	}
 	r.writeRatios(w)
+	r.writePredictionErrors(w)
 	r.writeLoRA(w)
 }
 

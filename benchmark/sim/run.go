@@ -12,8 +12,10 @@ import (
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/internal/app"
+	"github.com/llm-router/llm-router/internal/caps"
 	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
 	"github.com/llm-router/llm-router/state/memory"
 )
@@ -103,6 +105,9 @@ type RunResult struct {
 	// Waited sums their waits.
 	Queued int           `json:"queued"`
 	Waited time.Duration `json:"waited_sum_ns"`
+	// Predictions are the latency model's errors on the run's requests
+	// (prederr.go).
+	Predictions predictionTally `json:"-"`
 	// LoRALoads counts adapter loads (slot entries) over every GPU;
 	// MissingAdapter the requests whose adapter was served nowhere.
 	LoRALoads      uint64 `json:"lora_loads"`
@@ -114,6 +119,7 @@ type RunResult struct {
 type decisionTally struct {
 	decisions, conflicts, queued int
 	age, waited                  time.Duration
+	predictions                  predictionTally
 }
 
 var _ scheduler.Recorder = (*decisionTally)(nil)
@@ -122,6 +128,7 @@ var _ scheduler.Recorder = (*decisionTally)(nil)
 // (Result set), is not one.
 func (d *decisionTally) Record(dec *scheduler.Decision) {
 	if dec.Result != nil {
+		d.predictions.record(dec)
 		return
 	}
 	if dec.QueuePosition > 0 {
@@ -172,6 +179,11 @@ type runner struct {
 	timers    []*simTimer
 	notices   []notice
 	waiting   map[string]int // queued claim id → request
+
+	// limits is the learner of limits the product's telemetry monitor
+	// runs after each scrape (the model limit under predicted); nil for
+	// the other strategies, whose adaptive caps are off by default.
+	limits *caps.ModelBox
 
 	// loraFeed carries scrapes to the GIE LoRA emulation; nil otherwise.
 	loraFeed *loraFeed
@@ -288,6 +300,10 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 	r.slo = scheduler.SLO{
 		TTFT: scheduler.NewObjective(cfg.SLO.TTFT.D(), scheduler.SLODefault),
 		TPOT: scheduler.NewObjective(cfg.SLO.TPOT.D(), scheduler.SLODefault),
+	}
+	if r.run.Strategy == scoring.Predicted {
+		obj := caps.Objectives{TTFT: cfg.SLO.TTFT.D(), TPOT: cfg.SLO.TPOT.D()}
+		r.limits = caps.NewModelLearner(r.store, func(string) caps.Objectives { return obj }, clock)
 	}
 	for i := range r.run.Replicas {
 		rng := rand.New(rand.NewPCG(r.run.Seed, uint64(i)))
@@ -446,14 +462,22 @@ func (r *runner) scrape(ctx context.Context, g int) error {
 			tm.Adapters.Listed = append(tm.Adapters.Listed, state.Adapter{Name: a, Base: loadgen.Model})
 		}
 	}
-	return r.store.PutTelemetry(ctx, map[string]state.Telemetry{r.gpus[g].id: tm})
+	if err := r.store.PutTelemetry(ctx, map[string]state.Telemetry{r.gpus[g].id: tm}); err != nil || r.limits == nil {
+		return err
+	}
+	// As the monitor's cycle: the worker's limit from its model.
+	snap, err := r.store.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	return r.limits.Learn(ctx, snap, []string{r.gpus[g].id})
 }
 
 func (r *runner) result() *RunResult {
 	out := &RunResult{
 		Run: r.run, Requests: r.res, Served: make([]int, len(r.gpus)), End: r.now, Events: r.events,
 		Decisions: r.tally.decisions, SnapshotAge: r.tally.age, Conflicts: r.tally.conflicts,
-		Queued: r.tally.queued, Waited: r.tally.waited,
+		Queued: r.tally.queued, Waited: r.tally.waited, Predictions: r.tally.predictions,
 	}
 	for _, g := range r.gpus {
 		s := g.st.State()

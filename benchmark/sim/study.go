@@ -51,6 +51,8 @@ type Summary struct {
 	// same replicas and rate, with the interval of the paired bootstrap
 	// (stats.Ratio), by baseline.
 	P90Ratio map[string]stats.Estimate `json:"ttft_p90_ratio,omitempty"`
+	// PredictionErrors are the latency model's errors (prederr.go).
+	PredictionErrors *PredictionErrors `json:"prediction_errors,omitempty"`
 	// LoRA is the adapter figures of a LoRA workload's runs.
 	LoRA *LoRAFigures `json:"lora,omitempty"`
 	// Events and Wall are the simulation's own cost, summed over seeds:
@@ -212,6 +214,7 @@ func summarize(runs []*RunResult, slo SLO) Summary {
 	st := stats.Bootstrap(strata, sslo, rng)
 	sum.TTFT, sum.TPOT, sum.Good = st.TTFT, st.ITL, st.Good
 	sum.Goodput, sum.OutputTokens, sum.PrefixHit = stats.SpreadOf(goodput), stats.SpreadOf(tokens), stats.SpreadOf(hits)
+	sum.PredictionErrors = summarizePredictions(runs, rng)
 	return sum
 }
 

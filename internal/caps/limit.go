@@ -38,6 +38,11 @@ type Limit struct {
 	// Basis is what the limit was learned from: BasisModel, or empty for
 	// the latency gradient (Params.Next).
 	Basis string `json:"basis,omitempty"`
+	// Pending is, for a limit from the model, the computed limit waiting
+	// to be taken (the one nearest Value since PendingSince: see settle);
+	// 0: none.
+	Pending      int       `json:"pending,omitempty"`
+	PendingSince time.Time `json:"pending_since,omitzero"`
 }
 
 // BasisModel marks a limit derived from the worker's latency model and

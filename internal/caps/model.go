@@ -80,13 +80,13 @@ func (b *ModelBox) Learn(ctx context.Context, snap state.Snapshot, mine []string
 			continue
 		}
 		m := b.observeMix(w)
+		old := FromState(w.Limit)
 		next := Limit{}
 		if v, ok := b.limit(w, m, now); ok {
-			next = Limit{Value: v, Estimate: float64(v), Gradient: 1, Updated: now, Basis: BasisModel}
+			next = settle(old, Limit{Value: v, Estimate: float64(v), Gradient: 1, Updated: now, Basis: BasisModel}, now)
 		}
-		old := FromState(w.Limit)
 		stale := next.Value == 0 && !w.Limit.IsZero() || next.Value > 0 && old.Basis != BasisModel
-		if next.Value != old.Value || old.Tokens != 0 || stale {
+		if next.Value != old.Value || old.Tokens != 0 || stale || pendingMoved(old, next) {
 			out[w.Spec.ID] = next.State()
 		}
 	}
@@ -98,6 +98,12 @@ func (b *ModelBox) Learn(ctx context.Context, snap state.Snapshot, mine []string
 		return fmt.Errorf("store model limits: %w", err)
 	}
 	return nil
+}
+
+// pendingMoved reports whether settle's memory of a move under way
+// changed, which the store must keep though the limit did not.
+func pendingMoved(old, next Limit) bool {
+	return old.Pending != next.Pending || !old.PendingSince.Equal(next.PendingSince)
 }
 
 // forget drops the mix of workers this replica no longer monitors.
