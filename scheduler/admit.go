@@ -163,7 +163,11 @@ func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*
 	case res.Queued:
 		d.QueuePosition = res.Position
 		p := pending{job: pl.job, cands: pl.plan.Candidates, bound: bound}
-		return s.wait(ctx, r, d, id, s.now(), p) // the wait counts from joining the queue
+		t, err := s.wait(ctx, r, d, id, s.now(), p) // the wait counts from joining the queue
+		if err != nil {
+			return nil, err
+		}
+		return s.adapterGranted(ctx, t)
 	}
 	return nil, s.refused(d, r, pl.plan.Candidates, res)
 }
