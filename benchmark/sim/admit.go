@@ -169,6 +169,16 @@ func (r *runner) admitted(i int, t *scheduler.Ticket, err error) error {
 	}
 	res.GPU = g
 	r.claimed[i] = r.now
+	if r.run.Disagg.On() {
+		paired, err := r.startPrefill(i, t, g)
+		if err != nil {
+			return err
+		}
+		if paired {
+			r.tickets[i] = t
+			return nil
+		}
+	}
 	err = r.gpus[g].st.Submit(i, gpusim.SimRequest{PromptTokens: q.Prompt, OutputTokens: q.Output, Blocks: q.Blocks}, r.now)
 	switch {
 	case errors.Is(err, gpusim.ErrContextTooLong):

@@ -103,6 +103,14 @@ func describeWorkload(w Workload) string {
 	if mt == "" {
 		mt = "default"
 	}
+	if w.Kind == KindSummarization {
+		n := w.Requests
+		if n == 0 {
+			n = defaultTraceRequests
+		}
+		return fmt.Sprintf("summarization: %d requests, prompts uniform in [%d, %d] tokens, outputs in [%d, %d], no shared prefix, Poisson arrivals, max_tokens %s",
+			n, SummaryPromptMin, SummaryPromptMax, SummaryOutputMin, SummaryOutputMax, mt)
+	}
 	if w.Kind == KindSharedPrefix {
 		sp := w.SharedPrefix
 		n := "every prompt once"
