@@ -160,7 +160,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 	// Strip any routing header the client sent: only the body phase's
 	// decision may choose the upstream. The tenant's key and the priority
 	// header are the router's business, not the worker's.
-	remove := []string{headerCluster, headerPriority}
+	remove := []string{headerCluster, headerPriority, HeaderPrefiller, headerPrefillerURL}
 	if !x.srv.opts.ForwardAuthorization {
 		remove = append(remove, headerAuth)
 	}
@@ -188,6 +188,7 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRespo
 		},
 		ClearRouteCache: true,
 	}
+	x.addPrefiller(common.HeaderMutation)
 	if withUsage := x.upstreamBody(b.Body); withUsage != nil {
 		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: withUsage}}
 		// Envoy checks the declared length against the mutated body.

@@ -100,15 +100,20 @@ func (t *Ticket) FirstToken(ttft time.Duration) {
 		return
 	}
 	t.first, t.ttft = true, ttft
-	worker := t.worker
+	worker, disaggregated := t.worker, t.prefill != ""
 	t.mu.Unlock()
 	s := t.s
 	now := s.now()
-	learn := ttft > 0 && worker == t.Decision.Worker
+	// A disaggregated request's first token came after a prefill
+	// elsewhere: not the decode worker's TTFT.
+	learn := ttft > 0 && worker == t.Decision.Worker && !disaggregated
 	if learn {
 		s.errors.Record(latency.TTFT, t.learn.ttft.Value, ttft)
 	}
 	s.background(func(ctx context.Context) {
+		if disaggregated {
+			t.releasePrefill(ctx)
+		}
 		if err := s.store.FirstToken(ctx, t.ID); err != nil {
 			s.log.Warn("first token", zap.String("request_id", t.Decision.RequestID), zap.Error(err))
 		}

@@ -39,6 +39,11 @@ type Ticket struct {
 	finished bool
 	first    bool          // FirstToken was called
 	ttft     time.Duration // as FirstToken measured it
+
+	// The prefill claim of a disaggregated request (disagg.go): its
+	// worker and claim id, and whether it was released.
+	prefill, prefillID string
+	prefillDone        bool
 }
 
 // Outcome is what the response phase observed about a finished request.
@@ -134,6 +139,7 @@ func (t *Ticket) Finish(o Outcome) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
+	t.releasePrefill(ctx)
 	ctx, span := s.releaseSpan(ctx, t.parent, worker, o, elapsed)
 	if _, err := s.store.Release(ctx, rel); err != nil {
 		span.SetStatus(codes.Error, err.Error())

@@ -34,6 +34,8 @@ type WorkerSpec struct {
 	// PrefillTokensPerSecond is the worker's prefill rate, for the load
 	// guard of prefix affinity (0: the scheduler's default).
 	PrefillTokensPerSecond float64 `json:"prefill_tokens_per_second,omitempty"`
+	// Role is the part of serving the worker does (pair.go; "": both).
+	Role Role `json:"role,omitempty"`
 }
 
 // EMA is an exponential moving average with its sample count and the time of

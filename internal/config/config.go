@@ -63,6 +63,7 @@ type Config struct {
 	AdaptiveCaps   AdaptiveCaps   `yaml:"adaptive_caps"`
 	SLO            SLO            `yaml:"slo"`
 	Tracing        Tracing        `yaml:"tracing"`
+	Disaggregation Disaggregation `yaml:"disaggregation"`
 	Workers        []Worker       `yaml:"workers"`
 }
 
@@ -357,6 +358,9 @@ type Worker struct {
 	// scoring defaults.
 	KVBlocks               int     `yaml:"kv_blocks"`
 	PrefillTokensPerSecond float64 `yaml:"prefill_tokens_per_second"`
+	// Role is the part of serving the worker does: prefill, decode or
+	// both (default; docs/disaggregation.md).
+	Role string `yaml:"role"`
 }
 
 // Strategies lists the accepted values of strategy: the strategies
@@ -427,9 +431,10 @@ func Default() Config {
 			KVBlocks:               4096,
 			MaxPrefixBlocks:        1024,
 		},
-		AdaptiveCaps: defaultAdaptiveCaps(),
-		SLO:          defaultSLO(),
-		Tracing:      defaultTracing(),
+		AdaptiveCaps:   defaultAdaptiveCaps(),
+		SLO:            defaultSLO(),
+		Tracing:        defaultTracing(),
+		Disaggregation: defaultDisaggregation(),
 		InferenceAware: InferenceAware{
 			MinSamples:  3,
 			Staleness:   Duration(60 * time.Second),
