@@ -85,7 +85,8 @@ func (r *runner) startPrefill(i int, t *scheduler.Ticket, decode int) (bool, err
 
 // prefillDone handles progress p of GPU g if it is the end of a prefill
 // leg, and reports whether it was: the request goes to its decode GPU,
-// its KV to be loaded over the link, and the prefill claim is released.
+// its KV to be loaded over the link. (The router releases the prefill
+// claim at the request's first token.)
 func (r *runner) prefillDone(g int, p gpusim.Progress) (bool, error) {
 	i := p.Tag
 	if r.pd.prefillGPU == nil || r.pd.prefillGPU[i] != g {
@@ -95,7 +96,6 @@ func (r *runner) prefillDone(g int, p gpusim.Progress) (bool, error) {
 		return true, nil // the prefill's token, which the client never sees
 	}
 	r.pd.prefillGPU[i] = -1
-	releasePrefill(r.tickets[i])
 	q := r.reqs[i]
 	d := r.res[i].GPU
 	err := r.gpus[d].st.Submit(i, gpusim.SimRequest{
