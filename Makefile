@@ -173,18 +173,20 @@ bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs) into 
 
 # Prefill/decode disaggregation on the simulator (docs/benchmark.md): 8
 # A100s aggregated against 6 prefill + 2 decode (Dynamo's recipe) and
-# 4 + 4, the decider's threshold swept, on the Mooncake conversation trace
-# and the summarization shape, five seeds, with the aims' verdicts. No
-# process is started; a few minutes on two cores.
+# 4 + 4, the decider at the router's default threshold (256 tokens) and at
+# 4096, on the Mooncake conversation trace and the summarization shape at
+# 2 and 3 req/s, five seeds, with the aims' verdicts (the wider threshold
+# sweep: docs/benchmark.md). No process is started; about five minutes on
+# two cores.
 PD_OUT   ?= benchmark/results/latest
-PD_FLAGS := --gpus a100-llama3-8b:8 --splits 0,6,4 --thresholds 0,4096,12288 \
+PD_FLAGS := --gpus a100-llama3-8b:8 --splits 0,6,4 --thresholds 256,4096 \
 	--link-gbps 200 --max-batched-tokens 2048 --seeds 1,2,3,4,5 --requests 500
 bench-pd: ## P/D disaggregation on the simulator: 8 aggregated vs 6P+2D and 4P+4D, threshold sweep, into benchmark/results/latest
 	@set -e; mkdir -p $(PD_OUT); start=$$(date +%s); \
-	$(GO) run ./cmd/llm-bench sim pd $(PD_FLAGS) --quiet --qps 1,2 --workload trace \
+	$(GO) run ./cmd/llm-bench sim pd $(PD_FLAGS) --quiet --qps 2,3 --workload trace \
 		--trace benchmark/traces/mooncake-conversation.jsonl --max-tokens oracle \
 		--json $(PD_OUT)/pd-mooncake.json --md $(PD_OUT)/pd-mooncake.md >/dev/null; \
-	$(GO) run ./cmd/llm-bench sim pd $(PD_FLAGS) --quiet --qps 1,2 --workload summarization \
+	$(GO) run ./cmd/llm-bench sim pd $(PD_FLAGS) --quiet --qps 2,3 --workload summarization \
 		--json $(PD_OUT)/pd-summarization.json --md $(PD_OUT)/pd-summarization.md >/dev/null; \
 	echo "bench-pd: done in $$(( $$(date +%s) - start )) s; reports: $(PD_OUT)/pd-mooncake.md, $(PD_OUT)/pd-summarization.md"
 
