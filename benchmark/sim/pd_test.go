@@ -150,8 +150,10 @@ func TestRouterPairsByThreshold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run = Run{GPUs: s.GPUs, Engine: s.Engine, Replicas: 1, Strategy: "predicted", QPS: 4, Seed: 2, Router: s.Router,
-		Disagg: Disagg{Prefill: 1, MinUncached: 512, LinkGbps: 200}}
+	run = Run{
+		GPUs: s.GPUs, Engine: s.Engine, Replicas: 1, Strategy: "predicted", QPS: 4, Seed: 2, Router: s.Router,
+		Disagg: Disagg{Prefill: 1, MinUncached: 512, LinkGbps: 200},
+	}
 	res, err := simulate(run, src.requests(4, 2))
 	if err != nil {
 		t.Fatal(err)

@@ -37,8 +37,10 @@ func (r *PDReport) Aims() []PDAim {
 		if s.MostlyCachedDisaggregated > 0 {
 			v = stats.Missed
 		}
-		out = append(out, PDAim{s.Label(), s.QPS, "mostly cached prompts disaggregated = 0",
-			fmt.Sprintf("%d of %d disaggregated", s.MostlyCachedDisaggregated, s.Disaggregated), v})
+		out = append(out, PDAim{
+			s.Label(), s.QPS, "mostly cached prompts disaggregated = 0",
+			fmt.Sprintf("%d of %d disaggregated", s.MostlyCachedDisaggregated, s.Disaggregated), v,
+		})
 	}
 	return out
 }
