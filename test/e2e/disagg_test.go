@@ -115,6 +115,12 @@ func disaggregatedServing(t *testing.T, mode string) {
 		t.Fatalf("prefill worker down, decision: %+v", dis)
 	}
 	e.waitIdle(10 * time.Second)
+	// The sidecar's fallback counted as a failed request of p-0.
+	for _, w := range e.Router.Scheduler().Snapshot().Workers {
+		if w.Spec.ID == "p-0" && w.Stats.Errors != 1 {
+			t.Fatalf("p-0's failed requests: %d, want 1 (the fallback)", w.Stats.Errors)
+		}
+	}
 }
 
 // prompt is about tokens tokens of text (4 bytes each, as the router
