@@ -6,15 +6,9 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/scoring"
 	"github.com/llm-router/llm-router/state"
-	"github.com/llm-router/llm-router/state/memory"
-	redisstore "github.com/llm-router/llm-router/state/redis"
-	"github.com/llm-router/llm-router/test/stack"
 )
 
 // TestStoresAgreeOnRandomClaims drives the in-memory store and the Redis
@@ -28,18 +22,8 @@ import (
 // suite checks chosen cases; this looks for the two implementations of
 // one rule drifting apart where no case was written.
 func TestStoresAgreeOnRandomClaims(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs redis-server")
-	}
 	ctx := context.Background()
-	srv, err := stack.StartRedis(ctx, t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop(time.Second)
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer client.Close()
-	limits := state.Limits{Lease: time.Minute}
+	client := agreeRedis(ctx, t)
 	const workers = 6
 	var specs []state.WorkerSpec
 	for i := range workers {
@@ -47,14 +31,7 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 		specs = append(specs, state.WorkerSpec{ID: fmt.Sprintf("w%d", i), Address: fmt.Sprintf("10.2.0.%d:1", i), Models: []string{"m"}, MaxConcurrency: 4 * min(i%3, 1)})
 	}
 	for seed := range uint64(agreeSeeds) {
-		mem := memory.New(nil, limits)
-		red := redisstore.New(client, fmt.Sprintf("agree%d", seed), limits)
-		stores := []state.Store{mem, red}
-		for _, s := range stores {
-			if err := s.Register(ctx, specs); err != nil {
-				t.Fatal(err)
-			}
-		}
+		stores := agreePair(ctx, t, client, "agree", seed, specs)
 		rng := rand.New(rand.NewPCG(seed, 7))
 		pick := func(xs ...float64) float64 { return xs[rng.IntN(len(xs))] }
 		var held []string
@@ -110,7 +87,7 @@ func TestStoresAgreeOnRandomClaims(t *testing.T) {
 					}
 				}
 			}
-			if a, b := fleetOf(t, mem), fleetOf(t, red); !reflect.DeepEqual(a, b) {
+			if a, b := fleetOf(t, stores[0]), fleetOf(t, stores[1]); !reflect.DeepEqual(a, b) {
 				t.Fatalf("seed %d op %d: workers in memory %v, in redis %v", seed, op, a, b)
 			}
 		}

@@ -6,14 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/llm-router/llm-router/state"
-	"github.com/llm-router/llm-router/state/memory"
-	redisstore "github.com/llm-router/llm-router/state/redis"
-	"github.com/llm-router/llm-router/test/stack"
 )
 
 // TestStoresAgreeOnFairOrder drives the in-memory store and the Redis
@@ -26,18 +20,9 @@ import (
 // The fair queue's order is the same whichever store, and so whichever
 // replica, holds the request.
 func TestStoresAgreeOnFairOrder(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs redis-server")
-	}
 	ctx := context.Background()
-	srv, err := stack.StartRedis(ctx, t.TempDir(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop(time.Second)
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer client.Close()
-	limits := state.Limits{Lease: time.Minute}
+	client := agreeRedis(ctx, t)
+	var err error
 	var specs []state.WorkerSpec
 	var cands []state.Candidate
 	for i := range 3 {
@@ -47,14 +32,7 @@ func TestStoresAgreeOnFairOrder(t *testing.T) {
 	tenants := []string{"a", "b", "c", "default"}
 	prios := []state.Priority{state.PriorityCritical, state.PriorityStandard, state.PriorityStandard, state.PriorityBatch}
 	for seed := range uint64(agreeSeeds) {
-		mem := memory.New(nil, limits)
-		red := redisstore.New(client, fmt.Sprintf("fairagree%d", seed), limits)
-		stores := []state.Store{mem, red}
-		for _, s := range stores {
-			if err := s.Register(ctx, specs); err != nil {
-				t.Fatal(err)
-			}
-		}
+		stores := agreePair(ctx, t, client, "fairagree", seed, specs)
 		rng := rand.New(rand.NewPCG(seed, 11))
 		var live []string // claims held or waiting
 		grants := 0

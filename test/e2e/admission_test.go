@@ -262,24 +262,30 @@ func TestKeysAndPriorities(t *testing.T) {
 	}
 }
 
-// TestSlotHandedAcrossReplicas: two router replicas, each behind its own
-// Envoy, share Redis and one worker of cap 1. A slot freed by the request
-// replica A admitted is taken by the request waiting on replica B.
-func TestSlotHandedAcrossReplicas(t *testing.T) {
+// oneSlotTwoReplicas starts one worker of cap 1 (20 tokens/s) and two
+// router replicas on one Redis (key prefix name plus a sequence number),
+// each behind its own Envoy, with a client of conns connections to each.
+func oneSlotTwoReplicas(t *testing.T, name string, conns int) (a, b *env, ca, cb *loadgen.Client) {
+	t.Helper()
 	rd := startRedis(t)
 	base := startWorkers(t, []workerSpec{{ID: "w-0", Model: "m", Cap: 1, Args: []string{"--tokens-per-second", "20", "--ttft-ms", "0"}}})
 	base.Cfg.Redis.URL = "redis://" + rd.Addr + "/0"
-	base.Cfg.Redis.KeyPrefix = fmt.Sprintf("handoff%d", prefixSeq.Add(1))
-	a, b := base.replica("replica-a"), base.replica("replica-b")
+	base.Cfg.Redis.KeyPrefix = fmt.Sprintf("%s%d", name, prefixSeq.Add(1))
+	a, b = base.replica("replica-a"), base.replica("replica-b")
 	a.startFront()
 	b.startFront()
+	ca, cb = loadgen.NewClient(a.URL, conns, ""), loadgen.NewClient(b.URL, conns, "")
+	t.Cleanup(ca.Close)
+	t.Cleanup(cb.Close)
+	return a, b, ca, cb
+}
 
-	ca, cb := loadgen.NewClient(a.URL, 4, ""), loadgen.NewClient(b.URL, 4, "")
-	defer ca.Close()
-	defer cb.Close()
-	epoch := time.Now()
-	first := make(chan loadgen.Result, 1)
-	go func() { first <- ca.Do(a.ctx, streamReq(30, ""), epoch) }() // 1.5 s on A
+// occupy sends a streamed request of n tokens through replica a and
+// waits until it holds w-0's one slot; its result arrives on the channel.
+func occupy(t *testing.T, a *env, ca *loadgen.Client, n int, epoch time.Time) <-chan loadgen.Result {
+	t.Helper()
+	out := make(chan loadgen.Result, 1)
+	go func() { out <- ca.Do(a.ctx, streamReq(n, ""), epoch) }()
 	if err := stack.WaitFor(a.ctx, 5*time.Second, func() error {
 		if n := a.inFlight()["w-0"]; n != 1 {
 			return fmt.Errorf("w-0 in flight %d", n)
@@ -288,6 +294,16 @@ func TestSlotHandedAcrossReplicas(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// TestSlotHandedAcrossReplicas: two router replicas, each behind its own
+// Envoy, share Redis and one worker of cap 1. A slot freed by the request
+// replica A admitted is taken by the request waiting on replica B.
+func TestSlotHandedAcrossReplicas(t *testing.T) {
+	a, b, ca, cb := oneSlotTwoReplicas(t, "handoff", 4)
+	epoch := time.Now()
+	first := occupy(t, a, ca, 30, epoch) // 1.5 s on A
 	second := make(chan loadgen.Result, 1)
 	go func() {
 		second <- cb.Do(b.ctx, loadgen.Request{Model: "m", MaxTokens: 2, Stream: true, Body: []byte(

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/llm-router/llm-router/benchmark/loadgen"
-	"github.com/llm-router/llm-router/test/stack"
 )
 
 // TestFairQueueAcrossReplicas: one worker of cap 1, two router replicas
@@ -23,28 +21,9 @@ import (
 // tenant's service, and a malformed fairness id is a 400 naming the
 // header.
 func TestFairQueueAcrossReplicas(t *testing.T) {
-	rd := startRedis(t)
-	base := startWorkers(t, []workerSpec{{ID: "w-0", Model: "m", Cap: 1, Args: []string{"--tokens-per-second", "20", "--ttft-ms", "0"}}})
-	base.Cfg.Redis.URL = "redis://" + rd.Addr + "/0"
-	base.Cfg.Redis.KeyPrefix = fmt.Sprintf("fair%d", prefixSeq.Add(1))
-	a, b := base.replica("replica-a"), base.replica("replica-b")
-	a.startFront()
-	b.startFront()
-	ca, cb := loadgen.NewClient(a.URL, 16, ""), loadgen.NewClient(b.URL, 16, "")
-	defer ca.Close()
-	defer cb.Close()
-
+	a, b, ca, cb := oneSlotTwoReplicas(t, "fair", 16)
 	epoch := time.Now()
-	busy := make(chan loadgen.Result, 1)
-	go func() { busy <- ca.Do(a.ctx, streamReq(20, ""), epoch) }() // 1 s
-	if err := stack.WaitFor(a.ctx, 5*time.Second, func() error {
-		if n := a.inFlight()["w-0"]; n != 1 {
-			return fmt.Errorf("w-0 in flight %d", n)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	busy := occupy(t, a, ca, 20, epoch) // 1 s
 	type done struct {
 		tenant string
 		r      loadgen.Result
