@@ -44,8 +44,16 @@ func snapshotLoads(t *testing.T, store state.Snapshotter) map[string]state.Worke
 // prefill claim is released at the first token, the decode claim at the
 // end.
 func TestDisaggregationDecidesOnTheDecodeWorkersMatch(t *testing.T) {
+	// predicted (the default) and scored read the live figures; least_loaded
+	// does not, so the paired claim adds the prompt for the decider.
+	for _, strategy := range []string{"predicted", "scored", "least_loaded"} {
+		t.Run(strategy, func(t *testing.T) { decidesOnTheMatch(t, strategy) })
+	}
+}
+
+func decidesOnTheMatch(t *testing.T, strategy string) {
 	ctx := context.Background()
-	s, store, rec := newTestScheduler(t, "scored", roleSpec("d0", state.RoleDecode), roleSpec("p0", state.RolePrefill))
+	s, store, rec := newTestScheduler(t, strategy, roleSpec("d0", state.RoleDecode), roleSpec("p0", state.RolePrefill))
 	s.opts.Disaggregation.MinUncached = 256
 	s.opts.InlineLearning = true
 	long := Request{ID: "r1", Model: "m", PromptTokens: 1024, MaxTokens: 100, Blocks: blocks(1, 64)}
