@@ -267,11 +267,13 @@ func (x *exchange) upstreamBody(raw []byte) []byte {
 }
 
 func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
-	var upstream, upstreamHost, contentType string
+	var upstream, upstreamHost, contentType, pdServed string
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		switch hv.Key {
 		case ":status":
 			x.status, _ = strconv.Atoi(headerValue(hv))
+		case headerPDServed:
+			pdServed = headerValue(hv)
 		case headerUpstream:
 			upstream = headerValue(hv)
 		case headerUpstreamHost:
@@ -292,6 +294,9 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processi
 	if x.claim != nil {
 		if actual := x.actualWorker(upstream, upstreamHost); actual != "" {
 			x.claim.Moved(actual)
+		}
+		if x.upstream {
+			x.prefillOver(pdServed)
 		}
 		mut.SetHeaders = append(mut.SetHeaders, setHeader(headerRoutedNode, x.claim.Worker()))
 		x.trace.responded(x.ctx, x.srv.opts.Tracer, x.status, x.claim.Worker())

@@ -21,6 +21,29 @@ const HeaderPrefiller = "x-prefiller-host-port"
 // too.
 const headerPrefillerURL = "x-prefiller-url"
 
+// headerPDServed is how the routing sidecar (internal/pdsidecar) says it
+// served a request: disaggregated, aggregated, or pdServedFallback when the
+// prefill failed and its engine served the request alone. llm-d's sidecar
+// sends no such header.
+const (
+	headerPDServed   = "x-pd-served"
+	pdServedFallback = "fallback"
+)
+
+// prefillOverClaim is told when a disaggregated request's prefill is over
+// (the scheduler's ticket).
+type prefillOverClaim interface {
+	PrefillOver(failed bool)
+}
+
+// prefillOver tells the claim the decode worker's response began, so the
+// prefill is over, failed when the sidecar said it fell back.
+func (x *exchange) prefillOver(pdServed string) {
+	if c, ok := x.claim.(prefillOverClaim); ok {
+		c.PrefillOver(pdServed == pdServedFallback)
+	}
+}
+
 // prefillerClaim is a claim that may name a prefill worker (the
 // scheduler's ticket of a disaggregated request).
 type prefillerClaim interface {

@@ -18,16 +18,23 @@ type pdScheduler struct {
 type pdClaim struct {
 	*fakeClaim
 	prefill string
+	over    *[]bool // PrefillOver's calls
 }
 
 func (c pdClaim) Prefill() (string, bool) { return c.prefill, c.prefill != "" }
+
+func (c pdClaim) PrefillOver(failed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*c.over = append(*c.over, failed)
+}
 
 func (p pdScheduler) Admit(ctx context.Context, req scheduler.Request) (Claim, error) {
 	c, err := p.fakeScheduler.Admit(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return pdClaim{c.(*fakeClaim), p.prefill}, nil
+	return pdClaim{c.(*fakeClaim), p.prefill, new([]bool)}, nil
 }
 
 func runCluster(t *testing.T, sched Scheduler) *fakeStream {
@@ -87,4 +94,47 @@ func TestPrefillerHeaderEndpointPickerMode(t *testing.T) {
 		}
 		st.next(t) // the body
 	}
+}
+
+// The response's headers end the prefill: the sidecar's fallback is a
+// failed prefill, any other answer a finished one.
+func TestResponseHeadersEndThePrefill(t *testing.T) {
+	for _, tc := range []struct {
+		served string
+		want   bool
+	}{{"fallback", true}, {"disaggregated", false}, {"", false}} {
+		sched := &fakeScheduler{worker: "w1"}
+		pd := &recordingPD{fakeScheduler: sched}
+		st := runCluster(t, pd)
+		st.roundTrip(t, reqHeaders(false, ":method", "POST", ":path", "/v1/completions"))
+		st.roundTrip(t, reqBody(`{"model":"m","prompt":"hi","max_tokens":7}`))
+		kv := []string{":status", "200", "content-type", "application/json", headerUpstream, "w1"}
+		if tc.served != "" {
+			kv = append(kv, headerPDServed, tc.served)
+		}
+		st.roundTrip(t, respHeaders(kv...))
+		c := pd.claims[0]
+		c.mu.Lock()
+		got := slices.Clone(*c.over)
+		c.mu.Unlock()
+		if len(got) != 1 || got[0] != tc.want {
+			t.Fatalf("x-pd-served %q: PrefillOver calls %v, want [%v]", tc.served, got, tc.want)
+		}
+	}
+}
+
+// recordingPD keeps the pdClaims it hands out.
+type recordingPD struct {
+	*fakeScheduler
+	claims []pdClaim
+}
+
+func (r *recordingPD) Admit(ctx context.Context, req scheduler.Request) (Claim, error) {
+	c, err := r.fakeScheduler.Admit(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	pc := pdClaim{c.(*fakeClaim), "w2", new([]bool)}
+	r.claims = append(r.claims, pc)
+	return pc, nil
 }

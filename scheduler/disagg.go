@@ -172,14 +172,31 @@ func (t *Ticket) Prefill() (string, bool) {
 	return t.prefill, t.prefill != ""
 }
 
-// releasePrefill gives the prefill claim back, once: at the first token
-// (the sidecar has had the prefill's answer, or given up on it and
-// prefilled locally, before the decode worker sends a token), or when the
-// request ends without one. Holding it until the decode ends would keep
-// the prefill worker's slot and prefill tokens counted for the whole
-// decode, which it takes no part in. The release carries no measurement:
-// the router does not see the prefill's own latency.
-func (t *Ticket) releasePrefill(ctx context.Context) {
+// PrefillOver tells a disaggregated request's ticket that its prefill is
+// over: the decode worker's response began, which its sidecar sends only
+// once the prefill answered or was given up; failed when the sidecar says
+// it gave up and served the request locally. The prefill claim is
+// released then, off the caller's path, a failure counting against the
+// prefill worker's health as a failed request does. A no-op for an
+// aggregated request or a prefill claim already released.
+func (t *Ticket) PrefillOver(failed bool) {
+	t.mu.Lock()
+	pending := t.prefillID != "" && !t.prefillDone
+	t.mu.Unlock()
+	if pending {
+		t.s.background(func(ctx context.Context) { t.releasePrefill(ctx, failed) })
+	}
+}
+
+// releasePrefill gives the prefill claim back, once: when the response
+// begins (PrefillOver), at the first token (the sidecar has had the
+// prefill's answer, or given up on it and prefilled locally, before the
+// decode worker sends a token), or when the request ends without either.
+// Holding it until the decode ends would keep the prefill worker's slot
+// and prefill tokens counted for the whole decode, which it takes no part
+// in. The release carries no latency: the router does not see the
+// prefill's own; failed counts a failed request on the prefill worker.
+func (t *Ticket) releasePrefill(ctx context.Context, failed bool) {
 	t.mu.Lock()
 	id, worker := t.prefillID, t.prefill
 	if id == "" || t.prefillDone {
@@ -192,7 +209,7 @@ func (t *Ticket) releasePrefill(ctx context.Context) {
 	s.mu.Lock()
 	delete(s.live, id)
 	s.mu.Unlock()
-	if _, err := s.store.Release(ctx, state.Release{ID: id, Worker: worker, Alpha: s.opts.EMAAlpha}); err != nil {
+	if _, err := s.store.Release(ctx, state.Release{ID: id, Worker: worker, Alpha: s.opts.EMAAlpha, Failed: failed}); err != nil {
 		s.log.Warn("release prefill claim", zap.String("request_id", t.Decision.RequestID), zap.String("worker", worker), zap.Error(err))
 	}
 }

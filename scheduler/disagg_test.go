@@ -44,8 +44,16 @@ func snapshotLoads(t *testing.T, store state.Snapshotter) map[string]state.Worke
 // prefill claim is released at the first token, the decode claim at the
 // end.
 func TestDisaggregationDecidesOnTheDecodeWorkersMatch(t *testing.T) {
+	// predicted (the default) and scored read the live figures; least_loaded
+	// does not, so the paired claim adds the prompt for the decider.
+	for _, strategy := range []string{"predicted", "scored", "least_loaded"} {
+		t.Run(strategy, func(t *testing.T) { decidesOnTheMatch(t, strategy) })
+	}
+}
+
+func decidesOnTheMatch(t *testing.T, strategy string) {
 	ctx := context.Background()
-	s, store, rec := newTestScheduler(t, "scored", roleSpec("d0", state.RoleDecode), roleSpec("p0", state.RolePrefill))
+	s, store, rec := newTestScheduler(t, strategy, roleSpec("d0", state.RoleDecode), roleSpec("p0", state.RolePrefill))
 	s.opts.Disaggregation.MinUncached = 256
 	s.opts.InlineLearning = true
 	long := Request{ID: "r1", Model: "m", PromptTokens: 1024, MaxTokens: 100, Blocks: blocks(1, 64)}
@@ -152,4 +160,41 @@ func TestNoPrefillWorkersNoPairedClaim(t *testing.T) {
 		t.Fatalf("disaggregated without prefill workers: %+v", tk.Decision.Disaggregation)
 	}
 	tk.Finish(Outcome{Status: 200})
+}
+
+// TestPrefillOverReleasesThePrefillClaimOnce: the response began, the
+// sidecar having fallen back: the prefill claim is released at once as a
+// failed request of the prefill worker; the first token and the end
+// release nothing more.
+func TestPrefillOverReleasesThePrefillClaimOnce(t *testing.T) {
+	ctx := context.Background()
+	s, store, _ := newTestScheduler(t, "scored", roleSpec("d0", state.RoleDecode), roleSpec("p0", state.RolePrefill))
+	s.opts.Disaggregation.MinUncached = 256
+	s.opts.InlineLearning = true
+	tk, err := s.Admit(ctx, Request{ID: "r1", Model: "m", PromptTokens: 1024, MaxTokens: 10, Blocks: blocks(3, 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.PrefillOver(true)
+	w := snapshotLoads(t, store)
+	if w["p0"].InFlight != 0 || w["p0"].Stats.Errors != 1 || w["p0"].Stats.Requests != 1 || w["d0"].InFlight != 1 {
+		t.Fatalf("after a failed prefill: d0 %+v, p0 %+v", w["d0"], w["p0"])
+	}
+	tk.PrefillOver(false)
+	tk.FirstToken(10 * time.Millisecond)
+	tk.Finish(Outcome{Status: 200})
+	w = snapshotLoads(t, store)
+	if w["p0"].Stats.Requests != 1 || w["d0"].InFlight != 0 || s.LiveClaims() != 0 {
+		t.Fatalf("prefill claim released more than once, or a claim leaked: d0 %+v, p0 %+v", w["d0"], w["p0"])
+	}
+	// An aggregated ticket ignores it.
+	tk2, err := s.Admit(ctx, Request{ID: "r2", Model: "m", PromptTokens: 64, MaxTokens: 10, Blocks: blocks(900, 4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk2.PrefillOver(true)
+	tk2.Finish(Outcome{Status: 200})
+	if w := snapshotLoads(t, store); w["p0"].Stats.Requests != 1 {
+		t.Fatalf("an aggregated request touched the prefill worker: %+v", w["p0"])
+	}
 }

@@ -112,7 +112,7 @@ func (t *Ticket) FirstToken(ttft time.Duration) {
 	}
 	s.background(func(ctx context.Context) {
 		if disaggregated {
-			t.releasePrefill(ctx)
+			t.releasePrefill(ctx, false)
 		}
 		if err := s.store.FirstToken(ctx, t.ID); err != nil {
 			s.log.Warn("first token", zap.String("request_id", t.Decision.RequestID), zap.Error(err))

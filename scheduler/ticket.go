@@ -139,7 +139,7 @@ func (t *Ticket) Finish(o Outcome) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	t.releasePrefill(ctx)
+	t.releasePrefill(ctx, false)
 	ctx, span := s.releaseSpan(ctx, t.parent, worker, o, elapsed)
 	if _, err := s.store.Release(ctx, rel); err != nil {
 		span.SetStatus(codes.Error, err.Error())
