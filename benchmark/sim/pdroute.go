@@ -7,8 +7,8 @@ import (
 
 // The router's side of disaggregation as a run uses it: a prefill GPU's
 // role, and the prefill worker a ticket was paired with. The router's
-// paired claim decides (scheduler, "Prefill/decode disaggregation"); the
-// ticket releases the prefill claim at the first token, as in the product.
+// paired claim decides (scheduler, "Prefill/decode disaggregation"), and
+// pd.go tells the ticket when the prefill is over (Ticket.PrefillOver).
 
 // setPrefillRole gives spec the prefill role.
 func setPrefillRole(spec *state.WorkerSpec) { spec.Role = state.RolePrefill }
