@@ -85,7 +85,9 @@ func (r *runner) startPrefill(i int, t *scheduler.Ticket, decode int) (bool, err
 
 // prefillDone handles progress p of GPU g if it is the end of a prefill
 // leg, and reports whether it was: the request goes to its decode GPU,
-// its KV to be loaded over the link, and the prefill claim is released.
+// its KV to be loaded over the link, and the router hears that the
+// prefill is over (Ticket.PrefillOver), as at the decode response's
+// headers, which the sidecar sends for only after the prefill answered.
 func (r *runner) prefillDone(g int, p gpusim.Progress) (bool, error) {
 	i := p.Tag
 	if r.pd.prefillGPU == nil || r.pd.prefillGPU[i] != g {
@@ -95,7 +97,7 @@ func (r *runner) prefillDone(g int, p gpusim.Progress) (bool, error) {
 		return true, nil // the prefill's token, which the client never sees
 	}
 	r.pd.prefillGPU[i] = -1
-	releasePrefill(r.tickets[i])
+	r.tickets[i].PrefillOver(false)
 	q := r.reqs[i]
 	d := r.res[i].GPU
 	err := r.gpus[d].st.Submit(i, gpusim.SimRequest{

@@ -116,3 +116,61 @@ func TestExecutePDReports(t *testing.T) {
 		t.Error("JSON lacks the aims")
 	}
 }
+
+// The product's router on a 1+2 split: past the threshold every request
+// is paired with the prefill GPU and decoded on another; over every
+// prompt, none is; and a prompt mostly cached on its decode GPU is never
+// paired.
+func TestRouterPairsByThreshold(t *testing.T) {
+	run, reqs := pdRun(t)
+	run.Strategy = "predicted"
+	for _, tt := range []struct {
+		threshold int
+		paired    bool
+	}{{0, true}, {SummaryPromptMax + 1, false}} {
+		run.Disagg.MinUncached = tt.threshold
+		res, err := simulate(run, reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res.Requests {
+			if r.Outcome != OutcomeOK || r.GPU == 0 || (r.Prefill == 0) != tt.paired {
+				t.Fatalf("threshold %d, request %d: GPU %d, prefill GPU %d, %s", tt.threshold, i, r.GPU, r.Prefill, r.Outcome)
+			}
+		}
+		if tt.paired && res.Served[0] != 0 {
+			t.Errorf("the prefill GPU served %d whole requests", res.Served[0])
+		}
+	}
+
+	s := smallStudy()
+	s.GPUs = []GPUClass{{Profile: "a100-llama3-8b", Count: 3}}
+	s.Engine.StreamSummary = true
+	src, err := s.Workload.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run = Run{
+		GPUs: s.GPUs, Engine: s.Engine, Replicas: 1, Strategy: "predicted", QPS: 4, Seed: 2, Router: s.Router,
+		Disagg: Disagg{Prefill: 1, MinUncached: 512, LinkGbps: 200},
+	}
+	res, err := simulate(run, src.requests(4, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paired, cached := 0, 0
+	for i, r := range res.Requests {
+		if r.Outcome != OutcomeOK {
+			t.Fatalf("request %d: %s", i, r.Outcome)
+		}
+		if r.Prefill >= 0 {
+			paired++
+			if float64(r.DecodeCached) > MostlyCached*float64(r.Prompt) {
+				cached++
+			}
+		}
+	}
+	if paired == 0 || paired == len(res.Requests) || cached != 0 {
+		t.Errorf("%d of %d paired, %d of them mostly cached on their decode GPU", paired, len(res.Requests), cached)
+	}
+}

@@ -37,8 +37,10 @@ func (r *PDReport) Aims() []PDAim {
 		if s.MostlyCachedDisaggregated > 0 {
 			v = stats.Missed
 		}
-		out = append(out, PDAim{s.Label(), s.QPS, "mostly cached prompts disaggregated = 0",
-			fmt.Sprintf("%d of %d disaggregated", s.MostlyCachedDisaggregated, s.Disaggregated), v})
+		out = append(out, PDAim{
+			s.Label(), s.QPS, "mostly cached prompts disaggregated = 0",
+			fmt.Sprintf("%d of %d disaggregated", s.MostlyCachedDisaggregated, s.Disaggregated), v,
+		})
 	}
 	return out
 }
@@ -75,20 +77,20 @@ func (r *PDReport) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "- Router: strategy %s, %d replica(s), snapshot refresh %v\n", s.Strategies[0], s.Replicas[0], s.Router.RefreshInterval)
 	fmt.Fprintf(w, "- SLO (goodput): TTFT ≤ %v and the request's own p99 gap between tokens ≤ %v; seeds %v\n", s.SLO.TTFT, s.SLO.TPOT, s.Seeds)
 	fmt.Fprintf(w, "- Wall time: %.1f s\n\n", r.Wall.Seconds())
-	fmt.Fprintln(w, "Latencies in ms of virtual time, `value [95 % interval]` over seeds and requests (block bootstrap); ITL pools every gap between two tokens of a request. Goodput is requests within the SLO per second, median over seeds [min, max]. `t` is the decider's threshold (uncached prompt tokens); disagg. counts the requests paired with a prefill GPU, cached the paired ones whose decode GPU held most of the prompt.")
+	fmt.Fprintln(w, "Latencies in ms of virtual time, `value [95 % interval]` over seeds and requests (block bootstrap); ITL pools every gap between two tokens of a request. Goodput is requests within the SLO per second, median over seeds [min, max]. `t` is the decider's threshold (uncached prompt tokens); disagg. counts the requests paired with a prefill GPU, cached the paired ones whose decode GPU held more than half the prompt, under the paired ones whose prompt past what the decode GPU held was under the threshold (the router's prefix index and the engine's cache disagreeing).")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| config | QPS | TTFT p50 | TTFT p90 | TTFT p99 | ITL p50 | ITL p90 | ITL p99 | good | goodput req/s | ITL p99 / agg. | good / agg. | disagg. | cached | refused |")
-	fmt.Fprintln(w, "|---|---:|---|---|---|---|---|---|---|---|---|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| config | QPS | TTFT p50 | TTFT p90 | TTFT p99 | ITL p50 | ITL p90 | ITL p99 | good | goodput req/s | ITL p99 / agg. | good / agg. | disagg. | cached | under | refused |")
+	fmt.Fprintln(w, "|---|---:|---|---|---|---|---|---|---|---|---|---|---:|---:|---:|---:|")
 	for _, m := range r.Summaries {
 		itlR, goodR := "–", "–"
 		if m.ITLRatio != nil {
 			itlR, goodR = ratioCell(*m.ITLRatio), ratioCell(*m.GoodRatio)
 		}
-		fmt.Fprintf(w, "| %s | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %d |\n",
+		fmt.Fprintf(w, "| %s | %g | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %d | %d |\n",
 			m.Label(), m.QPS,
 			report.MsCell(m.TTFT[0]), report.MsCell(m.TTFT[1]), report.MsCell(m.TTFT[2]),
 			report.MsCell(m.ITL[0]), report.MsCell(m.ITL[1]), report.MsCell(m.ITL[2]),
-			pct(m.Good), spread(m.Goodput, 2, 1), itlR, goodR, m.Disaggregated, m.MostlyCachedDisaggregated, m.Refused)
+			pct(m.Good), spread(m.Goodput, 2, 1), itlR, goodR, m.Disaggregated, m.MostlyCachedDisaggregated, m.UnderThreshold, m.Refused)
 	}
 	aims := r.Aims()
 	if len(aims) == 0 {

@@ -60,10 +60,14 @@ type PDSummary struct {
 	// Disaggregated counts the requests the router paired with a prefill
 	// GPU; MostlyCachedDisaggregated those among them whose decode GPU
 	// held more than MostlyCached of the prompt.
-	Disaggregated             int    `json:"disaggregated"`
-	MostlyCachedDisaggregated int    `json:"mostly_cached_disaggregated"`
-	Refused                   int    `json:"refused"`
-	Preemptions               uint64 `json:"preemptions"`
+	Disaggregated             int `json:"disaggregated"`
+	MostlyCachedDisaggregated int `json:"mostly_cached_disaggregated"`
+	// UnderThreshold counts the paired requests whose prompt, past what
+	// the decode GPU's cache held, was under the threshold: where the
+	// router's prefix index and the engine's cache disagreed.
+	UnderThreshold int    `json:"under_threshold_disaggregated"`
+	Refused        int    `json:"refused"`
+	Preemptions    uint64 `json:"preemptions"`
 	// ITLRatio and GoodRatio are the p99 ITL and the good share over the
 	// aggregated fleet's at the same rate (paired bootstrap); unset for
 	// the aggregated fleet itself.
@@ -198,6 +202,9 @@ func summarizePD(runs []*RunResult, slo SLO, gpus int) PDSummary {
 				sum.Disaggregated++
 				if float64(q.DecodeCached) > MostlyCached*float64(q.Prompt) {
 					sum.MostlyCachedDisaggregated++
+				}
+				if q.Prompt-q.DecodeCached < first.Disagg.MinUncached {
+					sum.UnderThreshold++
 				}
 			}
 		}

@@ -311,8 +311,9 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 				// The store's notices are never lost here: no poll.
 				PollEvery: maxOverrun,
 			},
-			After:  r.after,
-			Parked: r.parked,
+			After:          r.after,
+			Parked:         r.parked,
+			Disaggregation: scheduler.Disaggregation{MinUncached: r.run.Disagg.MinUncached},
 		})
 		if err != nil {
 			return fmt.Errorf("replica %d: %w", i, err)
