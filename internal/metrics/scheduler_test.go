@@ -66,8 +66,10 @@ func TestGaugesStartAtZero(t *testing.T) {
 // metrics, with the labels the dashboards and alerts read.
 func TestObserverCountsEachEventOnce(t *testing.T) {
 	m := metrics.New()
-	claimed := &scheduler.Decision{Model: "m", Priority: state.PriorityBatch, Strategy: "scored", Outcome: scheduler.OutcomeClaimed, PromptTokens: 30,
-		Disaggregation: &scheduler.PrefillDecision{Disaggregated: true, Worker: "p-0"}}
+	claimed := &scheduler.Decision{
+		Model: "m", Priority: state.PriorityBatch, Strategy: "scored", Outcome: scheduler.OutcomeClaimed, PromptTokens: 30,
+		Disaggregation: &scheduler.PrefillDecision{Disaggregated: true, Worker: "p-0"},
+	}
 	queued := *claimed
 	queued.QueuePosition, queued.WaitSeconds = 2, 0.3
 	refused := &scheduler.Decision{Model: "m", Strategy: "scored", Outcome: scheduler.OutcomeQueueFull, Conflict: true}
