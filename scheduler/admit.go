@@ -170,6 +170,9 @@ func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*
 		return s.withAdapter(ctx, asked, t, st)
 	case res.Queued:
 		d.QueuePosition = res.Position
+		if pair != nil {
+			d.Disaggregation = &PrefillDecision{Queued: true, MinUncachedTokens: s.opts.Disaggregation.MinUncached}
+		}
 		p := pending{job: pl.job, cands: pl.plan.Candidates, bound: bound}
 		return s.wait(ctx, r, d, id, s.now(), p) // the wait counts from joining the queue
 	}

@@ -63,6 +63,9 @@ type PrefillDecision struct {
 	// Candidates are the prefill workers as the claim read them (none
 	// when the decider did not look).
 	Candidates []scoring.Line `json:"prefill_candidates,omitempty"`
+	// Queued: the request waited in the queue, and a waiter's grant is a
+	// decode worker alone: aggregated, the decider never ran.
+	Queued bool `json:"queued,omitempty"`
 }
 
 // splitRoles keeps in ws the workers that take whole requests and returns
@@ -229,6 +232,9 @@ func (p *prefillLog) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	enc.AddBool("disaggregated", p.Disaggregated)
 	enc.AddInt("uncached_tokens", p.UncachedTokens)
 	enc.AddInt("min_uncached_tokens", p.MinUncachedTokens)
+	if p.Queued {
+		enc.AddBool("queued", true)
+	}
 	if p.Worker != "" {
 		enc.AddString("prefill_worker", p.Worker)
 	}

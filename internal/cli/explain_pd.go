@@ -15,6 +15,10 @@ func printDisaggregation(w io.Writer, p *scheduler.PrefillDecision) {
 	if p == nil {
 		return
 	}
+	if p.Queued {
+		fmt.Fprintln(w, "prefill   aggregated: the request waited in the queue, whose grants take a decode worker alone")
+		return
+	}
 	verdict := "aggregated: prefilled on the decode worker"
 	if p.Disaggregated {
 		verdict = "disaggregated: prefill on " + p.Worker
