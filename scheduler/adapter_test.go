@@ -264,3 +264,64 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// TestAdapterLoadedAfterQueue: a request for an adapter that waited in
+// the queue is loaded on the worker its grant gives it (with lora.manage).
+func TestAdapterLoadedAfterQueue(t *testing.T) {
+	ctx := context.Background()
+	l := &fakeLoader{}
+	w := loraSpec("a", 2)
+	w.MaxConcurrency = 1
+	store := memory.New(nil, state.Limits{})
+	if err := store.Register(ctx, []state.WorkerSpec{w}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(store, Options{
+		Strategy: scoring.Predicted, ReplicaID: "test",
+		Queue: QueueOptions{MaxSize: 4, Timeouts: [3]time.Duration{5 * time.Second, 5 * time.Second, 5 * time.Second}, PollEvery: 10 * time.Millisecond},
+		Adapters: AdapterOptions{Loader: l, LoadTimeout: time.Second, Catalog: []state.Adapter{
+			{Name: "sql", Base: "base", Path: "/lora/sql"}, {Name: "chat", Base: "base", Path: "/lora/chat"},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Admit(ctx, Request{ID: "r1", Model: "chat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var second *Ticket
+	go func() {
+		var err error
+		second, err = s.Admit(ctx, Request{ID: "r2", Model: "sql"})
+		done <- err
+	}()
+	err = waitUntil(func() bool { return s.Waiting() == 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Finish(Outcome{Status: 200})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	defer second.Finish(Outcome{Status: 200})
+	if second.Worker() != "a" || l.loads["a:80"] != 2 {
+		t.Fatalf("granted %s after loads %v; want chat then sql loaded on a", second.Worker(), l.loads)
+	}
+}
+
+// waitUntil polls cond every millisecond for up to 5 seconds.
+func waitUntil(cond func() bool) error {
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return errors.New("condition not met in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}

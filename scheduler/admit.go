@@ -174,7 +174,11 @@ func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*
 			d.Disaggregation = &PrefillDecision{Queued: true, MinUncachedTokens: s.opts.Disaggregation.MinUncached}
 		}
 		p := pending{job: pl.job, cands: pl.plan.Candidates, bound: bound}
-		return s.wait(ctx, r, d, id, s.now(), p) // the wait counts from joining the queue
+		t, err := s.wait(ctx, r, d, id, s.now(), p) // the wait counts from joining the queue
+		if err != nil {
+			return nil, err
+		}
+		return s.adapterGranted(ctx, t)
 	}
 	return nil, s.refused(d, r, pl.plan.Candidates, res)
 }

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -211,4 +212,49 @@ func (s *Scheduler) logAdapter(d *Decision, l AdapterLoad) {
 		return
 	}
 	s.log.Info("adapter loaded", f...)
+}
+
+// adapterGranted readies the adapter of a request the queue handed worker
+// t.worker: the grant placed nothing (the store's grant does not know the
+// adapter), so with a Loader, when neither a claim placed the adapter
+// there nor its engine lists it, the router loads it there, when the
+// catalog gives its path. A failed
+// load releases the claim: ErrAdapterLoad with the engine's reason. The
+// decision is already recorded: the load goes to the log only.
+func (s *Scheduler) adapterGranted(ctx context.Context, t *Ticket) (*Ticket, error) {
+	if t == nil || t.Decision == nil || t.Decision.Adapter == nil || s.opts.Adapters.Loader == nil {
+		return t, nil
+	}
+	d := t.Decision
+	worker := t.Worker()
+	v := s.view.Load()
+	if v == nil {
+		return t, nil
+	}
+	i, ok := v.index[worker]
+	a, known := v.adapters.catalog[d.Adapter.Name]
+	if !ok || !known || a.Path == "" {
+		return t, nil
+	}
+	w := v.snap.Workers[i]
+	placed := slices.ContainsFunc(w.Adapters, func(p state.AdapterPlacement) bool { return p.Name == a.Name })
+	if placed || w.Telemetry.Adapters.Holds(a.Name) {
+		return t, nil
+	}
+	timeout := cmp.Or(s.opts.Adapters.LoadTimeout, DefaultAdapterLoadTimeout)
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	addr := w.Spec.Address
+	start := s.now()
+	err := s.opts.Adapters.Loader.Load(lctx, addr, a)
+	load := AdapterLoad{Worker: worker, Seconds: s.now().Sub(start).Seconds()}
+	if err != nil {
+		load.Error = err.Error()
+		s.logAdapter(d, load)
+		t.Finish(Outcome{Aborted: true})
+		return nil, fmt.Errorf("%s on %s after the queue: %w: %w", a.Name, worker, ErrAdapterLoad, err)
+	}
+	s.loads.observe(worker, s.now().Sub(start), s.now())
+	s.logAdapter(d, load)
+	return t, nil
 }

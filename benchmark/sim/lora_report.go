@@ -104,21 +104,4 @@ func (r *Report) writeLoRA(w io.Writer) {
 			spread(l.LoadsPer1000, 1, 1), spread(l.LoadsPerMinute, 1, 1), spread(m.Goodput, 2, 1),
 			l.MissingAdapter, p90, loads)
 	}
-	if len(r.Aims) == 0 {
-		return
-	}
-	fmt.Fprintln(w, "\nAims of the router's default strategy:")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| aim | value [interval] | target | verdict | judged by | detail |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	for _, a := range r.Aims {
-		v := fmt.Sprintf("%.3f [%.3f, %.3f]", a.Ratio.Value, a.Ratio.Lo, a.Ratio.Hi)
-		if a.Judges == judgeCount {
-			v = fmt.Sprintf("%.0f", a.Ratio.Value)
-		}
-		if a.Verdict == report.NotJudged {
-			v = "–"
-		}
-		fmt.Fprintf(w, "| %s | %s | %s | **%s** | %s | %s |\n", a.Name, v, a.Target, a.Verdict, a.Judges, a.Detail)
-	}
 }

@@ -62,6 +62,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	r.writeRatios(w)
 	r.writePredictionErrors(w)
 	r.writeLoRA(w)
+	writeAims(w, r.Aims)
 }
 
 // writeRatios writes the TTFT p90 ratios to the baselines, when any.

@@ -30,6 +30,10 @@ type Run struct {
 	QPS      float64    `json:"qps"`
 	Seed     uint64     `json:"seed"`
 	Router   Router     `json:"router"`
+	// Config is the replicas' router configuration (queue, objectives,
+	// scoring weights); nil: the product's defaults. Router's periods
+	// replace its own.
+	Config *config.Config `json:"-"`
 	// Adapters are the LoRA adapters every engine serves (a LoRA
 	// workload's); the router sees each as a model of every worker.
 	Adapters []string `json:"adapters,omitempty"`
@@ -324,6 +328,9 @@ func simulateWith(run Run, reqs []Request, pairedWith func(*scheduler.Ticket) st
 // source, all on one store and the simulator's clock.
 func (r *runner) newReplicas(clock func() time.Time) error {
 	cfg := config.Default()
+	if r.run.Config != nil {
+		cfg = *r.run.Config
+	}
 	// Every request has the router's default objectives, as a request
 	// that names none.
 	r.slo = scheduler.SLO{

@@ -42,7 +42,7 @@ func runOnce(t *testing.T, s Study, strategy string, replicas int, seed uint64) 
 // replicas; another seed gives another run.
 func TestDeterministicForASeed(t *testing.T) {
 	s := smallStudy()
-	for _, strategy := range []string{"scored", emulate.PrefixOverlapMinCost} {
+	for _, strategy := range []string{"scored", emulate.PrefixOverlapMinCost, emulate.LeastRequestP2C} {
 		a, b := runOnce(t, s, strategy, 2, 7), runOnce(t, s, strategy, 2, 7)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: two runs of seed 7 differ:\n%+v\n%+v", strategy, a, b)

@@ -33,8 +33,11 @@ type Summary struct {
 	// OutputTokens is tokens generated per second, from the first arrival
 	// to the last token.
 	OutputTokens stats.Spread `json:"output_tokens_per_s"`
-	// PrefixHit is the GPUs' prefix-cache hit rate (prompt tokens).
-	PrefixHit stats.Spread `json:"prefix_hit_rate"`
+	// PrefixHit is the GPUs' prefix-cache hit rate (prompt tokens), per
+	// seed; Hit the same as its mean over the seeds with the interval of
+	// the seed-level bootstrap (stats.PerSeed), for paired comparisons.
+	PrefixHit stats.Spread   `json:"prefix_hit_rate"`
+	Hit       stats.Estimate `json:"prefix_hit_rate_mean"`
 	// SnapshotAge is the mean age of the snapshot a decision was made
 	// on (ms); Conflicts the share of decisions whose live claim changed
 	// the snapshot's pick.
@@ -77,7 +80,9 @@ type Report struct {
 	// Wall is the whole study's wall time, Events its events.
 	Wall   time.Duration `json:"wall_ns"`
 	Events uint64        `json:"events"`
-	// Aims are the LoRA study's aims with their verdicts (LoRAAims).
+	// Aims are the aims the study's configurations can judge, with their
+	// verdicts: the fleet-scale aims (judgeAims) or a LoRA study's
+	// (LoRAAims).
 	Aims []report.Aim `json:"aims,omitempty"`
 }
 
@@ -134,6 +139,8 @@ func Execute(s Study, progress io.Writer) (*Report, error) {
 	addRatios(rep.Summaries)
 	if s.Workload.Kind == KindLoRA {
 		rep.Aims = LoRAAims(rep.Summaries)
+	} else {
+		rep.Aims = judgeAims(s, rep.Summaries)
 	}
 	return rep, nil
 }
@@ -189,9 +196,11 @@ func summarize(runs []*RunResult, slo SLO) Summary {
 		strata[i] = asResults(r.Requests)
 		goodput = append(goodput, stats.Summarize(strata[i], sslo).Goodput)
 		tokens = append(tokens, outputRate(r.Requests))
+		h := 0.0
 		if r.PrefixQueries > 0 {
-			hits = append(hits, float64(r.PrefixHits)/float64(r.PrefixQueries))
+			h = float64(r.PrefixHits) / float64(r.PrefixQueries)
 		}
+		hits = append(hits, h)
 		for _, q := range r.Requests {
 			switch q.Outcome {
 			case OutcomeRefused:
@@ -214,6 +223,7 @@ func summarize(runs []*RunResult, slo SLO) Summary {
 	st := stats.Bootstrap(strata, sslo, rng)
 	sum.TTFT, sum.TPOT, sum.Good = st.TTFT, st.ITL, st.Good
 	sum.Goodput, sum.OutputTokens, sum.PrefixHit = stats.SpreadOf(goodput), stats.SpreadOf(tokens), stats.SpreadOf(hits)
+	sum.Hit = stats.PerSeed(hits)
 	sum.PredictionErrors = summarizePredictions(runs, rng)
 	return sum
 }

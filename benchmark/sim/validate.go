@@ -19,7 +19,9 @@ import (
 	"github.com/llm-router/llm-router/benchmark/loadgen"
 	"github.com/llm-router/llm-router/benchmark/report"
 	"github.com/llm-router/llm-router/benchmark/stats"
+	"github.com/llm-router/llm-router/internal/config"
 	"github.com/llm-router/llm-router/scoring"
+	"github.com/llm-router/llm-router/scoring/emulate"
 	"github.com/llm-router/llm-router/scoring/prefix"
 )
 
@@ -36,12 +38,12 @@ func ReadCompare(path string) (*report.Report, error) {
 	return &rep, nil
 }
 
-// envoyPolicies are the simulator's stand-ins for Envoy alone: the
-// router's strategy closest to each policy, uncapped, as Envoy has no cap.
+// envoyPolicies are the simulator's stand-ins for Envoy alone, uncapped,
+// as Envoy has no cap: round_robin, and the emulation of LEAST_REQUEST
+// (two random choices, each replica counting its own requests).
 var envoyPolicies = map[string]struct{ strategy, note string }{
-	"ROUND_ROBIN": {scoring.RoundRobin, "round_robin, uncapped"},
-	"LEAST_REQUEST": {scoring.LeastLoaded, "least_loaded, uncapped (the fewest in flight of all GPUs; " +
-		"Envoy takes the fewer of two drawn at random)"},
+	"ROUND_ROBIN":   {scoring.RoundRobin, "round_robin, uncapped"},
+	"LEAST_REQUEST": {emulate.LeastRequestP2C, "least_request_p2c, uncapped"},
 }
 
 // plannedSetup is one real setup at one load and how the simulator runs
@@ -197,8 +199,7 @@ func planSetup(rep *report.Report, eng Engine, st stats.Stats) plannedSetup {
 		p.Sim += ", uncapped"
 	}
 	if len(s.Settings) > 0 {
-		p.Skip = "the simulator's replicas run the product's default config; settings " + strings.Join(s.Settings, " ") + " are not applied"
-		return p
+		p.Sim += " " + strings.Join(s.Settings, " ")
 	}
 	cfg, err := compare.RouterConfig(s, rep.TimeScale)
 	if err != nil {
@@ -208,6 +209,18 @@ func planSetup(rep *report.Report, eng Engine, st stats.Stats) plannedSetup {
 	// The benchmark's router periods are wall time; the simulator's are
 	// GPU time.
 	gpu := func(d time.Duration) time.Duration { return time.Duration(float64(d) / rep.TimeScale) }
+	// The rest of the router's config as compare sets it (settings, the
+	// queue, objectives) in GPU time: at time scale 1 nothing is scaled
+	// but the queue's timeouts, which compare leaves in wall time.
+	gcfg, err := compare.RouterConfig(s, 1)
+	if err != nil {
+		p.Skip = err.Error()
+		return p
+	}
+	t := cfg.Queue.Timeout
+	gcfg.Queue.Timeout = config.Timeouts{
+		Critical: config.Duration(gpu(t.Critical.D())), Standard: config.Duration(gpu(t.Standard.D())), Batch: config.Duration(gpu(t.Batch.D())),
+	}
 	p.Run = Run{
 		GPUs: gpuClasses(rep.Fleet, s, capped), Engine: eng, Replicas: max(s.Replicas, 1), Strategy: strategy,
 		Router: Router{
@@ -215,6 +228,7 @@ func planSetup(rep *report.Report, eng Engine, st stats.Stats) plannedSetup {
 			ScrapePeriod:    gpu(cfg.Telemetry.ScrapeInterval.D()),
 			TelemetryStale:  gpu(cfg.Telemetry.StaleAfter.D()),
 		},
+		Config: &gcfg,
 	}
 	if p.Run.Replicas > 1 {
 		p.Sim += fmt.Sprintf(", %d replicas", p.Run.Replicas)

@@ -99,11 +99,11 @@ func TestPlanValidationMapsCompareToSim(t *testing.T) {
 		skip     string
 	}{
 		{"round_robin", uncapped, 1, product, ""},
-		{"least_loaded", uncapped, 1, product, ""},
+		{emulate.LeastRequestP2C, uncapped, 1, product, ""},
 		{"", nil, 0, Router{}, "no stand-in for Envoy's RANDOM"},
 		{"scored", capped, 3, product, ""},
 		{emulate.PrefixQueueKVMaxScore, uncapped, 1, gie, ""},
-		{"", nil, 0, Router{}, "settings scoring.weights.prefix=0 are not applied"},
+		{"scored", capped, 1, product, ""},
 	}
 	if len(p.Setups) != len(want) {
 		t.Fatalf("%d setups planned, want %d", len(p.Setups), len(want))
@@ -121,6 +121,13 @@ func TestPlanValidationMapsCompareToSim(t *testing.T) {
 			continue
 		}
 		r := got.Run
+		// compare's queue, in GPU time (its timeouts are wall time).
+		if r.Config == nil || r.Config.Queue.MaxQueueSize != 100000 || r.Config.Queue.Timeout.Standard.D() != 20*time.Minute {
+			t.Errorf("%s: router config %+v, want compare's queue (100,000, 10 min of wall time = 20 of GPU time)", got.Real.Setup, r.Config)
+		}
+		if strings.Contains(got.Real.Setup, "prefix=0") && r.Config.Scoring.Weights.Prefix != 0 {
+			t.Errorf("%s: prefix weight %g, want the setting applied", got.Real.Setup, r.Config.Scoring.Weights.Prefix)
+		}
 		if r.Strategy != w.strategy || r.Replicas != w.replicas || !reflect.DeepEqual(r.GPUs, w.gpus) || r.Router != w.router {
 			t.Errorf("%s: run %+v, want strategy %s, %d replicas, GPUs %+v, router %+v", got.Real.Setup, r, w.strategy, w.replicas, w.gpus, w.router)
 		}
@@ -196,20 +203,19 @@ func TestValidateRunsTheComparesJobs(t *testing.T) {
 			}
 		}
 	}
-	if verdicts["envoy RANDOM"] != VerdictNotRun || verdicts["router scored scoring.weights.prefix=0"] != VerdictNotRun {
-		t.Errorf("verdicts %v: the setups the simulator cannot run must be named not run", verdicts)
+	if verdicts["envoy RANDOM"] != VerdictNotRun || verdicts["router scored scoring.weights.prefix=0"] == VerdictNotRun {
+		t.Errorf("verdicts %v: envoy RANDOM must be named not run, a setup with settings run", verdicts)
 	}
 	var md bytes.Buffer
 	v.WriteMarkdown(&md)
-	if !strings.Contains(md.String(), "| envoy ROUND_ROBIN | round_robin, uncapped |") {
+	if !strings.Contains(md.String(), "| envoy ROUND_ROBIN | 80 % | round_robin, uncapped |") {
 		t.Errorf("markdown lacks the round robin row:\n%s", md.String())
 	}
 }
 
 // judge reads its verdict off the figures: runs judged against their own
 // pooled statistics agree; against an interval moved past them they
-// differ on exactly the figures moved; a refused request makes the setup
-// not comparable.
+// differ on exactly the figures moved; refused requests are counted.
 func TestJudgeComputesVerdicts(t *testing.T) {
 	runs := make([]*RunResult, 2)
 	for s := range runs {
@@ -258,8 +264,8 @@ func TestJudgeComputesVerdicts(t *testing.T) {
 		t.Errorf("good fraction %g with a quarter of the requests' p99 gap over the bound, want 0.75", st.Good.Value)
 	}
 	runs[1].Requests[7].Outcome = OutcomeRefused
-	if c = judge(SetupCheck{Setup: "x"}, own, runs, measured, slo); c.Verdict != VerdictNotComparable || c.Metrics != nil {
-		t.Errorf("with a refused request: %s, %d figures; want not comparable, none", c.Verdict, len(c.Metrics))
+	if c = judge(SetupCheck{Setup: "x"}, own, runs, measured, slo); c.Refused != 1 || len(c.Metrics) != len(validationMetrics) || !strings.Contains(c.Why, "1 requests refused") {
+		t.Errorf("with a refused request: refused %d, %d figures, why %q; want 1 counted and every figure judged", c.Refused, len(c.Metrics), c.Why)
 	}
 }
 

@@ -411,3 +411,27 @@ func Scale(e Estimate, f float64) Estimate {
 	}
 	return r
 }
+
+// PerSeed is a figure measured once per seed (a run's prefix hit rate) as
+// an Estimate: Value is its mean over the seeds, the interval that of the
+// mean under Bootstrap's seed level (replicate b draws the seeds
+// seedDraw(b)), so that Ratio and Diff pair it with another setup's
+// figure on the same seeds. xs must be in the same seed order as the
+// figure it is paired with.
+func PerSeed(xs []float64) Estimate {
+	e := Estimate{Seeds: slices.Clone(xs), reps: make([]float64, Replicates)}
+	if len(xs) == 0 {
+		return e
+	}
+	n := float64(len(xs))
+	for _, x := range xs {
+		e.Value += x / n
+	}
+	for b := range e.reps {
+		for _, i := range seedDraw(b, len(xs)) {
+			e.reps[b] += xs[i] / n
+		}
+	}
+	e.Lo, e.Hi = interval(e.reps)
+	return e
+}

@@ -174,3 +174,21 @@ func TestSeedDrawDependsOnTheReplicateOnly(t *testing.T) {
 		}
 	}
 }
+
+// A per-seed figure: its mean, an interval inside the seeds' range, and a
+// paired difference that keeps only what differs seed by seed.
+func TestPerSeedPairsTheSeedDraws(t *testing.T) {
+	a := PerSeed([]float64{0.50, 0.60, 0.70, 0.55, 0.65})
+	if math.Abs(a.Value-0.60) > 1e-12 || a.Lo < 0.50 || a.Hi > 0.70 || a.Lo >= a.Value || a.Hi <= a.Value {
+		t.Fatalf("per seed %+v, want 0.60 inside (0.50, 0.70)", a)
+	}
+	// b is a minus 0.01 in every seed: the seeds' spread must divide out.
+	b := PerSeed([]float64{0.49, 0.59, 0.69, 0.54, 0.64})
+	d := Diff(b, a)
+	if math.Abs(d.Value+0.01) > 1e-12 || math.Abs(d.Lo+0.01) > 1e-9 || math.Abs(d.Hi+0.01) > 1e-9 {
+		t.Errorf("paired difference %+v, want −0.01 exactly", d)
+	}
+	if e := PerSeed(nil); e.Value != 0 || e.Lo != 0 || e.Hi != 0 {
+		t.Errorf("no seed: %+v", e)
+	}
+}

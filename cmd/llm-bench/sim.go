@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 
@@ -59,6 +60,7 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 	fs.StringVar(&out.json, "json", "", "write the report as JSON to this file")
 	fs.StringVar(&out.markdown, "md", "", "write the Markdown report to this file (it always goes to stdout)")
 	fs.BoolVar(&out.quiet, "quiet", false, "no progress lines on stderr")
+	fs.StringVar(&out.cpuProfile, "cpuprofile", "", "write the study's CPU profile (pprof) to this file")
 	if err := fs.Parse(args); err != nil {
 		return s, out, err
 	}
@@ -120,8 +122,8 @@ func parseSimFlags(args []string, stderr io.Writer) (sim.Study, simOutputs, erro
 }
 
 type simOutputs struct {
-	json, markdown string
-	quiet          bool
+	json, markdown, cpuProfile string
+	quiet                      bool
 }
 
 // parseGPUClasses reads profile:count[:max_concurrency],...
@@ -183,6 +185,17 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	progress := stderr
 	if out.quiet {
 		progress = nil
+	}
+	if out.cpuProfile != "" {
+		f, err := os.Create(out.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	rep, err := sim.Execute(s, progress)
 	if err != nil {

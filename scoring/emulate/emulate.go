@@ -118,7 +118,7 @@ var (
 	_ scoring.AdapterBlind = (*prefixAffinityTokenLoad)(nil)
 	_ scoring.AdapterBlind = (*PrecisePrefix)(nil)
 	_ scoring.AdapterBlind = (*LoRAAffinity)(nil)
-	_ scoring.AdapterBlind = leastRequestP2C{}
+	_ scoring.AdapterBlind = (*leastRequestP2C)(nil)
 )
 
 func (queueKVMaxScore) AdapterBlind()             {}
@@ -128,7 +128,7 @@ func (*prefixOverlapMinCost) AdapterBlind()       {}
 func (*prefixAffinityTokenLoad) AdapterBlind()    {}
 func (*PrecisePrefix) AdapterBlind()              {}
 func (*LoRAAffinity) AdapterBlind()               {}
-func (leastRequestP2C) AdapterBlind()             {}
+func (*leastRequestP2C) AdapterBlind()            {}
 
 // blockTokens is the block size every emulation works in: vLLM's default,
 // and the size scoring/prefix hashes.

@@ -82,20 +82,3 @@ func TestLoRAAffinityPlan(t *testing.T) {
 		}
 	}
 }
-
-func TestLeastRequestP2C(t *testing.T) {
-	ws := fleet(4)
-	plan := scoring.Build(leastRequestP2C{}, scoring.Input{Job: job(seq(1, 1)), Workers: ws})
-	// The first two (the random draw) compete on live in-flight counts;
-	// an idle undrawn worker is not taken.
-	if i := scoring.Pick(plan.Candidates, []int{5, 3, 0, 0}, nil); i != 1 {
-		t.Errorf("picked %d, want the less loaded of the two drawn (1)", i)
-	}
-	if i := scoring.Pick(plan.Candidates, []int{2, 7, 0, 0}, nil); i != 0 {
-		t.Errorf("picked %d, want 0", i)
-	}
-	one := scoring.Build(leastRequestP2C{}, scoring.Input{Job: job(seq(1, 1)), Workers: fleet(1)})
-	if i := scoring.Pick(one.Candidates, []int{3}, nil); i != 0 {
-		t.Errorf("one worker: picked %d", i)
-	}
-}
