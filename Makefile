@@ -144,7 +144,7 @@ chaos: build deps ## the full chaos suite (3 router replicas, Envoy, Redis, gpus
 BENCH_LONG    ?=
 BENCH_FLAGS   := $(if $(BENCH_LONG),,--short)
 BENCH_PRESETS := azure-conv mooncake-conv mooncake-reuse
-.PHONY: bench bench-extra bench-micro bench-sim bench-sim-mooncake bench-lora
+.PHONY: bench bench-extra bench-micro bench-sim bench-sim-mooncake bench-lora bench-pd
 bench: build envoy redis ## benchmark: the comparison on three presets into benchmark/results (short, ~25 min; BENCH_LONG=1 for the long one)
 	@set -e; start=$$(date +%s); \
 	for p in $(BENCH_PRESETS); do $(BIN)/llm-bench compare $(BENCH_FLAGS) --name $$p --bin $(BIN); done; \
@@ -208,6 +208,25 @@ bench-lora: ## the LoRA adapter study on the fleet simulator (fixed and shifting
 	$(GO) run ./cmd/llm-bench sim $(LORA_FLAGS) --json $(SIM_OUT)/sim-lora.json --md $(SIM_OUT)/sim-lora.md >/dev/null; \
 	$(GO) run ./cmd/llm-bench sim $(LORA_FLAGS) --lora-preset shifting --json $(SIM_OUT)/sim-lora-shifting.json --md $(SIM_OUT)/sim-lora-shifting.md >/dev/null; \
 	echo "bench-lora: done in $$(( $$(date +%s) - start )) s; reports: $(SIM_OUT)/sim-lora.md, $(SIM_OUT)/sim-lora-shifting.md"
+
+# Prefill/decode disaggregation on the simulator (docs/benchmark.md): 8
+# A100s aggregated against 6 prefill + 2 decode (Dynamo's recipe) and
+# 4 + 4, the decider at the router's default threshold (256 tokens) and at
+# 4096, on the Mooncake conversation trace and the summarization shape at
+# 2 and 3 req/s, five seeds, with the aims' verdicts (the wider threshold
+# sweep: docs/benchmark.md). No process is started; about five minutes on
+# two cores.
+PD_OUT   ?= benchmark/results/latest
+PD_FLAGS := --gpus a100-llama3-8b:8 --splits 0,6,4 --thresholds 256,4096 \
+	--link-gbps 200 --max-batched-tokens 2048 --seeds 1,2,3,4,5 --requests 500
+bench-pd: ## P/D disaggregation on the simulator: 8 aggregated vs 6P+2D and 4P+4D, threshold sweep, into benchmark/results/latest
+	@set -e; mkdir -p $(PD_OUT); start=$$(date +%s); \
+	$(GO) run ./cmd/llm-bench sim pd $(PD_FLAGS) --quiet --qps 2,3 --workload trace \
+		--trace benchmark/traces/mooncake-conversation.jsonl --max-tokens oracle \
+		--json $(PD_OUT)/pd-mooncake.json --md $(PD_OUT)/pd-mooncake.md >/dev/null; \
+	$(GO) run ./cmd/llm-bench sim pd $(PD_FLAGS) --quiet --qps 2,3 --workload summarization \
+		--json $(PD_OUT)/pd-summarization.json --md $(PD_OUT)/pd-summarization.md >/dev/null; \
+	echo "bench-pd: done in $$(( $$(date +%s) - start )) s; reports: $(PD_OUT)/pd-mooncake.md, $(PD_OUT)/pd-summarization.md"
 
 # The hot path in-process, no Envoy and no gRPC: one full ext_proc exchange
 # (request headers, 1 KB and 256 KB bodies, response headers with the

@@ -178,6 +178,7 @@ func (x *exchange) decideEPP(eos bool) *extprocv3.ProcessingResponse {
 	}
 	mut := hr.Response.HeaderMutation
 	mut.SetHeaders = append(mut.SetHeaders, setHeader(HeaderDestination, dest))
+	x.addPrefiller(mut)
 	body := raw
 	if withUsage := x.upstreamBody(raw); withUsage != nil {
 		body = withUsage
@@ -214,6 +215,7 @@ func (x *exchange) decideBuffered(raw []byte) *extprocv3.ProcessingResponse {
 		HeaderMutation:  &extprocv3.HeaderMutation{SetHeaders: []*corev3.HeaderValueOption{setHeader(HeaderDestination, dest)}},
 		ClearRouteCache: true,
 	}
+	x.addPrefiller(common.HeaderMutation)
 	if withUsage := x.upstreamBody(raw); withUsage != nil {
 		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: withUsage}}
 		common.HeaderMutation.SetHeaders = append(common.HeaderMutation.SetHeaders, setHeader("content-length", strconv.Itoa(len(withUsage))))

@@ -161,7 +161,7 @@ func (x *exchange) requestHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processin
 	// Strip any routing header the client sent: only the body phase's
 	// decision may choose the upstream. The tenant's key and the priority
 	// header are the router's business, not the worker's.
-	remove := []string{headerCluster, headerPriority}
+	remove := []string{headerCluster, headerPriority, HeaderPrefiller, headerPrefillerURL}
 	if !x.srv.opts.ForwardAuthorization {
 		remove = append(remove, headerAuth)
 	}
@@ -190,6 +190,7 @@ func (x *exchange) requestBody(b *extprocv3.HttpBody) *extprocv3.ProcessingRespo
 		},
 		ClearRouteCache: true,
 	}
+	x.addPrefiller(common.HeaderMutation)
 	if withUsage := x.upstreamBody(b.Body); withUsage != nil {
 		common.BodyMutation = &extprocv3.BodyMutation{Mutation: &extprocv3.BodyMutation_Body{Body: withUsage}}
 		// Envoy checks the declared length against the mutated body.
@@ -268,11 +269,13 @@ func (x *exchange) upstreamBody(raw []byte) []byte {
 }
 
 func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.ProcessingResponse {
-	var upstream, upstreamHost, contentType string
+	var upstream, upstreamHost, contentType, pdServed string
 	for _, hv := range h.GetHeaders().GetHeaders() {
 		switch hv.Key {
 		case ":status":
 			x.status, _ = strconv.Atoi(headerValue(hv))
+		case headerPDServed:
+			pdServed = headerValue(hv)
 		case headerUpstream:
 			upstream = headerValue(hv)
 		case headerUpstreamHost:
@@ -293,6 +296,9 @@ func (x *exchange) responseHeaders(h *extprocv3.HttpHeaders) *extprocv3.Processi
 	if x.claim != nil {
 		if actual := x.actualWorker(upstream, upstreamHost); actual != "" {
 			x.claim.Moved(actual)
+		}
+		if x.upstream {
+			x.prefillOver(pdServed)
 		}
 		mut.SetHeaders = append(mut.SetHeaders, setHeader(headerRoutedNode, x.claim.Worker()))
 		x.trace.responded(x.ctx, x.srv.opts.Tracer, x.status, x.claim.Worker())

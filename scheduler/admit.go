@@ -135,12 +135,13 @@ func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*
 	var res state.ClaimResult
 	var err error
 	var req state.ClaimRequest
+	var pair *pairClaim
 	if s.opts.NonAtomicClaim {
 		res, err = s.claimNonAtomic(ctx, id, pl.plan.Candidates, snapActive, snapPick)
 	} else {
 		req = s.claimRequest(id, &pl, d, s.queueSpec(r))
 		cctx, span := s.startSpan(ctx, SpanClaim)
-		res, err = s.store.Claim(cctx, req)
+		res, pair, err = s.claim(cctx, &req, &pl)
 		traceClaim(span, res, err)
 	}
 	if err != nil {
@@ -159,9 +160,19 @@ func (s *Scheduler) admit(ctx context.Context, r Request, decided **Decision) (*
 	case res.Index >= 0:
 		c := pl.plan.Candidates[res.Index]
 		f := claimFeatures(pl.job, req.Prompt, res, res.Index, c.Worker, pl.workers)
-		return s.withAdapter(ctx, asked, s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling, st), st)
+		if pair != nil {
+			d.Disaggregation = pair.record(req.Prompt, s.opts.Disaggregation.MinUncached)
+		}
+		t := s.admitted(d, r, id, c.Worker, f, c.LiveWeights.Ceiling, st)
+		if d.Disaggregation != nil && d.Disaggregation.Disaggregated {
+			s.holdPrefill(t, d.Disaggregation.Worker)
+		}
+		return s.withAdapter(ctx, asked, t, st)
 	case res.Queued:
 		d.QueuePosition = res.Position
+		if pair != nil {
+			d.Disaggregation = &PrefillDecision{Queued: true, MinUncachedTokens: s.opts.Disaggregation.MinUncached}
+		}
 		p := pending{job: pl.job, cands: pl.plan.Candidates, bound: bound}
 		t, err := s.wait(ctx, r, d, id, s.now(), p) // the wait counts from joining the queue
 		if err != nil {
@@ -178,17 +189,24 @@ type placement struct {
 	workers []scoring.Worker
 	job     scoring.Job
 	plan    scoring.Plan
+	// prefill are the model's prefill-only workers, left out of the plan
+	// (disagg.go).
+	prefill []scoring.Worker
 }
 
 // plan scores r's eligible workers of view v at now (shuffled first:
 // ties in the plan go to the lower index).
 func (s *Scheduler) plan(v *view, r Request, now time.Time) placement {
-	workers := v.candidates(r.Model, now)
+	workers, prefill := v.splitRoles(v.candidates(r.Model, now))
 	if r.Subset != nil {
+		// The gateway's subset bounds where it sends the request, the
+		// decode worker; the sidecar reaches the prefill worker itself.
 		workers = v.within(workers, r.Subset)
 	}
 	if r.Adapter != "" {
 		s.withLoadTimes(workers)
+		// A disaggregated prompt is prefilled with its adapter.
+		prefill = slices.DeleteFunc(prefill, func(w scoring.Worker) bool { return !w.ServesAdapter(r.Adapter) })
 	}
 	s.opts.Shuffle(len(workers), func(i, j int) { workers[i], workers[j] = workers[j], workers[i] })
 	job := scoring.Job{
@@ -196,7 +214,7 @@ func (s *Scheduler) plan(v *view, r Request, now time.Time) placement {
 		Objectives: scoring.Objectives{TTFT: r.SLO.TTFT.Duration(), TPOT: r.SLO.TPOT.Duration()},
 	}
 	plan := scoring.Build(s.strategy, scoring.Input{Job: job, Workers: workers, Cursor: s.cursor.Add(1) - 1, Now: now})
-	return placement{workers: workers, job: job, plan: plan}
+	return placement{workers: workers, job: job, plan: plan, prefill: prefill}
 }
 
 // claimRequest is the store's claim of pl's candidates under id, queueing

@@ -51,6 +51,9 @@ type Decision struct {
 	// figures the claim was decided on; for a request refused for its
 	// objective, the best idle TTFT it was measured against.
 	Prediction *Prediction `json:"prediction,omitempty"`
+	// Disaggregation is the decider's input and the prefill pick, for
+	// models with prefill workers (disagg.go).
+	Disaggregation *PrefillDecision `json:"disaggregation,omitempty"`
 	// Result is filled in a second record when the request ends.
 	Result *Result `json:"result,omitempty"`
 }
@@ -143,6 +146,7 @@ func logDecision(log *zap.Logger, d *Decision, top int) {
 		zap.Object("learned_token_caps", learned[int64](d.LearnedTokenCaps)),
 		predictionField(d.Prediction),
 		adapterField(d.Adapter),
+		disaggregationField(d.Disaggregation),
 	)
 }
 

@@ -100,11 +100,14 @@ func (t *Ticket) FirstToken(ttft time.Duration) {
 		return
 	}
 	t.first, t.ttft = true, ttft
-	worker := t.worker
+	worker, disaggregated := t.worker, t.prefill != ""
 	t.mu.Unlock()
 	s := t.s
 	now := s.now()
-	learn := ttft > 0 && worker == t.Decision.Worker
+	// A disaggregated request's first token came after a prefill
+	// elsewhere: not the decode worker's TTFT (nor a sample of its
+	// adapter load time).
+	learn := ttft > 0 && worker == t.Decision.Worker && !disaggregated
 	if learn && t.adapterState.Loads() {
 		// The engine loaded the adapter before this first token: what
 		// the model predicted without the load is the rest of it. The
@@ -117,6 +120,9 @@ func (t *Ticket) FirstToken(ttft time.Duration) {
 		s.errors.Record(latency.TTFT, t.learn.ttft.Value, ttft)
 	}
 	s.background(func(ctx context.Context) {
+		if disaggregated {
+			t.releasePrefill(ctx, false)
+		}
 		if err := s.store.FirstToken(ctx, t.ID); err != nil {
 			s.log.Warn("first token", zap.String("request_id", t.Decision.RequestID), zap.Error(err))
 		}

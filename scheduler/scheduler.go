@@ -131,6 +131,9 @@ type Options struct {
 	// scheduler in virtual time runs one waiter at a time and resumes its
 	// own events then. It must not block.
 	Parked func(requestID string)
+	// Disaggregation configures prefill/decode disaggregation, for
+	// models with prefill workers (disagg.go).
+	Disaggregation Disaggregation
 	// Tracer makes the scheduler's spans (trace.go): the decision, the
 	// claim, the wait in the queue and the release, children of the span
 	// in Admit's context. nil: none, at no cost.

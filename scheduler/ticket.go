@@ -44,6 +44,11 @@ type Ticket struct {
 	// found it; a state that loads makes its first token a sample of the
 	// worker's load time (unless the router loaded it and timed the load).
 	adapterState scoring.AdapterState
+
+	// The prefill claim of a disaggregated request (disagg.go): its
+	// worker and claim id, and whether it was released.
+	prefill, prefillID string
+	prefillDone        bool
 }
 
 // Outcome is what the response phase observed about a finished request.
@@ -139,6 +144,7 @@ func (t *Ticket) Finish(o Outcome) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
+	t.releasePrefill(ctx, false)
 	ctx, span := s.releaseSpan(ctx, t.parent, worker, o, elapsed)
 	if _, err := s.store.Release(ctx, rel); err != nil {
 		span.SetStatus(codes.Error, err.Error())

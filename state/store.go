@@ -25,6 +25,7 @@ type Store interface {
 	Fleet
 	Snapshotter
 	Claimer
+	PairClaimer
 	Queue
 	Monitor
 	LimitWriter

@@ -40,6 +40,8 @@ type WorkerSpec struct {
 	// engine reports, else scoring.DefaultMaxLoras). See adapters.go.
 	Adapters []Adapter `json:"adapters,omitempty"`
 	MaxLoras int       `json:"max_loras,omitempty"`
+	// Role is the part of serving the worker does (pair.go; "": both).
+	Role Role `json:"role,omitempty"`
 }
 
 // EMA is an exponential moving average with its sample count and the time of

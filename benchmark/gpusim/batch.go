@@ -21,6 +21,9 @@ type batchScheduler struct {
 	// at once: the next pass then starts when the last one was due to
 	// end, not when the host got round to it (see plan).
 	chained bool
+	// idle is set when what is planned is no pass but a wait for a KV
+	// load to end (disagg.go); an arrival may cut it short.
+	idle bool
 }
 
 // maxCatchUp bounds how late a pass's end may be noticed and still have the
@@ -41,15 +44,22 @@ type stepInfo struct {
 	dur                         time.Duration
 }
 
-func (b *batchScheduler) interruptible() bool { return false }
+func (b *batchScheduler) interruptible() bool { return b.idle }
 
 func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 	e := b.e
 	b.step = b.step[:0]
 	budget := b.budget
 	preempted := false
+	b.idle = false
 	for i := 0; i < len(e.running) && budget > 0; i++ {
 		s := e.running[i]
+		if s.loading {
+			if s.loadedAt > now {
+				continue // its KV is still on the link
+			}
+			e.finishLoad(s)
+		}
 		n := 1
 		if s.computed < s.target {
 			n = min(s.target-s.computed, budget)
@@ -75,6 +85,12 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 				break
 			}
 			s := e.waiting[i]
+			if s.remote {
+				if !e.admitRemote(i, now) {
+					break
+				}
+				continue
+			}
 			n, ok := e.pool.admit(s, budget)
 			if !ok {
 				break
@@ -87,6 +103,12 @@ func (b *batchScheduler) plan(now time.Duration) (time.Duration, bool) {
 	}
 	if len(b.step) == 0 {
 		b.chained = false
+		if end, ok := e.nextLoadEnd(); ok {
+			// Nothing to compute until a load ends.
+			b.idle, b.start = true, now
+			b.lastStep = stepInfo{dur: end - now}
+			return end - now, true
+		}
 		return 0, false
 	}
 	// Back-to-back passes are timed from the planned end of the last one.
@@ -121,6 +143,9 @@ func (b *batchScheduler) onTimeline(now time.Duration) time.Duration {
 }
 
 func (b *batchScheduler) retime(now time.Duration) time.Duration {
+	if b.idle { // a load's end does not move with the knobs
+		return max(0, b.start+b.lastStep.dur-now)
+	}
 	b.lastStep.dur = duration(float64(b.lastStep.base) * b.e.knobs.Slowdown)
 	return max(0, b.start+b.lastStep.dur-now)
 }
@@ -128,6 +153,7 @@ func (b *batchScheduler) retime(now time.Duration) time.Duration {
 func (b *batchScheduler) advance(now time.Duration) {
 	e := b.e
 	if len(b.step) == 0 {
+		b.idle = false
 		return
 	}
 	b.chained = true

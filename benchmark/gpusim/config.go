@@ -70,6 +70,16 @@ type Config struct {
 	// engine's inter-token gaps (gpusim_itl_us).
 	StreamSummary bool `yaml:"stream_summary"`
 
+	// KVLinkGbps gives the GPU a KV connector, as vLLM's NIXL connector:
+	// the bandwidth in Gbit/s over which it loads the KV of a prompt that
+	// a prefill worker computed (kv_transfer_params, disagg.go), and
+	// prefill-only requests answer with the params a decode worker
+	// needs. 0: no connector; kv_transfer_params are ignored.
+	KVLinkGbps float64 `yaml:"kv_link_gbps"`
+	// KVBytesPerToken is simple mode's KV size of one token, for the
+	// transfer time (a calibrated profile has its own).
+	KVBytesPerToken float64 `yaml:"kv_bytes_per_token"`
+
 	// Slowdown multiplies every simulated duration from the start (the
 	// /admin/config knob of the same name changes it at run time). A
 	// benchmark slows a fleet down by a common factor so that the machine
@@ -98,6 +108,7 @@ func DefaultConfig() Config {
 		PrefixCache:      true,
 		CtxSize:          4096,
 		LoRALoadMs:       DefaultLoRALoadMs,
+		KVBytesPerToken:  128 << 10, // Llama-3-8B, fp16
 		MetricsFormat:    FormatVLLM,
 		Slowdown:         1,
 		Seed:             1,
@@ -145,6 +156,9 @@ func (c *Config) Validate() error {
 	}
 	if c.GPUMemUtil <= 0 || c.GPUMemUtil > 1 {
 		bad("gpu_mem_util must be in (0, 1]")
+	}
+	if c.KVLinkGbps < 0 || !(c.KVBytesPerToken > 0) {
+		bad("kv_link_gbps must be >= 0 and kv_bytes_per_token > 0")
 	}
 	if !(c.Slowdown > 0) {
 		bad("slowdown must be > 0")
@@ -244,6 +258,8 @@ func registerFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.CtxSize, "ctx-size", c.CtxSize, "llama.cpp mode: context tokens per slot")
 	fs.StringVar(&c.MetricsFormat, "metrics-format", c.MetricsFormat, "metric names on /metrics: "+strings.Join(metricsFormats, "|"))
 	fs.BoolVar(&c.StreamSummary, "stream-summary", c.StreamSummary, "streams send the first token, then the rest in one event at the end with the inter-token gaps in the usage chunk (cheap benchmark clients)")
+	fs.Float64Var(&c.KVLinkGbps, "kv-link-gbps", c.KVLinkGbps, "KV connector link in Gbit/s: load the KV of prompts prefilled elsewhere (kv_transfer_params, as vLLM's NIXL connector); 0 = no connector")
+	fs.Float64Var(&c.KVBytesPerToken, "kv-bytes-per-token", c.KVBytesPerToken, "simple mode: KV bytes of one token, for the transfer time (calibrated profiles have their own)")
 	fs.Float64Var(&c.Slowdown, "slowdown", c.Slowdown, "multiply every simulated duration (steps, TTFT, token gaps) by this factor")
 	fs.Float64Var(&c.ErrorRate, "error-rate", c.ErrorRate, "fraction of inference requests answered 503")
 	fs.IntVar(&c.ExitAfter, "exit-after", c.ExitAfter, "stop serving after answering N inference requests (0 = never)")

@@ -125,6 +125,34 @@
 // comma-separated; value: the time of the scrape), and /admin/state the
 // slots, the registered adapters and the loads since start.
 //
+// # Prefill/decode disaggregation
+//
+// --kv-link-gbps G gives a GPU a KV connector, as vLLM's NIXL connector
+// (kv_role kv_both: any GPU prefills for others or decodes). A request
+// whose kv_transfer_params has "do_remote_decode": true (a routing
+// sidecar's prefill request, max_tokens 1, not streamed) is served as
+// usual and its response carries kv_transfer_params with
+// "do_remote_prefill": true, the GPU's id as remote_engine_id, the
+// host and port it was reached on, and one block id per 16 prompt tokens.
+// A request carrying those params ("do_remote_prefill": true) loads its
+// prompt's KV instead of computing it: its blocks are reserved at
+// admission (sharing the prefix its own cache holds), the tokens its cache
+// lacks, all but the last, come over the link at G Gbit/s (KV bytes per
+// token from the profile, or --kv-bytes-per-token in simple mode; loads
+// queue one behind the other on the link), and then one step computes the
+// last prompt token and emits the first. A load holds its blocks but takes
+// no part in the steps running beside it. When the prefill GPU named does
+// not accept a connection, the transfer counts as failed and the prompt
+// is prefilled locally, as vLLM recomputes a KV it cannot read; a
+// preempted request also recomputes. The prefill GPU frees the request's
+// blocks when it ends (they stay in its prefix cache) rather than holding
+// them until read. Streamed prefill-only requests carry no params. The
+// vLLM formats then show vllm:nixl_xfer_time_seconds and
+// vllm:nixl_bytes_transferred (histograms in vLLM's buckets, per load) and
+// vllm:nixl_num_failed_transfers_total. Without a connector
+// kv_transfer_params are ignored, as by vLLM. In virtual time a
+// SimRequest's RemotePrefill asks for the load.
+//
 // # HTTP API (per GPU)
 //
 //	POST /v1/chat/completions, /v1/completions   OpenAI, streamed (SSE) or not
@@ -190,6 +218,8 @@
 //     lora_modules: [sql=/lora/sql, chat]
 //     lora_available: [/lora/extra] # what a run-time load finds (empty: any)
 //     lora_load_ms: 100
+//     kv_link_gbps: 0         # >0: KV connector for prefill/decode disaggregation
+//     kv_bytes_per_token: 131072  # simple mode: KV size of one token
 //   - id: gpu-b
 //     listen: 127.0.0.1:8002
 //     models: [llama-3-8b]

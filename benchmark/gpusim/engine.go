@@ -85,6 +85,10 @@ type Request struct {
 	// Blocks are the prompt's chained block hashes (scoring/prefix); the
 	// prefix cache serves at most CacheableBlocks of them.
 	Blocks []uint64
+	// RemotePrefill: the prompt was prefilled on another worker, whose KV
+	// this engine loads over its link instead of computing it (vLLM's
+	// do_remote_prefill). Ignored by an engine without a KV link.
+	RemotePrefill bool
 }
 
 // Engine simulates one GPU: a waiting queue, a running batch and a KV cache,
@@ -125,6 +129,9 @@ type Engine struct {
 	// onEmit, when set, is told of every emission after it is applied
 	// (a Stepper's report of progress).
 	onEmit func(s *seq, now time.Duration)
+	// link is the KV connector's link (disagg.go); its bandwidth is 0
+	// when the engine has none.
+	link kvLink
 }
 
 // newEngine builds the engine for cfg (which must be valid) on clk.
@@ -140,6 +147,7 @@ func newEngine(cfg Config, clk clock) (*Engine, error) {
 		models:      make(map[string]*modelStats, len(cfg.Models)),
 		prefix:      cfg.PrefixCache && cfg.Slots == 0,
 		recordTimes: cfg.StreamSummary,
+		link:        kvLink{bytesPerSec: cfg.KVLinkGbps * 1e9 / 8, bytesPerToken: cfg.KVBytesPerToken},
 	}
 	for _, m := range cfg.Models {
 		e.models[m] = newScaledModelStats(cfg.Slowdown)
@@ -171,6 +179,7 @@ func newEngine(cfg Config, clk clock) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.link.bytesPerToken = prof.KVBytesPerToken
 	if e.pool == nil {
 		capTokens := prof.KVCapacityTokens(cfg.GPUMemUtil, blockSize)
 		if capTokens == 0 {
@@ -298,6 +307,7 @@ func (e *Engine) submitLocked(r Request, arrival time.Duration) (*Stream, error)
 	if e.prefix {
 		s.hashes = adapterBlocks(r.Blocks[:CacheableBlocks(r.PromptTokens, len(r.Blocks))], adapter)
 	}
+	s.remote = r.RemotePrefill && e.link.on() && e.slots == nil
 	e.waiting = append(e.waiting, s)
 	e.poke()
 	return &Stream{e: e, s: s}, nil
@@ -450,6 +460,8 @@ func (e *Engine) preemptNewest() *seq {
 	s.state = stateWaiting
 	s.computed = 0
 	s.target = s.prompt + s.emittedN
+	// The remote KV was read once; a preempted request recomputes it.
+	s.remote, s.loading = false, false
 	s.preemptions++
 	s.stats.Preemptions++
 	e.preemptions++

@@ -116,28 +116,28 @@ func TestSimpleTiming(t *testing.T) {
 		{
 			name:      "ttft then fixed rate",
 			cfg:       simConfig(func(c *Config) { c.TTFTMs, c.TokensPerSecond = 50, 50 }),
-			reqs:      []SimRequest{{0, 10, 10, nil}, {5 * ms, 10, 1, nil}},
+			reqs:      []SimRequest{{0, 10, 10, nil, false}, {5 * ms, 10, 1, nil, false}},
 			wantFirst: []time.Duration{50 * ms, 55 * ms},
 			wantDone:  []time.Duration{230 * ms, 55 * ms},
 		},
 		{
 			name:      "instant",
 			cfg:       simConfig(func(c *Config) { c.TTFTMs, c.TokensPerSecond = 0, 0 }),
-			reqs:      []SimRequest{{0, 10, 8192, nil}, {time.Second, 10, 3, nil}},
+			reqs:      []SimRequest{{0, 10, 8192, nil, false}, {time.Second, 10, 3, nil, false}},
 			wantFirst: []time.Duration{0, time.Second},
 			wantDone:  []time.Duration{0, time.Second},
 		},
 		{
 			name:      "max concurrency queues FIFO",
 			cfg:       simConfig(func(c *Config) { c.TTFTMs, c.TokensPerSecond, c.MaxConcurrency = 10, 100, 1 }),
-			reqs:      []SimRequest{{0, 10, 5, nil}, {0, 10, 5, nil}, {0, 10, 1, nil}},
+			reqs:      []SimRequest{{0, 10, 5, nil, false}, {0, 10, 5, nil, false}, {0, 10, 1, nil, false}},
 			wantFirst: []time.Duration{10 * ms, 60 * ms, 110 * ms},
 			wantDone:  []time.Duration{50 * ms, 100 * ms, 110 * ms},
 		},
 		{
 			name:      "nominal KV capacity limits nothing",
 			cfg:       simConfig(func(c *Config) { c.TTFTMs, c.TokensPerSecond, c.KVCapacityTokens = 10, 100, 100 }),
-			reqs:      []SimRequest{{0, 60, 5, nil}, {0, 60, 5, nil}},
+			reqs:      []SimRequest{{0, 60, 5, nil, false}, {0, 60, 5, nil, false}},
 			wantFirst: []time.Duration{10 * ms, 10 * ms},
 			wantDone:  []time.Duration{50 * ms, 50 * ms},
 		},
@@ -161,7 +161,7 @@ func TestSimpleTiming(t *testing.T) {
 func TestCalibratedPrefillTiming(t *testing.T) {
 	cfg := simConfig(func(c *Config) { c.Profile = "a100-llama3-8b" })
 	p, _ := LookupProfile(cfg.Profile)
-	res, _, err := Simulate(cfg, []SimRequest{{0, 1000, 3, nil}})
+	res, _, err := Simulate(cfg, []SimRequest{{0, 1000, 3, nil, false}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestCalibratedPrefillTiming(t *testing.T) {
 // TestSlowdownScalesTime: a fleet slowed down by K from the start runs the
 // same steps K times longer, so every time of the run scales by K.
 func TestSlowdownScalesTime(t *testing.T) {
-	reqs := []SimRequest{{0, 1000, 5, nil}, {10 * time.Millisecond, 300, 40, nil}, {30 * time.Millisecond, 2000, 3, nil}}
+	reqs := []SimRequest{{0, 1000, 5, nil, false}, {10 * time.Millisecond, 300, 40, nil, false}, {30 * time.Millisecond, 2000, 3, nil, false}}
 	base, _, err := Simulate(simConfig(func(c *Config) { c.Profile = "h100-llama2-7b" }), reqs)
 	if err != nil {
 		t.Fatal(err)
@@ -208,11 +208,11 @@ func TestRejectsWhatNeverFits(t *testing.T) {
 		cfg  Config
 		req  SimRequest
 	}{
-		{"slot context", simConfig(func(c *Config) { c.Slots, c.CtxSize = 2, 100 }), SimRequest{0, 90, 20, nil}},
-		{"paged cache", simConfig(func(c *Config) { c.Profile = "a40-llama2-7b" }), SimRequest{0, 60_000, 20, nil}},
+		{"slot context", simConfig(func(c *Config) { c.Slots, c.CtxSize = 2, 100 }), SimRequest{0, 90, 20, nil, false}},
+		{"paged cache", simConfig(func(c *Config) { c.Profile = "a40-llama2-7b" }), SimRequest{0, 60_000, 20, nil, false}},
 	}
 	for _, tt := range tests {
-		res, _, err := Simulate(tt.cfg, []SimRequest{tt.req, {0, 10, 2, nil}})
+		res, _, err := Simulate(tt.cfg, []SimRequest{tt.req, {0, 10, 2, nil, false}})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -311,7 +311,7 @@ func TestLateWakeUpsDoNotStretchPasses(t *testing.T) {
 // spacing: one fewer than its tokens, summing to its decode time, and
 // longer while another request's prefill shares the steps.
 func TestSimulateRecordsTokenGaps(t *testing.T) {
-	reqs := []SimRequest{{0, 100, 40, nil}, {50 * time.Millisecond, 3000, 2, nil}}
+	reqs := []SimRequest{{0, 100, 40, nil, false}, {50 * time.Millisecond, 3000, 2, nil, false}}
 	res, _, err := Simulate(simConfig(func(c *Config) { c.Profile = "a40-llama2-7b"; c.StreamSummary = true }), reqs)
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestSimulateRecordsTokenGaps(t *testing.T) {
 // as many, summing to as much, and as many over a bucket edge (50 ms,
 // which only the gaps beside the long prefill pass).
 func TestITLHistogramHoldsTheGaps(t *testing.T) {
-	reqs := []SimRequest{{0, 100, 40, nil}, {50 * time.Millisecond, 3000, 20, nil}, {60 * time.Millisecond, 200, 30, nil}}
+	reqs := []SimRequest{{0, 100, 40, nil, false}, {50 * time.Millisecond, 3000, 20, nil, false}, {60 * time.Millisecond, 200, 30, nil, false}}
 	var eng *Engine
 	res, _, err := simulate(simConfig(func(c *Config) { c.Profile = "a40-llama2-7b"; c.StreamSummary = true }), reqs,
 		func(e *Engine) error { eng = e; return nil })

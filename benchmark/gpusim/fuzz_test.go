@@ -57,7 +57,7 @@ func BenchmarkParseInference(b *testing.B) {
 func BenchmarkSimulateStep(b *testing.B) {
 	reqs := make([]SimRequest, 256)
 	for i := range reqs {
-		reqs[i] = SimRequest{0, 512, 1000, nil}
+		reqs[i] = SimRequest{0, 512, 1000, nil, false}
 	}
 	cfg := simConfig(func(c *Config) { c.Profile = "a100-llama3-8b" })
 	steps := 0

@@ -155,6 +155,9 @@ func renderMetrics(format string, sn snapshot) []byte {
 		for _, name := range sn.models {
 			p.histogram("vllm:e2e_request_latency_seconds", sn.perModel[name].E2E, "model_name", name)
 		}
+		if sn.kvConnector {
+			renderNIXL(&p, sn)
+		}
 	case FormatSGLang:
 		p.perModel(sn, "sglang:num_running_reqs", "gauge", "The number of running requests.", running)
 		p.perModel(sn, "sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.", waiting)
@@ -191,4 +194,19 @@ func renderMetrics(format string, sn snapshot) []byte {
 		p.perModel(sn, "trtllm_kv_cache_hit_rate", "gauge", "KV cache hit rate, 0 to 1.", hitRate)
 	}
 	return p.b.Bytes()
+}
+
+// renderNIXL writes the KV connector's figures as vLLM's NIXL connector
+// exposes them, where the KV is loaded: the decode worker.
+func renderNIXL(p *promText, sn snapshot) {
+	p.family("vllm:nixl_xfer_time_seconds", "histogram", "Histogram of transfer duration for NIXL KV Cache transfers.")
+	for _, name := range sn.models {
+		p.histogram("vllm:nixl_xfer_time_seconds", sn.perModel[name].XferTime, "model_name", name)
+	}
+	p.family("vllm:nixl_bytes_transferred", "histogram", "Histogram of bytes transferred per NIXL KV Cache transfers.")
+	for _, name := range sn.models {
+		p.histogram("vllm:nixl_bytes_transferred", sn.perModel[name].XferBytes, "model_name", name)
+	}
+	p.perModel(sn, "vllm:nixl_num_failed_transfers_total", "counter", "Number of failed NIXL KV Cache transfers.",
+		func(m modelStats) float64 { return float64(m.FailedTransfers) })
 }

@@ -53,6 +53,8 @@ type inferenceRequest struct {
 	// OutputTokens is the true output length (trace replays): the request
 	// stops there, as a model emitting end-of-sequence would.
 	OutputTokens *int `json:"gpusim_output_tokens"`
+	// KVTransfer is vLLM's disaggregated-serving field (kvparams.go).
+	KVTransfer *KVTransferParams `json:"kv_transfer_params"`
 }
 
 // chatMessage keeps role and content raw: their bytes as sent are what the
@@ -67,6 +69,7 @@ type parsedRequest struct {
 	Request
 	stream       bool
 	includeUsage bool
+	kv           *KVTransferParams
 }
 
 // parseInference decodes and checks the body of an inference request.
@@ -79,7 +82,7 @@ func parseInference(kind apiKind, w http.ResponseWriter, r *http.Request, models
 	if err := dec.Decode(&in); err != nil {
 		return parsedRequest{}, fmt.Errorf("%w: body: %w", ErrBadRequest, err)
 	}
-	p := parsedRequest{stream: in.Stream}
+	p := parsedRequest{stream: in.Stream, kv: in.KVTransfer}
 	p.includeUsage = in.StreamOptions != nil && in.StreamOptions.IncludeUsage
 
 	switch kind {

@@ -7,6 +7,9 @@ type responder struct {
 	id      string
 	created int64
 	req     parsedRequest
+	// kv is what a prefill-only request's response tells the decode
+	// worker; nil otherwise.
+	kv *KVTransferParams
 }
 
 type chunk struct {
@@ -65,6 +68,8 @@ type fullResponse struct {
 	Model   string       `json:"model"`
 	Choices []fullChoice `json:"choices"`
 	Usage   usage        `json:"usage"`
+	// KVTransfer answers a prefill-only request (kvparams.go).
+	KVTransfer *KVTransferParams `json:"kv_transfer_params,omitempty"`
 }
 
 func (r responder) chunk(choices []chunkChoice) chunk {
@@ -155,6 +160,6 @@ func (r responder) whole(n int) any {
 	}
 	return fullResponse{
 		ID: r.id, Object: obj, Created: r.created, Model: r.req.Model,
-		Choices: []fullChoice{c}, Usage: newUsage(r.req.PromptTokens, n),
+		Choices: []fullChoice{c}, Usage: newUsage(r.req.PromptTokens, n), KVTransfer: r.kv,
 	}
 }

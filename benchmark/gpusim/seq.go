@@ -54,6 +54,10 @@ type seq struct {
 	slot        int
 	nextAt      time.Duration // simple mode: when the next token is due
 	preemptions int
+	// remote: the prompt's KV is loaded from a prefill worker; loading:
+	// its blocks are reserved and the load ends at loadedAt (disagg.go).
+	remote, loading bool
+	loadedAt        time.Duration
 
 	arrival, admittedAt, firstTokenAt, lastTokenAt, doneAt time.Duration
 	// tokenTimes are the emission times of the tokens, when recorded.

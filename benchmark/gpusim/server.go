@@ -26,6 +26,7 @@ type Server struct {
 	rng   *rand.Rand
 
 	nextID   atomic.Uint64
+	blockIDs atomic.Uint64 // block ids handed to decode workers
 	tickets  atomic.Int64  // inference requests started
 	served   atomic.Uint64 // inference responses answered
 	exitOnce sync.Once
@@ -156,6 +157,7 @@ func (s *Server) inference(kind apiKind) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
+		kv := s.kvTransfer(r, &req)
 		st, err := s.eng.Submit(req.Request)
 		if err != nil {
 			writeError(w, err)
@@ -163,7 +165,7 @@ func (s *Server) inference(kind apiKind) http.HandlerFunc {
 		}
 		defer st.Close() // frees the KV at once if the client left
 		rs := responder{
-			kind: kind, req: req, created: time.Now().Unix(),
+			kind: kind, req: req, created: time.Now().Unix(), kv: kv,
 			id: fmt.Sprintf("%s%d", prefix, s.nextID.Add(1)),
 		}
 		switch {

@@ -17,6 +17,9 @@ type SimRequest struct {
 	// MooncakeRow.BlockHashes compute them for a text), so a replay models
 	// prefix caching. nil: nothing is ever cached for this request.
 	Blocks []uint64
+	// RemotePrefill: the prompt's KV is loaded from a prefill worker over
+	// the KV link (Config.KVLinkGbps) instead of being computed.
+	RemotePrefill bool
 }
 
 // SimResult is what happened to one SimRequest. Times are from the start of
@@ -80,7 +83,7 @@ func simulate(cfg Config, reqs []SimRequest, afterStep func(*Engine) error) ([]S
 			next++
 			r := Request{
 				Model: cfg.Models[0], PromptTokens: reqs[i].PromptTokens, MaxTokens: reqs[i].OutputTokens,
-				Blocks: reqs[i].Blocks,
+				Blocks: reqs[i].Blocks, RemotePrefill: reqs[i].RemotePrefill,
 			}
 			st, err := e.submitLocked(r, reqs[i].Arrival)
 			switch {

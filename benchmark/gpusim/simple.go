@@ -35,6 +35,9 @@ func (p *simpleScheduler) due(s *seq, interval time.Duration) time.Duration {
 	if s.emittedN == 0 {
 		k := p.e.knobs
 		uncached := float64(s.prompt-s.cachedTokens) / float64(s.prompt)
+		if s.loading { // the KV came over the link: no prefill
+			uncached = 0
+		}
 		return s.nextAt + duration(k.TTFTMs*k.Slowdown*float64(time.Millisecond)*uncached)
 	}
 	return s.nextAt + interval
@@ -82,7 +85,12 @@ func (p *simpleScheduler) plan(now time.Duration) (time.Duration, bool) {
 		}
 		p.lookup(s)
 		e.admit(i, now)
-		s.computed, s.nextAt = s.prompt, p.ready(s, now)
+		s.computed, s.nextAt = s.cachedTokens, p.ready(s, now)
+		if s.remote {
+			s.loading = true
+			s.nextAt = max(s.nextAt, e.startLoad(s, now))
+		}
+		s.computed = s.prompt
 	}
 	if len(e.running) == 0 {
 		return 0, false

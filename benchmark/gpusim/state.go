@@ -45,6 +45,9 @@ type snapshot struct {
 	genThroughput  float64
 	slotProcessing []bool // nil unless slots mode
 	slotCtx        int
+	// kvConnector: the engine has a KV link, so the vLLM formats show
+	// the NIXL transfer figures.
+	kvConnector bool
 	// startedUnix is the server process's start (unix seconds; 0: not
 	// shown): a scraper tells a restart by it.
 	startedUnix float64
@@ -96,6 +99,7 @@ func (e *Engine) snapshot() snapshot {
 		perModel:      make(map[string]modelStats, len(e.models)),
 		genThroughput: e.gen.rate(now),
 		slotCtx:       e.slotSize,
+		kvConnector:   e.link.on(),
 	}
 	if e.steps > 0 {
 		sn.busyPerStep = float64(e.busySum) / float64(e.steps)

@@ -15,6 +15,16 @@ var (
 	// router reading the share of gaps over an SLO needs the SLO's edge
 	// (0.1 s) where vLLM puts it.
 	itlBuckets = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	// xferBuckets and xferByteBuckets are vLLM's for its NIXL transfer
+	// histograms (duration; bytes from 2 KiB to 8 GiB).
+	xferBuckets     = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 5}
+	xferByteBuckets = func() []float64 {
+		var out []float64
+		for i := 1; i < 25; i += 2 {
+			out = append(out, float64(uint64(1)<<(10+i)))
+		}
+		return out
+	}()
 )
 
 // histogram is a cumulative-on-render Prometheus histogram.
@@ -59,6 +69,11 @@ type modelStats struct {
 	TTFT, E2E     histogram
 	// ITL holds the gaps between a request's consecutive tokens.
 	ITL histogram
+	// XferTime and XferBytes are the KV loads from prefill workers
+	// (disagg.go); FailedTransfers counts the loads that could not start
+	// (the prefill worker unreachable), whose prompts were recomputed.
+	XferTime, XferBytes histogram
+	FailedTransfers     uint64
 }
 
 func newModelStats() *modelStats { return newScaledModelStats(1) }
@@ -74,6 +89,9 @@ func newScaledModelStats(scale float64) *modelStats {
 		TTFT: newHistogram(scaled(ttftBuckets, scale)),
 		E2E:  newHistogram(scaled(e2eBuckets, scale)),
 		ITL:  newHistogram(scaled(itlBuckets, scale)),
+
+		XferTime:  newHistogram(scaled(xferBuckets, scale)),
+		XferBytes: newHistogram(xferByteBuckets),
 	}
 }
 
@@ -94,6 +112,8 @@ func (m *modelStats) clone() modelStats {
 	c.TTFT = m.TTFT.clone()
 	c.E2E = m.E2E.clone()
 	c.ITL = m.ITL.clone()
+	c.XferTime = m.XferTime.clone()
+	c.XferBytes = m.XferBytes.clone()
 	return c
 }
 

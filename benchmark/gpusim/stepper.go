@@ -111,6 +111,7 @@ func (st *Stepper) SubmitModel(tag int, model string, r SimRequest, now time.Dur
 	st.clk.t = now
 	s, err := st.e.submitLocked(Request{
 		Model: model, PromptTokens: r.PromptTokens, MaxTokens: r.OutputTokens, Blocks: r.Blocks,
+		RemotePrefill: r.RemotePrefill,
 	}, now)
 	if err != nil {
 		return fmt.Errorf("submit %d: %w", tag, err)
@@ -162,4 +163,24 @@ func (st *Stepper) State() State {
 	st.e.mu.Lock()
 	defer st.e.mu.Unlock()
 	return st.e.stateLocked()
+}
+
+// Cached is how many tokens of a prompt of promptTokens with these block
+// hashes the engine's prefix cache would serve now: its longest cached run
+// of leading blocks, at most CacheableBlocks. It changes nothing.
+func (st *Stepper) Cached(promptTokens int, blocks []uint64) int {
+	st.e.mu.Lock()
+	defer st.e.mu.Unlock()
+	p, ok := st.e.pool.(*pagedPool)
+	if !ok || !st.e.prefix || !p.caching {
+		return 0
+	}
+	n := 0
+	for _, h := range blocks[:CacheableBlocks(promptTokens, len(blocks))] {
+		if _, ok := p.table[h]; !ok {
+			break
+		}
+		n++
+	}
+	return n * p.blockSize
 }

@@ -19,12 +19,12 @@ func TestLoadTrace(t *testing.T) {
 		{
 			name: "vidur columns", limit: 0,
 			csv:  "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,374,44\n1.5,396,0\n",
-			want: []SimRequest{{0, 374, 44, nil}, {1500 * time.Millisecond, 396, 1, nil}},
+			want: []SimRequest{{0, 374, 44, nil, false}, {1500 * time.Millisecond, 396, 1, nil, false}},
 		},
 		{
 			name: "reordered, limited", limit: 2,
 			csv:  "num_decode_tokens,arrived_at,num_prefill_tokens\n5,0,10\n6,2,20\n7,3,30\n",
-			want: []SimRequest{{0, 10, 5, nil}, {2 * time.Second, 20, 6, nil}},
+			want: []SimRequest{{0, 10, 5, nil, false}, {2 * time.Second, 20, 6, nil, false}},
 		},
 		{name: "missing column", csv: "arrived_at,num_prefill_tokens\n0,1\n", wantErr: "num_decode_tokens"},
 		{name: "bad row", csv: "arrived_at,num_prefill_tokens,num_decode_tokens\n0,x,1\n1,1,1\n", wantErr: "line 2"},
@@ -52,7 +52,7 @@ func TestLoadTrace(t *testing.T) {
 }
 
 func TestRescale(t *testing.T) {
-	reqs := []SimRequest{{10 * time.Second, 1, 1, nil}, {12 * time.Second, 1, 1, nil}, {20 * time.Second, 1, 1, nil}}
+	reqs := []SimRequest{{10 * time.Second, 1, 1, nil, false}, {12 * time.Second, 1, 1, nil, false}, {20 * time.Second, 1, 1, nil, false}}
 	got := Rescale(reqs, 4) // mean gap 5 s becomes 0.25 s: times scale by 1/20
 	want := []time.Duration{0, 100 * time.Millisecond, 500 * time.Millisecond}
 	for i := range got {

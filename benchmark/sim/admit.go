@@ -52,7 +52,10 @@ type queueStore struct {
 	r *runner
 }
 
-var _ scheduler.Store = queueStore{}
+var (
+	_ scheduler.Store   = queueStore{}
+	_ state.PairClaimer = queueStore{}
+)
 
 // Subscribe holds the replica's notices for the event loop to deliver.
 func (q queueStore) Subscribe(ctx context.Context, replica string, fn func(state.Notice)) error {
@@ -64,6 +67,15 @@ func (q queueStore) Subscribe(ctx context.Context, replica string, fn func(state
 // Claim notes which request a queued claim id belongs to.
 func (q queueStore) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error) {
 	res, err := q.Store.Claim(ctx, req)
+	if err == nil && res.Queued {
+		q.r.waiting[req.ID] = q.r.running
+	}
+	return res, err
+}
+
+// ClaimPair notes which request a queued paired claim's id belongs to.
+func (q queueStore) ClaimPair(ctx context.Context, req state.PairRequest) (state.PairResult, error) {
+	res, err := q.Store.ClaimPair(ctx, req)
 	if err == nil && res.Queued {
 		q.r.waiting[req.ID] = q.r.running
 	}
@@ -173,6 +185,16 @@ func (r *runner) admitted(i int, t *scheduler.Ticket, err error) error {
 	}
 	res.GPU = g
 	r.claimed[i] = r.now
+	if r.run.Disagg.On() {
+		paired, err := r.startPrefill(i, t, g)
+		if err != nil {
+			return err
+		}
+		if paired {
+			r.tickets[i] = t
+			return nil
+		}
+	}
 	err = r.gpus[g].st.SubmitModel(i, q.model(), gpusim.SimRequest{PromptTokens: q.Prompt, OutputTokens: q.Output, Blocks: q.Blocks}, r.now)
 	switch {
 	case errors.Is(err, gpusim.ErrContextTooLong):

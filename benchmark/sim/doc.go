@@ -15,6 +15,12 @@
 // publishes its KV cache events, which every replica's index takes
 // before each decision (precise.go).
 //
+// A run may split the fleet into prefill and decode GPUs (pd.go): the
+// router's paired claim decides which requests run their prompt on a
+// prefill GPU, whose KV the decode GPU then loads over its link;
+// llm-bench sim pd (ExecutePD) compares such splits with the aggregated
+// fleet.
+//
 // One event queue orders everything by virtual time; at one instant the
 // order is: step ends (tokens emitted, finished requests released), then
 // arrivals (each admitted by a replica, round robin, and submitted to its

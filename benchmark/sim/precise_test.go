@@ -15,7 +15,7 @@ import (
 // caches its 3 blocks (the last token is recomputed anyway), B's of 40
 // tokens caches 2 of its 2.
 func TestKVFeedMatchesTheEngines(t *testing.T) {
-	cfgs, _, err := fleetSpecs([]GPUClass{{Profile: "a100-llama3-8b", Count: 2}}, DefaultStudy().Engine)
+	cfgs, _, err := fleetSpecs([]GPUClass{{Profile: "a100-llama3-8b", Count: 2}}, DefaultStudy().Engine, Disagg{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,6 +123,14 @@ func describeWorkload(w Workload) string {
 		return fmt.Sprintf("lora: %d adapters of one base model, Zipf popularity s=%g, %s; prompts %d and outputs %d tokens (±50 %%), %d requests, Poisson arrivals",
 			l.Adapters, l.ZipfS, shift, l.PromptLen, l.OutputLen, n)
 	}
+	if w.Kind == KindSummarization {
+		n := w.Requests
+		if n == 0 {
+			n = defaultTraceRequests
+		}
+		return fmt.Sprintf("summarization: %d requests, prompts uniform in [%d, %d] tokens, outputs in [%d, %d], no shared prefix, Poisson arrivals, max_tokens %s",
+			n, SummaryPromptMin, SummaryPromptMax, SummaryOutputMin, SummaryOutputMax, mt)
+	}
 	if w.Kind == KindSharedPrefix {
 		sp := w.SharedPrefix
 		n := "every prompt once"

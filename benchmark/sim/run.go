@@ -37,6 +37,7 @@ type Run struct {
 	// Adapters are the LoRA adapters every engine serves (a LoRA
 	// workload's); the router sees each as a model of every worker.
 	Adapters []string `json:"adapters,omitempty"`
+	Disagg   Disagg   `json:"disagg,omitzero"`
 }
 
 // Outcomes of a request.
@@ -70,6 +71,14 @@ type Result struct {
 	// tokens, the inter-token figure llm-bench compare's goodput bounds;
 	// 0 under two tokens or unless Engine.StreamSummary.
 	ITLP99 time.Duration `json:"itl_p99_ns,omitempty"`
+	// Gaps are the request's gaps between consecutive tokens, with
+	// Engine.StreamSummary.
+	Gaps []time.Duration `json:"-"`
+	// Prefill is the GPU that ran the request's prefill when the router
+	// disaggregated it, else -1; DecodeCached the prompt tokens the
+	// decode GPU's prefix cache held when the router decided (pd.go).
+	Prefill      int `json:"prefill_gpu"`
+	DecodeCached int `json:"decode_cached_tokens"`
 }
 
 // TTFT is the time to first token.
@@ -191,10 +200,12 @@ type runner struct {
 
 	// loraFeed carries scrapes to the GIE LoRA emulation; nil otherwise.
 	loraFeed *loraFeed
+
+	pd pdState
 }
 
 // fleetSpecs are the GPUs' engine configs and router specs, in fleet order.
-func fleetSpecs(gpus []GPUClass, eng Engine) ([]gpusim.Config, []state.WorkerSpec, error) {
+func fleetSpecs(gpus []GPUClass, eng Engine, dis Disagg) ([]gpusim.Config, []state.WorkerSpec, error) {
 	var cfgs []gpusim.Config
 	var specs []state.WorkerSpec
 	for _, g := range gpus {
@@ -216,11 +227,16 @@ func fleetSpecs(gpus []GPUClass, eng Engine) ([]gpusim.Config, []state.WorkerSpe
 			c.ID, c.Listen, c.Models, c.Profile = id, id, []string{loadgen.Model}, g.Profile
 			c.MaxNumSeqs, c.MaxBatchedTokens, c.GPUMemUtil = eng.MaxNumSeqs, eng.MaxBatchedTokens, eng.GPUMemUtil
 			c.StreamSummary = eng.StreamSummary
-			cfgs = append(cfgs, c)
-			specs = append(specs, state.WorkerSpec{
+			c.KVLinkGbps = dis.LinkGbps
+			spec := state.WorkerSpec{
 				ID: id, Address: id + ":8000", Models: []string{loadgen.Model}, MaxConcurrency: capacity,
 				KVBlocks: prof.KVCapacityBlocks(eng.GPUMemUtil), PrefillTokensPerSecond: prefill,
-			})
+			}
+			if len(cfgs) < dis.Prefill {
+				setPrefillRole(&spec)
+			}
+			cfgs = append(cfgs, c)
+			specs = append(specs, spec)
 		}
 	}
 	return cfgs, specs, nil
@@ -245,7 +261,13 @@ func withAdapters(cfgs []gpusim.Config, specs []state.WorkerSpec, eng Engine, ad
 
 // simulate runs reqs (sorted by arrival) through the run's fleet.
 func simulate(run Run, reqs []Request) (*RunResult, error) {
-	cfgs, specs, err := fleetSpecs(run.GPUs, run.Engine)
+	return simulateWith(run, reqs, prefillWorker)
+}
+
+// simulateWith is simulate with the prefill worker a ticket was paired
+// with read by pairedWith (tests fake the router's pairing).
+func simulateWith(run Run, reqs []Request, pairedWith func(*scheduler.Ticket) string) (*RunResult, error) {
+	cfgs, specs, err := fleetSpecs(run.GPUs, run.Engine, run.Disagg)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +277,7 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 		yield: make(chan yielded, 1), running: -1, waiting: map[string]int{},
 		claimed: make([]time.Duration, len(reqs)), admitting: make([]bool, len(reqs)),
 	}
+	r.pd.pairedWith = pairedWith
 	for i, c := range cfgs {
 		st, err := gpusim.NewStepper(c)
 		if err != nil {
@@ -275,8 +298,14 @@ func simulate(run Run, reqs []Request) (*RunResult, error) {
 	}
 	r.res = make([]Result, len(reqs))
 	r.tickets = make([]*scheduler.Ticket, len(reqs))
+	if run.Disagg.On() {
+		r.pd.prefillGPU = make([]int, len(reqs))
+	}
 	for i, q := range reqs {
-		r.res[i] = Result{Arrival: q.Arrival, Prompt: q.Prompt, GPU: -1, Replica: i % run.Replicas}
+		r.res[i] = Result{Arrival: q.Arrival, Prompt: q.Prompt, GPU: -1, Replica: i % run.Replicas, Prefill: -1}
+		if r.pd.prefillGPU != nil {
+			r.pd.prefillGPU[i] = -1
+		}
 		r.q.push(q.Arrival, kindArrival, i)
 	}
 	period := run.Router.scrapePeriod(run.Strategy)
@@ -340,9 +369,10 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 			// The engines load adapters themselves (lora.manage off, the
 			// default); the router prices loads from lora.load_time until
 			// it learns each worker's.
-			Adapters: scheduler.AdapterOptions{LoadTime: cfg.LoRA.LoadTime.D(), LoadTimeout: cfg.LoRA.LoadTimeout.D()},
-			After:    r.after,
-			Parked:   r.parked,
+			Adapters:       scheduler.AdapterOptions{LoadTime: cfg.LoRA.LoadTime.D(), LoadTimeout: cfg.LoRA.LoadTimeout.D()},
+			After:          r.after,
+			Parked:         r.parked,
+			Disaggregation: scheduler.Disaggregation{MinUncached: r.run.Disagg.MinUncached},
 		})
 		if err != nil {
 			return fmt.Errorf("replica %d: %w", i, err)
@@ -380,7 +410,9 @@ func (r *runner) loop(period time.Duration) error {
 		}
 		switch ev.kind {
 		case kindStepEnd:
-			r.stepEnd(ev.i)
+			if err := r.stepEnd(ev.i); err != nil {
+				return err
+			}
 		case kindArrival:
 			if err := r.arrive(ctx, ev.i); err != nil {
 				return err
@@ -424,8 +456,14 @@ func (r *runner) wake(g int) {
 
 // stepEnd applies GPU g's step: first tokens are noted, finished requests
 // release their claims with what the router would have measured.
-func (r *runner) stepEnd(g int) {
+func (r *runner) stepEnd(g int) error {
 	for _, p := range r.gpus[g].st.Advance(r.now) {
+		if leg, err := r.prefillDone(g, p); leg || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		res := &r.res[p.Tag]
 		if p.First {
 			res.FirstToken, res.Cached = p.At, p.CachedTokens
@@ -438,6 +476,9 @@ func (r *runner) stepEnd(g int) {
 		}
 		res.Done, res.Tokens, res.Outcome = p.At, p.Tokens, OutcomeOK
 		res.ITLP99 = stats.Percentile(p.Gaps, 99)
+		if r.run.Engine.StreamSummary {
+			res.Gaps = p.Gaps
+		}
 		r.left--
 		o := scheduler.Outcome{Status: 200, TTFT: res.FirstToken - r.claimed[p.Tag], CompletionTokens: p.Tokens}
 		if p.Tokens > 1 && res.Done > res.FirstToken {
@@ -447,6 +488,7 @@ func (r *runner) stepEnd(g int) {
 		r.tickets[p.Tag] = nil
 	}
 	r.wake(g)
+	return nil
 }
 
 // scrape writes GPU g's engine metrics to the store, as the replica

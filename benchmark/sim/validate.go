@@ -357,7 +357,7 @@ func offeredRate(rep *report.Report, setup string, load float64, seed uint64) (f
 // checkFleet refuses a fleet whose KV caches or prefill rates, as the
 // router was configured with them, are not the simulator's engines'.
 func checkFleet(gpus []fleet.GPU, eng Engine) error {
-	_, specs, err := fleetSpecs(gpuClasses(gpus, fleet.Setup{}, false), eng)
+	_, specs, err := fleetSpecs(gpuClasses(gpus, fleet.Setup{}, false), eng, Disagg{})
 	if err != nil {
 		return fmt.Errorf("fleet: %w", err)
 	}

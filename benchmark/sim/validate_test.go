@@ -41,7 +41,7 @@ func smallCompare(t *testing.T) *report.Report {
 		{ID: "h100-1", Profile: "h100-llama2-7b", Cap: 82},
 		{ID: "a40-0", Profile: "a40-llama2-7b", Cap: 7},
 	}
-	_, specs, err := fleetSpecs(gpuClasses(gpus, fleet.Setup{}, false), eng)
+	_, specs, err := fleetSpecs(gpuClasses(gpus, fleet.Setup{}, false), eng, Disagg{})
 	if err != nil {
 		t.Fatal(err)
 	}

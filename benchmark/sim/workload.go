@@ -25,6 +25,20 @@ const (
 	// traces in benchmark/traces), or a Mooncake JSON-lines trace (.jsonl)
 	// whose hash_ids mark shared prefixes.
 	KindTrace = "trace"
+	// KindSummarization is long documents with short answers, the shape
+	// of the arXiv summarisation benchmarks of disaggregated serving:
+	// prompts uniform in [SummaryPromptMin, SummaryPromptMax] tokens,
+	// outputs uniform in [SummaryOutputMin, SummaryOutputMax], every
+	// document its own (no shared prefix).
+	KindSummarization = "summarization"
+)
+
+// The summarization shape's bounds, in tokens.
+const (
+	SummaryPromptMin = 8192
+	SummaryPromptMax = 16384
+	SummaryOutputMin = 200
+	SummaryOutputMax = 500
 )
 
 // MaxTokens policies, what a client sends as max_tokens (see loadgen).
@@ -118,8 +132,12 @@ func (w Workload) Validate() error {
 		if w.Trace != "" {
 			bad("trace", "given with kind %s, which reads no trace", KindLoRA)
 		}
+	case KindSummarization:
+		if w.Trace != "" {
+			bad("trace", "given with kind %s, which reads no trace", KindSummarization)
+		}
 	default:
-		bad("kind", "%q: want %s, %s or %s", w.Kind, KindSharedPrefix, KindTrace, KindLoRA)
+		bad("kind", "%q: want %s, %s, %s or %s", w.Kind, KindSharedPrefix, KindTrace, KindLoRA, KindSummarization)
 	}
 	switch w.Arrivals {
 	case "", ArrivalsPoisson:
@@ -219,9 +237,12 @@ func (s *source) requests(rate float64, seed uint64) []Request {
 		return loraRequests(s.w.LoRA, s.w.Requests, rate, rng)
 	}
 	var shapes []shape
-	if s.w.Kind == KindSharedPrefix {
+	switch s.w.Kind {
+	case KindSharedPrefix:
 		shapes = sharedPrefixShapes(s.w.SharedPrefix, s.w.Requests, seed, rng)
-	} else {
+	case KindSummarization:
+		shapes = summaryShapes(s.w.Requests, rng)
+	default:
 		shapes = s.shapes
 		if s.w.Arrivals == ArrivalsTrace {
 			shapes = slices.Clone(shapes)
@@ -231,7 +252,7 @@ func (s *source) requests(rate float64, seed uint64) []Request {
 	policy := s.w.MaxTokens
 	if policy == "" {
 		policy = MaxTokensBound
-		if s.w.Kind == KindSharedPrefix {
+		if s.w.Kind == KindSharedPrefix || s.w.Kind == KindSummarization {
 			policy = MaxTokensOracle
 		}
 	}
@@ -323,4 +344,20 @@ func blockText(dst []byte, id int64, n int) []byte {
 		id++
 	}
 	return dst[:end]
+}
+
+// summaryShapes are n (0: the default trace length) summarization
+// requests.
+func summaryShapes(n int, rng *rand.Rand) []shape {
+	if n == 0 {
+		n = defaultTraceRequests
+	}
+	out := make([]shape, n)
+	for i := range out {
+		out[i] = shape{
+			prompt: SummaryPromptMin + rng.IntN(SummaryPromptMax-SummaryPromptMin+1),
+			output: SummaryOutputMin + rng.IntN(SummaryOutputMax-SummaryOutputMin+1),
+		}
+	}
+	return out
 }

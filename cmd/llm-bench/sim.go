@@ -175,6 +175,9 @@ func simCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if len(args) > 0 && args[0] == "validate" {
 		return simValidateCommand(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "pd" {
+		return simPDCommand(args[1:], stdout, stderr)
+	}
 	s, out, err := parseSimFlags(args, stderr)
 	if err != nil {
 		return err

@@ -35,6 +35,7 @@ func (s *Service) worker(w state.Worker, terms []scheduler.ModelTerm) *pb.Worker
 			Id: w.Spec.ID, Address: w.Spec.Address, Models: w.Spec.Models, Zone: w.Spec.Zone, Region: w.Spec.Region,
 			MaxConcurrency: int32(w.Spec.MaxConcurrency), MetricsFormat: w.Spec.MetricsFormat, MetricsUrl: w.Spec.MetricsURL,
 			HealthUrl: w.Spec.HealthURL, DcgmUrl: w.Spec.DCGMURL, DcgmGpu: w.Spec.DCGMGPU,
+			Role: string(w.Spec.Role.OrBoth()),
 		},
 		Health: string(w.Health), Draining: w.Draining, InFlight: int32(w.InFlight), Source: src,
 		PrefillTokens: int32(w.PrefillTokens), DecodeTokens: int32(w.DecodeTokens),

@@ -180,10 +180,14 @@ func specFrom(p *pb.WorkerSpec) (state.WorkerSpec, error) {
 	if f := p.GetMetricsFormat(); f != "" && !slices.Contains([]string{"vllm", "sglang", "llamacpp", "trtllm", "none"}, f) {
 		return bad("spec.metrics_format %q: want vllm, sglang, llamacpp, trtllm or none", f)
 	}
+	role, err := state.ParseRole(p.GetRole())
+	if err != nil {
+		return bad("spec.%v", err)
+	}
 	return state.WorkerSpec{
 		ID: p.GetId(), Address: p.GetAddress(), Models: p.GetModels(), Zone: p.GetZone(), Region: p.GetRegion(),
 		MaxConcurrency: int(p.GetMaxConcurrency()), MetricsFormat: p.GetMetricsFormat(), MetricsURL: p.GetMetricsUrl(),
-		HealthURL: p.GetHealthUrl(), DCGMURL: p.GetDcgmUrl(), DCGMGPU: p.GetDcgmGpu(),
+		HealthURL: p.GetHealthUrl(), DCGMURL: p.GetDcgmUrl(), DCGMGPU: p.GetDcgmGpu(), Role: role,
 	}, nil
 }
 

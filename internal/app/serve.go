@@ -164,11 +164,12 @@ func New(ctx context.Context, cfg config.Config, log *zap.Logger, opts ...Option
 			Timeouts:           cfg.Queue.Timeout.ByRank(),
 			Weights:            cfg.Queue.Fairness.Weights,
 		},
-		EMAAlpha: cfg.EMAAlpha,
-		Logger:   log.Named("scheduler"),
-		Observer: m,
-		Tracer:   tp.Tracer(),
-		Adapters: adapterOptions(cfg.LoRA),
+		EMAAlpha:       cfg.EMAAlpha,
+		Logger:         log.Named("scheduler"),
+		Observer:       m,
+		Tracer:         tp.Tracer(),
+		Adapters:       adapterOptions(cfg.LoRA),
+		Disaggregation: scheduler.Disaggregation{MinUncached: cfg.Disaggregation.MinUncachedTokens},
 	})
 	if err != nil {
 		return nil, err
@@ -305,7 +306,7 @@ func specs(ws []config.Worker, lora config.LoRA) []state.WorkerSpec {
 		out[i] = state.WorkerSpec{
 			ID: w.ID, Address: w.Address, Models: w.Models, Zone: w.Zone, Region: w.Region, MaxConcurrency: w.MaxConcurrency,
 			MetricsFormat: w.MetricsFormat, MetricsURL: w.MetricsURL, HealthURL: w.HealthURL, DCGMURL: w.DCGMURL, DCGMGPU: w.DCGMGPU,
-			KVBlocks: w.KVBlocks, PrefillTokensPerSecond: w.PrefillTokensPerSecond,
+			KVBlocks: w.KVBlocks, PrefillTokensPerSecond: w.PrefillTokensPerSecond, Role: state.Role(w.Role).OrBoth(),
 			Adapters: lora.WorkerAdapters(w), MaxLoras: w.MaxLoras,
 		}
 	}

@@ -145,6 +145,7 @@ func PrintDecision(w io.Writer, d *scheduler.Decision) {
 		fmt.Fprintf(w, " in %s", time.Duration(d.DecideMicros*float64(time.Microsecond)).Round(time.Microsecond))
 	}
 	fmt.Fprintf(w, ", on a snapshot %s old\n", time.Duration(d.SnapshotAge*float64(time.Second)).Round(time.Millisecond))
+	printDisaggregation(w, d.Disaggregation)
 	if d.WaitSeconds > 0 {
 		fmt.Fprintf(w, "waited    %s in the queue", time.Duration(d.WaitSeconds*float64(time.Second)).Round(time.Millisecond))
 		if d.QueuePosition > 0 {

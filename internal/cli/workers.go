@@ -174,19 +174,27 @@ func (c *Client) WaitDrained(ctx context.Context, id string, timeout time.Durati
 // PrintWorkers writes the fleet as a table.
 func PrintWorkers(w io.Writer, ws []*pb.Worker) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tADDRESS\tMODELS\tHEALTH\tDRAINING\tIN FLIGHT\tSOURCE\tLATENCY\tTTFT\tTOKENS/S\tKV\tREQUESTS\tERRORS")
+	fmt.Fprintln(tw, "ID\tADDRESS\tMODELS\tROLE\tHEALTH\tDRAINING\tIN FLIGHT\tSOURCE\tLATENCY\tTTFT\tTOKENS/S\tKV\tREQUESTS\tERRORS")
 	for _, x := range ws {
 		src := x.GetSource()
 		if x.GetLeaseExpires() != nil {
 			src += fmt.Sprintf(" (lease %s)", time.Until(x.GetLeaseExpires().AsTime()).Round(time.Second))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%d/%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
-			x.GetSpec().GetId(), x.GetSpec().GetAddress(), strings.Join(x.GetSpec().GetModels(), ","),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%d/%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n",
+			x.GetSpec().GetId(), x.GetSpec().GetAddress(), strings.Join(x.GetSpec().GetModels(), ","), role(x),
 			x.GetHealth(), x.GetDraining(), x.GetInFlight(), CapString(int(x.GetSpec().GetMaxConcurrency())), src,
 			secs(x.GetLatencySeconds()), secs(x.GetTtftSeconds()), num(x.GetTokensPerSecond()), kv(x),
 			x.GetRequests(), x.GetErrors())
 	}
 	_ = tw.Flush()
+}
+
+// role is the worker's role as shown to operators: both when unset.
+func role(x *pb.Worker) string {
+	if r := x.GetSpec().GetRole(); r != "" {
+		return r
+	}
+	return "both"
 }
 
 // CapString is a concurrency cap as shown to operators: "none" for 0.

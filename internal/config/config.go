@@ -64,6 +64,7 @@ type Config struct {
 	SLO            SLO            `yaml:"slo"`
 	Tracing        Tracing        `yaml:"tracing"`
 	LoRA           LoRA           `yaml:"lora"`
+	Disaggregation Disaggregation `yaml:"disaggregation"`
 	Workers        []Worker       `yaml:"workers"`
 }
 
@@ -363,6 +364,9 @@ type Worker struct {
 	// model; MaxLoras its adapter slots (0: what the engine reports).
 	Adapters []string `yaml:"adapters"`
 	MaxLoras int      `yaml:"max_loras"`
+	// Role is the part of serving the worker does: prefill, decode or
+	// both (default; docs/disaggregation.md).
+	Role string `yaml:"role"`
 }
 
 // Strategies lists the accepted values of strategy: the strategies
@@ -433,10 +437,11 @@ func Default() Config {
 			KVBlocks:               4096,
 			MaxPrefixBlocks:        1024,
 		},
-		AdaptiveCaps: defaultAdaptiveCaps(),
-		SLO:          defaultSLO(),
-		Tracing:      defaultTracing(),
-		LoRA:         defaultLoRA(),
+		AdaptiveCaps:   defaultAdaptiveCaps(),
+		SLO:            defaultSLO(),
+		Tracing:        defaultTracing(),
+		LoRA:           defaultLoRA(),
+		Disaggregation: defaultDisaggregation(),
 		InferenceAware: InferenceAware{
 			MinSamples:  3,
 			Staleness:   Duration(60 * time.Second),

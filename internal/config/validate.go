@@ -89,6 +89,7 @@ func (c *Config) Validate() error {
 	c.SLO.validate(bad)
 	c.Tracing.validate(bad)
 	c.LoRA.validate(c.Workers, bad)
+	c.Disaggregation.validate(bad)
 	if c.Telemetry.ScrapeInterval.D() < 10*time.Millisecond {
 		bad("telemetry.scrape_interval", "must be at least 10ms")
 	}
@@ -245,6 +246,9 @@ func (c *Config) validateWorkers(bad func(string, string, ...any), checkAddr fun
 		}
 		if w.MaxConcurrency < 0 {
 			bad(key+".max_concurrency", "must be 0 (none) or more, got %d", w.MaxConcurrency)
+		}
+		if _, err := state.ParseRole(w.Role); err != nil {
+			bad(key+".role", "%v", err)
 		}
 		if w.MetricsFormat != "" && !slices.Contains([]string{"vllm", "sglang", "llamacpp", "trtllm", "none"}, w.MetricsFormat) {
 			bad(key+".metrics_format", "want vllm, sglang, llamacpp, trtllm or none, got %q", w.MetricsFormat)

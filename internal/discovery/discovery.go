@@ -70,6 +70,7 @@ type Watcher struct {
 // member is what discovery put in the registry for one pod.
 type member struct {
 	address  string
+	role     state.Role
 	draining bool
 }
 
@@ -236,7 +237,7 @@ func (w *Watcher) podChanged(ctx context.Context, obj any) {
 				w.log.Warn("drain terminating pod", zap.String("pod", p.Name), zap.Error(err))
 				return
 			}
-			w.set(p.Name, member{address: cur.address, draining: true})
+			w.set(p.Name, member{address: cur.address, role: cur.role, draining: true})
 			w.log.Info("worker draining: pod terminating", zap.String("pod", p.Name))
 		}
 	case !podReady(p):
@@ -245,13 +246,14 @@ func (w *Watcher) podChanged(ctx context.Context, obj any) {
 		}
 	default:
 		addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))
-		if isMember && cur.address == addr && !cur.draining {
+		role := podRole(p.Labels)
+		if isMember && cur.address == addr && cur.role == role && !cur.draining {
 			return
 		}
 		spec := state.WorkerSpec{
 			ID: p.Name, Address: addr, Models: w.opts.Models, MaxConcurrency: w.opts.MaxConcurrency,
 			MetricsFormat: w.opts.MetricsFormat, Zone: p.Labels["topology.kubernetes.io/zone"],
-			Region: p.Labels["topology.kubernetes.io/region"],
+			Region: p.Labels["topology.kubernetes.io/region"], Role: role,
 		}
 		if err := w.reg.Register(ctx, []state.WorkerSpec{spec}); err != nil {
 			w.log.Warn("register pod", zap.String("pod", p.Name), zap.Error(err))
@@ -262,7 +264,7 @@ func (w *Watcher) podChanged(ctx context.Context, obj any) {
 				w.log.Warn("undrain pod", zap.String("pod", p.Name), zap.Error(err))
 			}
 		}
-		w.set(p.Name, member{address: addr})
+		w.set(p.Name, member{address: addr, role: role})
 		w.log.Info("worker joined: pod ready", zap.String("pod", p.Name), zap.String("address", addr))
 	}
 }

@@ -92,6 +92,9 @@ type Metrics struct {
 	FairWait             *prometheus.HistogramVec // tenant
 	FairnessJainIndex    prometheus.Gauge
 	FairnessIDsIgnored   prometheus.Counter
+	// Disaggregation counts the claimed requests of models with prefill
+	// workers by the decider's verdict (disagg.go).
+	Disaggregation *prometheus.CounterVec // model, placement
 
 	fair fairTracker
 }
@@ -144,6 +147,7 @@ func NewOn(reg *prometheus.Registry) *Metrics {
 		FairWait:           f.histogram("fair_wait_seconds", "Time each tenant's claimed requests waited for a worker (0 for those claimed at once).", QueueWaitBuckets, labelsTenant),
 		FairnessJainIndex:  f.gauge1("fairness_jain_index", "Jain's fairness index of the tenants' weighted service over the last half minute (half-life 30s): 1 when every active tenant is served alike, 1/n when one of n takes all."),
 		FairnessIDsIgnored: f.counter1("fairness_ids_ignored_total", "Fairness id headers ignored because the request's API key does not allow them (the key's tenant stands)."),
+		Disaggregation:     f.counter("disaggregation_decisions_total", "Claimed requests of models with prefill workers, by placement: disaggregated (a prefill worker claimed with the decode worker) or aggregated.", labelsDisaggregation),
 		PredictionError:    f.gauge("prediction_error_ratio", "The latency model's absolute relative error, |predicted − measured| / measured, over this replica's last 1000 predictions of each target (ttft, tpot) on the claimed workers: its median (stat p50) and 90th percentile (p90); absent before any measurement.", labelsTargetStat),
 	}
 }

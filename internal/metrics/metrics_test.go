@@ -126,6 +126,8 @@ func recorded(t *testing.T) *metrics.Metrics {
 	m.FairWait.WithLabelValues("team-b").Observe(90)
 	m.FairnessJainIndex.Set(0.8)
 	m.FairnessIDsIgnored.Add(2)
+	m.Disaggregation.WithLabelValues(model, "disaggregated").Add(3)
+	m.Disaggregation.WithLabelValues(model, "aggregated").Inc()
 	return m
 }
 

@@ -27,6 +27,7 @@ func (m *Metrics) Decided(d *scheduler.Decision) {
 	}
 	if d.Outcome == scheduler.OutcomeClaimed {
 		m.fairWait(d)
+		m.disaggregation(d)
 	}
 }
 

@@ -66,7 +66,10 @@ func TestGaugesStartAtZero(t *testing.T) {
 // metrics, with the labels the dashboards and alerts read.
 func TestObserverCountsEachEventOnce(t *testing.T) {
 	m := metrics.New()
-	claimed := &scheduler.Decision{Model: "m", Priority: state.PriorityBatch, Strategy: "scored", Outcome: scheduler.OutcomeClaimed, PromptTokens: 30}
+	claimed := &scheduler.Decision{
+		Model: "m", Priority: state.PriorityBatch, Strategy: "scored", Outcome: scheduler.OutcomeClaimed, PromptTokens: 30,
+		Disaggregation: &scheduler.PrefillDecision{Disaggregated: true, Worker: "p-0"},
+	}
 	queued := *claimed
 	queued.QueuePosition, queued.WaitSeconds = 2, 0.3
 	refused := &scheduler.Decision{Model: "m", Strategy: "scored", Outcome: scheduler.OutcomeQueueFull, Conflict: true}
@@ -86,6 +89,7 @@ func TestObserverCountsEachEventOnce(t *testing.T) {
 		{"picks claimed", value(m.Picks.WithLabelValues("scored", "claimed")), 2},
 		{"picks queue_full", value(m.Picks.WithLabelValues("scored", "queue_full")), 1},
 		{"conflicts", value(m.ClaimConflicts), 1},
+		{"disaggregated", value(m.Disaggregation.WithLabelValues("m", "disaggregated")), 2},
 		{"rejected", value(m.RequestsRejected.WithLabelValues("m", "queue_full")), 1},
 		{"requests 503", value(m.RequestsTotal.WithLabelValues("m", "503")), 1},
 		{"requests 499", value(m.RequestsTotal.WithLabelValues("m", "499")), 1},

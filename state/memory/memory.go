@@ -167,6 +167,12 @@ func (m *Store) Snapshot(_ context.Context) (state.Snapshot, error) {
 func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimResult, error) {
 	m.lock()
 	defer m.unlock()
+	return m.claimLocked(req, nil)
+}
+
+// claimLocked is Claim under the lock; pair, when set, is told of the
+// decode claim as soon as it is held (ClaimPair).
+func (m *Store) claimLocked(req state.ClaimRequest, pair *pairPick) (state.ClaimResult, error) {
 	now := m.now()
 	m.purge(now, false)
 	if _, dup := m.claims[req.ID]; dup {
@@ -277,6 +283,9 @@ func (m *Store) Claim(_ context.Context, req state.ClaimRequest) (state.ClaimRes
 		}
 		m.hold(req.ID, c.Worker, now, tok)
 		res.Evicted = m.placeAdapter(req.ID, req.Adapter, m.workers[c.Worker], c, now)
+		if pair != nil {
+			pair.decide(m, req, res, best, now)
+		}
 		if q := req.Queue; q != nil {
 			m.fairCharge(req.ID, fairOf(q), now)
 		}
@@ -479,34 +488,5 @@ func (m *Store) purge(now time.Time, force bool) {
 	}
 	for w := range freed {
 		m.pumpWorker(w, now)
-	}
-}
-
-// Seed replaces the store's content with a snapshot taken from another
-// store and registers claims (id → worker) as held here. Each worker's count
-// becomes the others' claims as of the snapshot (its count minus
-// oursAtSnap, the claims of ours the snapshot included) plus ours now.
-func (m *Store) Seed(snap state.Snapshot, claims map[string]string, oursAtSnap map[string]int) {
-	m.lock()
-	defer m.unlock()
-	m.workers, m.order, m.claims, m.total = map[string]*memWorker{}, nil, map[string]*memClaim{}, 0
-	for _, w := range snap.Workers {
-		w.Spec.Models = slices.Clone(w.Spec.Models)
-		w.InFlight = max(0, w.InFlight-oursAtSnap[w.Spec.ID])
-		// Seeded claims carry no tokens, so the snapshot's token counts
-		// could never be given back here: start from none.
-		w.PrefillTokens, w.DecodeTokens, w.AheadTokens = 0, 0, 0
-		w.LatencyStats = cloneLatency(w.LatencyStats)
-		m.total += w.InFlight
-		m.workers[w.Spec.ID] = &memWorker{Worker: w}
-		m.order = append(m.order, w.Spec.ID)
-	}
-	far := m.now().Add(100 * 365 * 24 * time.Hour)
-	for id, w := range claims {
-		m.claims[id] = &memClaim{worker: w, expiry: far}
-		if mw, ok := m.workers[w]; ok {
-			mw.InFlight++
-			m.total++
-		}
 	}
 }

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -115,7 +114,7 @@ var luaWorkers string
 func script(body string) *redis.Script { return redis.NewScript(luaPrelude + "\n" + body) }
 
 var (
-	scriptClaim    = script(luaClaim)
+	scriptClaim    = script("local pair_decide -- nil: Claim, not ClaimPair\n" + luaClaim)
 	scriptRelease  = script(luaRelease)
 	scriptMove     = script(luaMove)
 	scriptRenew    = script(luaRenew)
@@ -199,81 +198,21 @@ func (r *Store) Register(ctx context.Context, specs []state.WorkerSpec) error {
 	return r.restore(ctx, ws, false)
 }
 
-// Restore registers workers with their last known live state (health,
-// drain, averages) wherever Redis has none: after Redis lost its data, any
-// replica can put back what it last saw.
-func (r *Store) Restore(ctx context.Context, ws []state.Worker) error {
-	return r.restore(ctx, ws, true)
-}
-
-func (r *Store) restore(ctx context.Context, ws []state.Worker, withState bool) error {
-	groups := map[*shard][]state.Worker{}
-	for _, w := range ws {
-		sh, err := r.shardOfModels(w.Spec.Models)
-		if err != nil {
-			return fmt.Errorf("worker %s: %w", w.Spec.ID, err)
-		}
-		groups[sh] = append(groups[sh], w)
-	}
-	for sh, g := range groups {
-		if err := r.restoreShard(ctx, sh, g, withState); err != nil {
-			return err
-		}
-		for _, w := range g {
-			r.where.learnWorker(w.Spec.ID, sh)
-		}
-	}
-	return nil
-}
-
-func (r *Store) restoreShard(ctx context.Context, sh *shard, ws []state.Worker, withState bool) error {
-	args := []any{len(ws)}
-	for _, w := range ws {
-		spec, err := json.Marshal(w.Spec)
-		if err != nil {
-			return err
-		}
-		drain := ""
-		if w.Draining {
-			drain = "1"
-		}
-		health := w.Health
-		if health == "" {
-			health = scoring.Healthy
-		}
-		args = append(args, w.Spec.ID, string(spec), w.Spec.MaxConcurrency, string(health), drain, len(w.Spec.Models))
-		for _, m := range w.Spec.Models {
-			args = append(args, m)
-		}
-		var stats []any
-		if withState {
-			stats = statsFields(w.Stats)
-		}
-		args = append(args, len(stats)/2)
-		args = append(args, stats...)
-	}
-	return r.run(ctx, sh, scriptRegister, args...).Err()
-}
-
-func statsFields(s state.Stats) []any {
-	var out []any
-	add := func(f string, e state.EMA) {
-		if e.Samples == 0 {
-			return
-		}
-		out = append(out, f+"_v", strconv.FormatFloat(e.Value, 'g', -1, 64), f+"_n", e.Samples, f+"_t", e.Updated.UnixMilli())
-	}
-	add("lat", s.Latency)
-	add("ttft", s.TTFT)
-	add("tps", s.TokensPerSec)
-	if s.Requests > 0 {
-		out = append(out, "req", s.Requests, "err", s.Errors)
-	}
-	return out
-}
-
 // Claim picks and claims atomically, or queues (see claim.lua).
 func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimResult, error) {
+	sh, args := r.claimArgs(ctx, req)
+	res, err := r.run(ctx, sh, scriptClaim, args...).Slice()
+	if err != nil {
+		return state.ClaimResult{}, fmt.Errorf("redis claim: %w", err)
+	}
+	if len(res) != 11 {
+		return state.ClaimResult{}, fmt.Errorf("redis claim: unexpected reply of %d parts", len(res))
+	}
+	return r.claimResult(req, sh, res), nil
+}
+
+// claimArgs are claim.lua's shard and arguments for req.
+func (r *Store) claimArgs(ctx context.Context, req state.ClaimRequest) (*shard, []any) {
 	q, queue, rank := state.QueueSpec{}, "0", 0
 	if req.Queue != nil {
 		q, queue, rank = *req.Queue, "1", req.Queue.Priority.Rank()
@@ -293,13 +232,12 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 		args = append(args, "", "", 0, 0)
 	}
 	args = append(args, req.Adapter)
-	res, err := r.run(ctx, sh, scriptClaim, args...).Slice()
-	if err != nil {
-		return state.ClaimResult{}, fmt.Errorf("redis claim: %w", err)
-	}
-	if len(res) != 11 {
-		return state.ClaimResult{}, fmt.Errorf("redis claim: unexpected reply of %d parts", len(res))
-	}
+	return sh, args
+}
+
+// claimResult reads claim.lua's first eleven reply parts.
+func (r *Store) claimResult(req state.ClaimRequest, sh *shard, res []any) state.ClaimResult {
+	aff := req.ReadsLive()
 	outcome, _ := res[0].(int64)
 	idx, _ := res[1].(int64)
 	active, _ := res[2].([]any)
@@ -347,7 +285,7 @@ func (r *Store) Claim(ctx context.Context, req state.ClaimRequest) (state.ClaimR
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 func intAt(xs []any, i int) int {

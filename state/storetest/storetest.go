@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore Factory, newPeer func(t *testing.T, s state.Stor
 	runLatency(t, newStore, newPeer)
 	runHealth(t, newStore, newPeer)
 	runLimits(t, newStore, newPeer)
+	runPair(t, newStore, newPeer)
 	t.Run("RegisteredWorkersLeaveWhenHeartbeatsStop", func(t *testing.T) { registeredWorkers(t, newStore(t, def)) })
 }
 

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bins, err = stack.Build(dir, "llm-router", "gpusim")
+	bins, err = stack.Build(dir, "llm-router", "gpusim", "llm-pd-sidecar")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

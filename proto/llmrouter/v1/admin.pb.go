@@ -45,6 +45,9 @@ type WorkerSpec struct {
 	HealthUrl     string `protobuf:"bytes,9,opt,name=health_url,json=healthUrl,proto3" json:"health_url,omitempty"`
 	DcgmUrl       string `protobuf:"bytes,10,opt,name=dcgm_url,json=dcgmUrl,proto3" json:"dcgm_url,omitempty"`
 	DcgmGpu       string `protobuf:"bytes,11,opt,name=dcgm_gpu,json=dcgmGpu,proto3" json:"dcgm_gpu,omitempty"`
+	// prefill, decode or both (empty: both): its part in prefill/decode
+	// disaggregation.
+	Role          string `protobuf:"bytes,12,opt,name=role,proto3" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -152,6 +155,13 @@ func (x *WorkerSpec) GetDcgmUrl() string {
 func (x *WorkerSpec) GetDcgmGpu() string {
 	if x != nil {
 		return x.DcgmGpu
+	}
+	return ""
+}
+
+func (x *WorkerSpec) GetRole() string {
+	if x != nil {
+		return x.Role
 	}
 	return ""
 }
@@ -1939,7 +1949,7 @@ var File_llmrouter_v1_admin_proto protoreflect.FileDescriptor
 
 const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"\n" +
-	"\x18llmrouter/v1/admin.proto\x12\fllmrouter.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc0\x02\n" +
+	"\x18llmrouter/v1/admin.proto\x12\fllmrouter.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd4\x02\n" +
 	"\n" +
 	"WorkerSpec\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
@@ -1955,7 +1965,8 @@ const file_llmrouter_v1_admin_proto_rawDesc = "" +
 	"health_url\x18\t \x01(\tR\thealthUrl\x12\x19\n" +
 	"\bdcgm_url\x18\n" +
 	" \x01(\tR\adcgmUrl\x12\x19\n" +
-	"\bdcgm_gpu\x18\v \x01(\tR\adcgmGpu\"u\n" +
+	"\bdcgm_gpu\x18\v \x01(\tR\adcgmGpu\x12\x12\n" +
+	"\x04role\x18\f \x01(\tR\x04role\"u\n" +
 	"\rMovingAverage\x12\x14\n" +
 	"\x05value\x18\x01 \x01(\x01R\x05value\x12\x18\n" +
 	"\asamples\x18\x02 \x01(\x03R\asamples\x124\n" +

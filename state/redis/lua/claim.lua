@@ -254,15 +254,23 @@ if best > 0 and not ahead and global_room() then
   redis.call('ZADD', K_LEASES, now + LEASE, id)
   local evicted = ''
   if adapter ~= '' then evicted = ad_place(id, w, adapter, adslots[best], now) end
+  -- ClaimPair (claimpair.lua; nil for Claim): a paired decode claim holds
+  -- its uncached prompt and output as decode.
+  local pair
+  if pair_decide then pair = pair_decide(w, matched[best], id, now, uncached, match, record, ptok) end
   if aff then
-    tok_hold(id, w, uncached(matched[best]), dtok)
+    if pair and pair[2] > 0 then
+      tok_hold(id, w, 0, pair[1] + dtok)
+    else
+      tok_hold(id, w, uncached(matched[best]), dtok)
+    end
     record(w, kvb[best])
     -- Prompt.PredictedHits: the tokens the match predicts cached.
     local hit = math.min(16 * matched[best], ptok - 1)
     if hit > 0 then redis.call('HINCRBY', K_PHIT, w, hit) end
   end
   if queue then fair_dispatch(id, model, tenant, cost, ocost, otok, now) end
-  return {1, best, active, avail, 0, matched, pre, dec_, ahd, adst, evicted}
+  return {1, best, active, avail, 0, matched, pre, dec_, ahd, adst, evicted, pair}
 end
 if not queue then
   return {0, -1, active, avail, 0, matched, pre, dec_, ahd, adst, ''}
