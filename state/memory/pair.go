@@ -37,7 +37,7 @@ func (p *pairPick) decide(m *Store, req state.ClaimRequest, res state.ClaimResul
 		match = res.Live[best].Match
 	}
 	p.out.Uncached = req.Prompt.Uncached(match)
-	if !scoring.Disaggregate(p.out.Uncached, p.req.MinUncached) || len(p.req.Prefill) == 0 {
+	if !scoring.Disaggregate(p.out.Uncached, req.Prompt.Uncached(0), p.req.MinUncached) || len(p.req.Prefill) == 0 {
 		return
 	}
 	n := len(p.req.Prefill)

@@ -105,7 +105,7 @@ func wantLoads(t *testing.T, s state.Store, want map[string]load) {
 // holds its KV and output as decode, the prefill worker its prompt as
 // prefill ahead); the same prompt again, now cached on the decode worker
 // it lands on, runs aggregated; a short prompt never reads the prefill
-// workers.
+// workers; a mostly cached one stays aggregated.
 func pairDecides(t *testing.T, s, peer state.Store) {
 	pairFleet(t, s)
 	p := longPrompt(1000)
@@ -137,6 +137,13 @@ func pairDecides(t *testing.T, s, peer state.Store) {
 		"d1": {inFlight: 1, prefill: 128, decode: 10, ahead: 128},
 		"p0": {inFlight: 1, prefill: 1024, ahead: 1024},
 	})
+	// A mostly cached prompt (1,024 of its 1,536 tokens on d0) stays
+	// aggregated though its 512 uncached pass the threshold.
+	more := scoring.Prompt{Blocks: append(seqBlocks(1000, 64), seqBlocks(1500, 32)...), PromptTokens: 1536, DecodeTokens: 10}
+	_, res = claimPair(t, s, decodeCands("d0"), prefillCands("p0", "p1"), more, 256)
+	if res.Index != 0 || res.Disaggregated() || res.Uncached != 512 {
+		t.Fatalf("mostly cached prompt: %+v, want aggregated on d0 with 512 uncached", res)
+	}
 }
 
 // pairPrefillPick: the prefill worker that has the prompt's prefix wins

@@ -21,7 +21,9 @@ local function pair_decide(dw, dm, id, now, uncached, match, record, ptok)
   local u = uncached(dm)
   local out = {u, -1, {}, {}, {}, {}, {}, {}}
   local minu = tonumber(ARG[18]) or 0
-  if u <= 0 or u < minu then return out end
+  -- scoring.Disaggregate: something uncached, at least minu, and at
+  -- least half the prompt (uncached(0)).
+  if u <= 0 or u < minu or 2 * u < uncached(0) then return out end
   local pc = cmsgpack.unpack(ARG[19])
   local pids, pcaps, pbases, pslopes, pwa, pwu, pkvb = pc[1], pc[2], pc[3], pc[4], pc[5], pc[6], pc[7]
   local best, bestScore = -1, 0
