@@ -39,7 +39,7 @@ func TestDisaggregatedServing(t *testing.T) {
 // request, the request is served, the claim follows it and none leaks.
 func TestDisaggregatedDecodeWorkerDies(t *testing.T) {
 	f := startPD(t, config.ModeClusterHeader, 2)
-	base := prompt("gamma", 2000)
+	base := prompt("gamma", 1000)
 	_, home, _ := f.completion("dd-1", base, 4, false)
 	if home != "d-0" && home != "d-1" {
 		t.Fatalf("first request served by %q, want a decode worker", home)
@@ -48,8 +48,9 @@ func TestDisaggregatedDecodeWorkerDies(t *testing.T) {
 	f.sidecars[home].Stop(time.Second)
 	f.Workers[home].Stop(time.Second)
 
-	// The prefix draws the request to home; its new half is uncached.
-	_, routed, out := f.completion("dd-2", base+prompt("delta", 1000), 4, true)
+	// The prefix draws the request to home; its new two thirds are
+	// uncached (under half would keep it aggregated).
+	_, routed, out := f.completion("dd-2", base+prompt("delta", 2000), 4, true)
 	if routed == home || routed == "" {
 		t.Fatalf("served by %q, the dead worker was %s: %s", routed, home, tailString(out, 300))
 	}
