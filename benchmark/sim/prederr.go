@@ -8,6 +8,7 @@ import (
 
 	"github.com/llm-router/llm-router/benchmark/stats"
 	"github.com/llm-router/llm-router/scheduler"
+	"github.com/llm-router/llm-router/scoring/latency"
 )
 
 // This file reports how well the router's latency model (scoring/latency)
@@ -100,14 +101,14 @@ func quantileEstimate(seeds [][]float64, q float64, rng *rand.Rand) stats.Estima
 	for _, s := range seeds {
 		pooled = append(pooled, s...)
 		if len(s) > 0 {
-			e.Seeds = append(e.Seeds, quantile(slices.Sorted(slices.Values(s)), q))
+			e.Seeds = append(e.Seeds, latency.Quantile(slices.Sorted(slices.Values(s)), q))
 		}
 	}
 	if len(pooled) == 0 {
 		return e
 	}
 	slices.Sort(pooled)
-	e.Value = quantile(pooled, q)
+	e.Value = latency.Quantile(pooled, q)
 	reps := make([]float64, 0, predictionReps)
 	var sample []float64
 	for range predictionReps {
@@ -122,25 +123,14 @@ func quantileEstimate(seeds [][]float64, q float64, rng *rand.Rand) stats.Estima
 			continue
 		}
 		slices.Sort(sample)
-		reps = append(reps, quantile(sample, q))
+		reps = append(reps, latency.Quantile(sample, q))
 	}
 	slices.Sort(reps)
 	e.Lo, e.Hi = e.Value, e.Value
 	if len(reps) > 0 {
-		e.Lo, e.Hi = quantile(reps, 0.025), quantile(reps, 0.975)
+		e.Lo, e.Hi = latency.Quantile(reps, 0.025), latency.Quantile(reps, 0.975)
 	}
 	return e
-}
-
-// quantile of sorted values, interpolating between neighbours.
-func quantile(sorted []float64, q float64) float64 {
-	pos := q * float64(len(sorted)-1)
-	i := int(pos)
-	if i+1 >= len(sorted) {
-		return sorted[len(sorted)-1]
-	}
-	f := pos - float64(i)
-	return sorted[i]*(1-f) + sorted[i+1]*f
 }
 
 // writePredictionErrors writes the latency model's errors by

@@ -85,12 +85,13 @@ func (t *ErrorTracker) Summary(target Target) ErrorSummary {
 		return out
 	}
 	slices.Sort(s)
-	out.Median, out.P90 = quantile(s, 0.5), quantile(s, 0.9)
+	out.Median, out.P90 = Quantile(s, 0.5), Quantile(s, 0.9)
 	return out
 }
 
-// quantile of sorted values, interpolating between neighbours.
-func quantile(sorted []float64, q float64) float64 {
+// Quantile is the q-quantile (0..1) of sorted values, interpolating
+// between neighbours.
+func Quantile(sorted []float64, q float64) float64 {
 	pos := q * float64(len(sorted)-1)
 	i := int(pos)
 	if i+1 >= len(sorted) {
