@@ -34,22 +34,24 @@ const fleetPriorStrength = 4
 // are not enforced on it meanwhile (Unknown).
 func fitLatency(snap state.Snapshot, now time.Time) []map[string]latency.Model {
 	cfg := latency.DefaultConfig()
-	pooled := map[string]latency.Stats{}
-	for _, w := range snap.Workers {
-		for _, m := range w.Spec.Models {
-			if st, ok := w.LatencyStats[m]; ok && len(st.Sums) > 0 {
-				pooled[m] = cfg.Add(pooled[m], st)
-			}
-		}
-	}
+	// A model's pooled prior is only built when one of its workers is
+	// Unknown, which most snapshots of a warm fleet have none of.
 	priors := map[string]latency.Prior{}
 	prior := func(model string) latency.Prior {
 		if p, ok := priors[model]; ok {
 			return p
 		}
+		var pooled latency.Stats
+		for _, w := range snap.Workers {
+			for _, m := range w.Spec.Models {
+				if st, ok := w.LatencyStats[m]; ok && m == model && len(st.Sums) > 0 {
+					pooled = cfg.Add(pooled, st)
+				}
+			}
+		}
 		p := latency.DefaultPrior()
-		if st, ok := pooled[model]; ok {
-			p = latency.PriorFrom(latency.Fit(cfg, st, p, now), fleetPriorStrength)
+		if len(pooled.Sums) > 0 {
+			p = latency.PriorFrom(latency.Fit(cfg, pooled, p, now), fleetPriorStrength)
 		}
 		priors[model] = p
 		return p
