@@ -100,6 +100,8 @@ type Worker struct {
 	Stats     Stats     `json:"stats"`
 	Telemetry Telemetry `json:"telemetry"`
 	// LatencyStats are the latency model's statistics by model (Latencies).
+	// In a snapshot they are read-only: a store may share them between
+	// snapshots.
 	LatencyStats map[string]latency.Stats `json:"latency_stats,omitempty"`
 	// Adapters are the LoRA adapters placed on the worker (AdapterPlacement).
 	Adapters []AdapterPlacement `json:"adapters,omitempty"`

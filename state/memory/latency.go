@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -26,18 +27,21 @@ func (m *Store) AddLatency(_ context.Context, cs []state.LatencyContribution) er
 		if !ok || len(c.Stats.Sums) != latency.Size {
 			continue
 		}
-		cur := w.LatencyStats[c.Model]
-		if w.LatencyStats == nil {
-			w.LatencyStats = map[string]latency.Stats{}
-		}
-		w.LatencyStats[c.Model] = addLatency(cfg, cur, c.Stats, now)
+		// A new map, never an update in place: snapshots share the old
+		// one (Snapshot), and addLatency's sums are new slices too.
+		next := make(map[string]latency.Stats, len(w.LatencyStats)+1)
+		maps.Copy(next, w.LatencyStats)
+		next[c.Model] = addLatency(cfg, w.LatencyStats[c.Model], c.Stats, now)
+		w.LatencyStats = next
 	}
 	return nil
 }
 
 // addLatency is cur + s as a store applies it at now: whichever takes the
 // epoch (cur, or s when cur is empty) is first rebased to now when its
-// newest weight would pass latency's bound.
+// newest weight would pass latency's bound. The sums returned are new
+// (latency.Config.Add copies), or cur's when s is empty: the store never
+// writes into sums it holds.
 func addLatency(cfg latency.Config, cur, s latency.Stats, now time.Time) latency.Stats {
 	if len(cur.Sums) == 0 {
 		if cfg.NeedsRebase(s, now) {
@@ -49,7 +53,8 @@ func addLatency(cfg latency.Config, cur, s latency.Stats, now time.Time) latency
 	return cfg.Add(cur, s)
 }
 
-// cloneLatency copies a worker's statistics for a snapshot.
+// cloneLatency copies a worker's statistics for a store seeded from a
+// snapshot.
 func cloneLatency(ls map[string]latency.Stats) map[string]latency.Stats {
 	if ls == nil {
 		return nil

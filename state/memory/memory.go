@@ -135,7 +135,8 @@ func (m *Store) Snapshot(_ context.Context) (state.Snapshot, error) {
 		mw := m.workers[id]
 		w := mw.Worker
 		w.Spec.Models = slices.Clone(w.Spec.Models)
-		w.LatencyStats = cloneLatency(w.LatencyStats)
+		// LatencyStats are shared, not copied: AddLatency replaces a
+		// worker's map and sums, never writes into them.
 		w.Adapters = sortedPlacements(w.Adapters)
 		if mw.index != nil {
 			w.PrefixBlocks = state.IndexStride * mw.index.len()
