@@ -162,7 +162,7 @@ func TestLoRAEmulationIsFedByScrapes(t *testing.T) {
 
 func TestLoRAStudyReportsAims(t *testing.T) {
 	s := smallLoRAStudy()
-	rep, err := Execute(s, nil)
+	rep, err := Execute(s, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestRatiosToTheBaselines(t *testing.T) {
 	s := smallStudy()
 	s.Strategies = []string{"round_robin", "scored"}
 	s.Replicas = []int{1, 2}
-	rep, err := Execute(s, nil)
+	rep, err := Execute(s, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,11 +38,12 @@ func runOnce(t *testing.T, s Study, strategy string, replicas int, seed uint64) 
 }
 
 // The same seed gives the same run, request by request, for the product's
-// strategy and for an emulation with per-replica state, with several
-// replicas; another seed gives another run.
+// strategies (predicted with its latency models and learned limits) and
+// for an emulation with per-replica state, with several replicas; another
+// seed gives another run.
 func TestDeterministicForASeed(t *testing.T) {
 	s := smallStudy()
-	for _, strategy := range []string{"scored", emulate.PrefixOverlapMinCost, emulate.LeastRequestP2C} {
+	for _, strategy := range []string{"scored", "predicted", emulate.PrefixOverlapMinCost, emulate.LeastRequestP2C} {
 		a, b := runOnce(t, s, strategy, 2, 7), runOnce(t, s, strategy, 2, 7)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatalf("%s: two runs of seed 7 differ:\n%+v\n%+v", strategy, a, b)
@@ -52,6 +53,53 @@ func TestDeterministicForASeed(t *testing.T) {
 		}
 		if c := runOnce(t, s, strategy, 2, 8); reflect.DeepEqual(a.Requests, c.Requests) {
 			t.Errorf("%s: seeds 7 and 8 gave the same requests", strategy)
+		}
+	}
+}
+
+// A study's report is the same whether its runs go one at a time or
+// several at once (but for the wall times): runs share nothing, and
+// results are kept in the study's order.
+func TestExecuteSameForAnyJobs(t *testing.T) {
+	s := smallStudy()
+	s.Strategies = []string{"round_robin", "predicted", emulate.PrefixAffinityTokenLoad}
+	s.Replicas = []int{1, 2}
+	s.QPS = []float64{10, 20}
+	s.Seeds = []uint64{1, 2, 3}
+	one, err := Execute(s, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	many, err := Execute(s, 4, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Count(progress.String(), "\n"), 2*3*2*3; got != want {
+		t.Errorf("%d progress lines, want one a run (%d)", got, want)
+	}
+	for _, r := range []*Report{one, many} {
+		r.Wall = 0
+		for i := range r.Summaries {
+			r.Summaries[i].Wall = 0
+		}
+	}
+	if !reflect.DeepEqual(one, many) {
+		t.Fatalf("1 job and 4 jobs differ:\n%+v\n%+v", one.Summaries, many.Summaries)
+	}
+	if len(one.Summaries) != 2*3*2 {
+		t.Fatalf("%d summaries, want 12", len(one.Summaries))
+	}
+	k := 0
+	for _, qps := range s.QPS {
+		for _, strategy := range s.Strategies {
+			for _, n := range s.Replicas {
+				got := one.Summaries[k]
+				if got.QPS != qps || got.Strategy != strategy || got.Replicas != n || !reflect.DeepEqual(got.Seeds, s.Seeds) {
+					t.Errorf("summary %d is %s/%d/%g seeds %v, want %s/%d/%g seeds %v", k, got.Strategy, got.Replicas, got.QPS, got.Seeds, strategy, n, qps, s.Seeds)
+				}
+				k++
+			}
 		}
 	}
 }
@@ -157,7 +205,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		s.Replicas = []int{1}
 		c.mut(&s)
 		var progress bytes.Buffer
-		_, err := Execute(s, &progress)
+		_, err := Execute(s, 0, &progress)
 		if err == nil || !strings.Contains(err.Error(), c.field+":") {
 			t.Errorf("%s: got %v, want an error naming it", c.field, err)
 		}
@@ -185,7 +233,7 @@ func TestTraceMissingFieldRefused(t *testing.T) {
 		s := smallStudy()
 		s.Workload = Workload{Kind: KindTrace, Trace: path}
 		var progress bytes.Buffer
-		_, err := Execute(s, &progress)
+		_, err := Execute(s, 0, &progress)
 		if err == nil || !strings.Contains(err.Error(), "workload.trace") || !strings.Contains(err.Error(), field) {
 			t.Errorf("%s: got %v, want workload.trace and %s named", filepath.Base(path), err, field)
 		}

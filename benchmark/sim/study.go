@@ -87,8 +87,10 @@ type Report struct {
 }
 
 // Execute validates the study, then runs every configuration on every
-// seed, one run at a time. progress, when not nil, gets a line per run.
-func Execute(s Study, progress io.Writer) (*Report, error) {
+// seed, up to jobs runs at once (0: GOMAXPROCS). The report does not
+// depend on jobs, but for the wall times. progress, when not nil, gets a
+// line per run, in the order they end.
+func Execute(s Study, jobs int, progress io.Writer) (*Report, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -98,42 +100,72 @@ func Execute(s Study, progress io.Writer) (*Report, error) {
 	}
 	start := time.Now()
 	rep := &Report{Study: s}
-	for _, rate := range s.Rates() {
-		reqs := make([][]Request, len(s.Seeds))
-		for i, seed := range s.Seeds {
-			reqs[i] = src.requests(rate, seed)
-		}
+	// A configuration is a rate, strategy and replica count, in the
+	// report's order; the runs go rate by rate, seed by seed, so that
+	// the runs under way share their seed's requests.
+	type config struct {
+		rate     float64
+		strategy string
+		replicas int
+	}
+	var configs []config
+	rates := s.Rates()
+	for _, rate := range rates {
 		for _, strategy := range s.Strategies {
 			for _, n := range s.Replicas {
-				var runs []*RunResult
-				var wall time.Duration
-				for i, seed := range s.Seeds {
-					run := Run{GPUs: s.GPUs, Engine: s.Engine, Replicas: n, Strategy: strategy, QPS: rate, Seed: seed, Router: s.Router}
-					if s.Workload.Kind == KindLoRA {
-						run.Adapters = s.Workload.LoRA.AdapterNames()
-					}
-					t0 := time.Now()
-					res, err := simulate(run, reqs[i])
-					if err != nil {
-						return nil, fmt.Errorf("%s, %d replicas, %g req/s, seed %d: %w", strategy, n, rate, seed, err)
-					}
-					d := time.Since(t0)
-					wall += d
-					runs = append(runs, res)
-					if progress != nil {
-						fmt.Fprintf(progress, "sim: %s replicas=%d qps=%g seed=%d: %d events in %.2fs (%.0f/s), %v virtual\n",
-							strategy, n, rate, seed, res.Events, d.Seconds(), float64(res.Events)/d.Seconds(), res.End.Round(time.Millisecond))
-					}
-				}
-				sum := summarize(runs, s.SLO)
-				sum.Wall = wall
-				if s.Workload.Kind == KindLoRA {
-					sum.LoRA = loraFigures(runs)
-				}
-				rep.Summaries = append(rep.Summaries, sum)
-				rep.Events += sum.Events
+				configs = append(configs, config{rate, strategy, n})
 			}
 		}
+	}
+	perRate := len(configs) / len(rates)
+	reqs := make([]*sharedRequests, len(rates)*len(s.Seeds))
+	for i := range reqs {
+		reqs[i] = newSharedRequests(perRate)
+	}
+	type result struct {
+		res  *RunResult
+		wall time.Duration
+	}
+	results := make([]result, len(configs)*len(s.Seeds)) // by configuration, then seed
+	log := progressLog{w: progress}
+	err = forEach(len(results), jobs, func(k int) error {
+		r, rest := k/(len(s.Seeds)*perRate), k%(len(s.Seeds)*perRate)
+		i, c := rest/perRate, r*perRate+rest%perRate
+		cfg, seed := configs[c], s.Seeds[i]
+		shared := reqs[r*len(s.Seeds)+i]
+		defer shared.done()
+		run := Run{GPUs: s.GPUs, Engine: s.Engine, Replicas: cfg.replicas, Strategy: cfg.strategy, QPS: cfg.rate, Seed: seed, Router: s.Router}
+		if s.Workload.Kind == KindLoRA {
+			run.Adapters = s.Workload.LoRA.AdapterNames()
+		}
+		t0 := time.Now()
+		res, err := simulate(run, shared.get(func() []Request { return src.requests(cfg.rate, seed) }))
+		if err != nil {
+			return fmt.Errorf("%s, %d replicas, %g req/s, seed %d: %w", cfg.strategy, cfg.replicas, cfg.rate, seed, err)
+		}
+		d := time.Since(t0)
+		results[c*len(s.Seeds)+i] = result{res, d}
+		log.printf("sim: %s replicas=%d qps=%g seed=%d: %d events in %.2fs (%.0f/s), %v virtual\n",
+			cfg.strategy, cfg.replicas, cfg.rate, seed, res.Events, d.Seconds(), float64(res.Events)/d.Seconds(), res.End.Round(time.Millisecond))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for c := range configs {
+		var runs []*RunResult
+		var wall time.Duration
+		for _, r := range results[c*len(s.Seeds) : (c+1)*len(s.Seeds)] {
+			runs = append(runs, r.res)
+			wall += r.wall
+		}
+		sum := summarize(runs, s.SLO)
+		sum.Wall = wall
+		if s.Workload.Kind == KindLoRA {
+			sum.LoRA = loraFigures(runs)
+		}
+		rep.Summaries = append(rep.Summaries, sum)
+		rep.Events += sum.Events
 	}
 	rep.Wall = time.Since(start)
 	addRatios(rep.Summaries)
