@@ -16,10 +16,7 @@ import (
 // GOMAXPROCS). After an error no new call starts; the error returned is
 // that of the lowest i that failed, so it does not depend on timing.
 func forEach(n, jobs int, do func(i int) error) error {
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
-	jobs = max(min(jobs, n), 1)
+	jobs = effectiveJobs(n, jobs)
 	errs := make([]error, n)
 	var next atomic.Int64
 	var failed atomic.Bool
@@ -44,6 +41,15 @@ func forEach(n, jobs int, do func(i int) error) error {
 		}
 	}
 	return nil
+}
+
+// effectiveJobs is how many of n runs go at once when jobs are asked
+// for (0: GOMAXPROCS).
+func effectiveJobs(n, jobs int) int {
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	return max(min(jobs, n), 1)
 }
 
 // progressLog writes progress lines from concurrent runs, one at a time;

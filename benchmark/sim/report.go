@@ -43,8 +43,8 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	fmt.Fprintf(w, "- Router: snapshot refresh %v, scrape period %s, telemetry stale after %v\n",
 		s.Router.RefreshInterval, scrapeLabel(s.Router), s.Router.TelemetryStale)
 	fmt.Fprintf(w, "- SLO: TTFT ≤ %v, TPOT ≤ %v; seeds %v\n", s.SLO.TTFT, s.SLO.TPOT, s.Seeds)
-	fmt.Fprintf(w, "- Simulator: %d events in %.1f s of wall time (%.0f events/s)\n\n",
-		r.Events, r.Wall.Seconds(), float64(r.Events)/max(r.Wall.Seconds(), 1e-9))
+	fmt.Fprintf(w, "- Simulator: %d events in %.1f s of wall time (%.0f events/s), up to %d runs at once; a row's events/s is its runs' events over their own wall time\n\n",
+		r.Events, r.Wall.Seconds(), float64(r.Events)/max(r.Wall.Seconds(), 1e-9), max(r.Jobs, 1))
 	fmt.Fprintln(w, "Latencies in ms of virtual time, `value [95 % interval]` over seeds and requests; goodput, output tokens/s and prefix hit rate are the median over seeds [min, max].")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Snapshot age is the mean age (ms) of the snapshot each decision was made on (the JSON also has the share of decisions whose live claim changed the snapshot's pick). Queued is the share of requests that waited in the router's queue, and their mean wait (ms); refused counts requests the router turned away (queue full, timed out, or past their TTFT objective).")

@@ -78,14 +78,17 @@ func TestExecuteSameForAnyJobs(t *testing.T) {
 	if got, want := strings.Count(progress.String(), "\n"), 2*3*2*3; got != want {
 		t.Errorf("%d progress lines, want one a run (%d)", got, want)
 	}
+	if one.Jobs != 1 || many.Jobs != 4 {
+		t.Errorf("jobs %d and %d, want 1 and 4", one.Jobs, many.Jobs)
+	}
 	for _, r := range []*Report{one, many} {
-		r.Wall = 0
+		r.Wall, r.Jobs = 0, 0
 		for i := range r.Summaries {
 			r.Summaries[i].Wall = 0
 		}
 	}
 	if !reflect.DeepEqual(one, many) {
-		t.Fatalf("1 job and 4 jobs differ:\n%+v\n%+v", one.Summaries, many.Summaries)
+		t.Fatal("1 job and 4 jobs gave different reports")
 	}
 	if len(one.Summaries) != 2*3*2 {
 		t.Fatalf("%d summaries, want 12", len(one.Summaries))

@@ -77,9 +77,11 @@ type Report struct {
 	Command   string    `json:"command,omitempty"`
 	Study     Study     `json:"study"`
 	Summaries []Summary `json:"summaries"`
-	// Wall is the whole study's wall time, Events its events.
+	// Wall is the whole study's wall time, Events its events, Jobs the
+	// most runs it ran at once.
 	Wall   time.Duration `json:"wall_ns"`
 	Events uint64        `json:"events"`
+	Jobs   int           `json:"jobs"`
 	// Aims are the aims the study's configurations can judge, with their
 	// verdicts: the fleet-scale aims (judgeAims) or a LoRA study's
 	// (LoRAAims).
@@ -128,7 +130,8 @@ func Execute(s Study, jobs int, progress io.Writer) (*Report, error) {
 	}
 	results := make([]result, len(configs)*len(s.Seeds)) // by configuration, then seed
 	log := progressLog{w: progress}
-	err = forEach(len(results), jobs, func(k int) error {
+	rep.Jobs = effectiveJobs(len(results), jobs)
+	err = forEach(len(results), rep.Jobs, func(k int) error {
 		r, rest := k/(len(s.Seeds)*perRate), k%(len(s.Seeds)*perRate)
 		i, c := rest/perRate, r*perRate+rest%perRate
 		cfg, seed := configs[c], s.Seeds[i]
