@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,7 +80,7 @@ func (p *preciseReplica) Plan(in scoring.Input, eligible []scoring.Worker) []sco
 // emulation it also turns on the GPUs' KV events and connects every
 // replica's index to them, and for the GIE LoRA emulation it connects
 // every replica to the scrapes' LoRA figures (lora.go).
-func (r *runner) buildReplicas(clock func() time.Time) error {
+func (r *runner) buildReplicas(ctx context.Context, clock func() time.Time) error {
 	switch r.run.Strategy {
 	case emulate.PrecisePrefixQueueKVMaxScore:
 	case emulate.LoRAQueueKVMaxScore:
@@ -89,9 +90,9 @@ func (r *runner) buildReplicas(clock func() time.Time) error {
 		defer loraBuild.mu.Unlock()
 		loraBuild.feed.Store(f)
 		defer loraBuild.feed.Store(nil)
-		return r.newReplicas(clock)
+		return r.newReplicas(ctx, clock)
 	default:
-		return r.newReplicas(clock)
+		return r.newReplicas(ctx, clock)
 	}
 	f := &kvFeed{gpus: r.gpus}
 	for _, g := range r.gpus {
@@ -101,5 +102,5 @@ func (r *runner) buildReplicas(clock func() time.Time) error {
 	defer preciseBuild.mu.Unlock()
 	preciseBuild.feed.Store(f)
 	defer preciseBuild.feed.Store(nil)
-	return r.newReplicas(clock)
+	return r.newReplicas(ctx, clock)
 }

@@ -155,7 +155,11 @@ func simulateWith(run Run, reqs []Request, pairedWith func(*scheduler.Ticket) st
 	if err := r.store.Register(context.Background(), specs); err != nil {
 		return nil, err
 	}
-	if err := r.buildReplicas(clock); err != nil {
+	// The store's subscriptions hold the runner until their context
+	// ends: without this, every run's state would outlive it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := r.buildReplicas(ctx, clock); err != nil {
 		return nil, err
 	}
 	r.res = make([]Result, len(reqs))
@@ -188,7 +192,7 @@ func simulateWith(run Run, reqs []Request, pairedWith func(*scheduler.Ticket) st
 // newReplicas builds the router replicas: the product's scheduler with the
 // product's defaults, each with its own strategy instance and random
 // source, all on one store and the simulator's clock.
-func (r *runner) newReplicas(clock func() time.Time) error {
+func (r *runner) newReplicas(ctx context.Context, clock func() time.Time) error {
 	cfg := config.Default()
 	if r.run.Config != nil {
 		cfg = *r.run.Config
@@ -239,7 +243,7 @@ func (r *runner) newReplicas(clock func() time.Time) error {
 		if err != nil {
 			return fmt.Errorf("replica %d: %w", i, err)
 		}
-		if err := s.Subscribe(context.Background()); err != nil {
+		if err := s.Subscribe(ctx); err != nil {
 			return err
 		}
 		if err := s.Refresh(context.Background()); err != nil {
