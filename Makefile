@@ -144,7 +144,7 @@ chaos: build deps ## the full chaos suite (3 router replicas, Envoy, Redis, gpus
 BENCH_LONG    ?=
 BENCH_FLAGS   := $(if $(BENCH_LONG),,--short)
 BENCH_PRESETS := azure-conv mooncake-conv mooncake-reuse
-.PHONY: bench bench-extra bench-micro bench-sim bench-sim-mooncake bench-lora bench-pd
+.PHONY: bench bench-extra bench-micro bench-sim bench-sim-scale bench-sim-mooncake bench-lora bench-pd
 bench: build envoy redis ## benchmark: the comparison on three presets into benchmark/results (short, ~25 min; BENCH_LONG=1 for the long one)
 	@set -e; start=$$(date +%s); \
 	for p in $(BENCH_PRESETS); do $(BIN)/llm-bench compare $(BENCH_FLAGS) --name $$p --bin $(BIN); done; \
@@ -185,6 +185,26 @@ bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs; 1 vs 
 	$(BIN)/llm-bench sim --quiet $(SIM_FLAGS) --json $(SIM_OUT)/sim-150x5.json --md $(SIM_OUT)/sim-150x5.md >/dev/null; \
 	$(BIN)/llm-bench sim --quiet $(SIM_REPLICA_FLAGS) --json $(SIM_OUT)/sim-150x5-replicas.json --md $(SIM_OUT)/sim-150x5-replicas.md >/dev/null; \
 	echo "bench-sim: done in $$(( $$(date +%s) - start )) s; reports: $(SIM_OUT)/sim-150x5.md $(SIM_OUT)/sim-150x5-replicas.md"
+
+# The simulator at fleet scale: 100,000-request runs of the 150x5
+# workload (its 150 system prompts; questions past the first 750 are new),
+# ten seeds, 64 GPUs of two classes (48 A100s, 16 H100s) behind 4 router
+# replicas, the default strategy against Envoy's LEAST_REQUEST, at 80
+# req/s, below the fleet's capacity so that no run piles up a backlog
+# whose virtual hours would dominate its cost. 20 runs, two at a time;
+# the report gives the wall time and events/s. Not minutes: about 3 to 4
+# CPU-minutes a run (from 10,000-request runs), so about half an hour on
+# two idle cores. 256 GPUs and 8 replicas cost about 5 times as much a
+# request (each replica refits 256 latency models 10 times a virtual
+# second; benchmark/results/2026-12-03-sim-scale.md).
+SIM_SCALE_FLAGS := --gpus a100-llama3-8b:48,h100-llama2-7b:16 --replicas 4 \
+	--strategies predicted,least_request_p2c --qps 80 --requests 100000 \
+	--seeds 1,2,3,4,5,6,7,8,9,10
+bench-sim-scale: ## the simulator at fleet scale (100,000 requests x 10 seeds, 64 mixed GPUs, 4 replicas) into benchmark/results/latest
+	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
+	$(GO) build -o $(BIN)/llm-bench ./cmd/llm-bench; \
+	$(BIN)/llm-bench sim --quiet $(SIM_SCALE_FLAGS) --json $(SIM_OUT)/sim-scale.json --md $(SIM_OUT)/sim-scale.md >/dev/null; \
+	echo "bench-sim-scale: done in $$(( $$(date +%s) - start )) s; report: $(SIM_OUT)/sim-scale.md"
 
 bench-sim-mooncake: ## the fleet simulator on Mooncake's conversation trace at real lengths, 32 GPUs, into benchmark/results/latest
 	@set -e; mkdir -p $(SIM_OUT); start=$$(date +%s); \
