@@ -51,13 +51,13 @@ const (
 	// flight), the prefill ahead (ttft_prefill: the prefill queue and the
 	// request's own uncached prompt), the decodes' slowdown of the
 	// prefill (ttft_decode, ttft_decode_prefill), the stall.
-	MissCostCurve   = "holder_cost_curve"
+	MissCostCurve = "holder_cost_curve"
 	// MissCostCurvePrior: as MissCostCurve, with the holder's or the
 	// chosen GPU's TPOT still the prior's (its model unknown).
 	MissCostCurvePrior = "holder_cost_curve_prior"
-	MissCostPrefill = "holder_cost_prefill"
-	MissCostDecode  = "holder_cost_decode"
-	MissCostStall   = "holder_cost_stall"
+	MissCostPrefill    = "holder_cost_prefill"
+	MissCostDecode     = "holder_cost_decode"
+	MissCostStall      = "holder_cost_stall"
 	// MissOther: none of the above (the holder scored lower yet lost).
 	MissOther = "other"
 )
@@ -91,7 +91,7 @@ type MissWindow struct {
 
 // missTracker follows a run's placements for PrefixMisses.
 type missTracker struct {
-	seen    map[uint64]bool         // every block hash placed so far
+	seen    map[uint64]bool          // every block hash placed so far
 	placed  map[uint64]map[int][]int // group → GPU → requests sent there
 	shared  []int                    // per request: tokens shared with earlier ones
 	reason  []string                 // per repeat: the reason if it missed
