@@ -80,6 +80,16 @@ type PrefixMisses struct {
 	// the distinct GPUs each was sent to.
 	Groups    int `json:"groups"`
 	GroupGPUs int `json:"group_gpus"`
+	// CostMisses count the misses where the best holder scored higher
+	// (the holder_cost reasons); CurveGap sums, over them, how much
+	// higher its curve was than the chosen GPU's, LiveGain how much lower
+	// its live terms (the prefix hit's saving), in seconds.
+	// Computing counts the misses whose holders were all still
+	// computing the prefix (no engine had it cached at the decision).
+	Computing  int     `json:"holders_computing"`
+	CostMisses int     `json:"cost_misses"`
+	CurveGap   float64 `json:"curve_gap_s"`
+	LiveGain   float64 `json:"live_gain_s"`
 }
 
 // MissWindow is one window of PrefixMisses.
@@ -95,6 +105,8 @@ type missTracker struct {
 	placed  map[uint64]map[int][]int // group → GPU → requests sent there
 	shared  []int                    // per request: tokens shared with earlier ones
 	reason  []string                 // per repeat: the reason if it missed
+	gap     [][2]float64             // per cost reason: the curve gap and live gain
+	pending []bool                   // per repeat: its holders were all computing
 	newGPU  []bool
 	arrival []time.Duration
 }
@@ -102,7 +114,7 @@ type missTracker struct {
 func newMissTracker(n int) *missTracker {
 	return &missTracker{
 		seen: map[uint64]bool{}, placed: map[uint64]map[int][]int{},
-		shared: make([]int, n), reason: make([]string, n), newGPU: make([]bool, n), arrival: make([]time.Duration, n),
+		shared: make([]int, n), reason: make([]string, n), gap: make([][2]float64, n), pending: make([]bool, n), newGPU: make([]bool, n), arrival: make([]time.Duration, n),
 	}
 }
 
@@ -165,9 +177,14 @@ func (r *runner) missReason(i, g int, d *scheduler.Decision, gpus map[int][]int)
 		return MissEvicted
 	}
 	var holders []string
+	r.misses.pending[i] = true
 	for h := range r.gpus {
-		if c, p := r.holds(i, h, gpus); c || p {
+		c, p := r.holds(i, h, gpus)
+		if c || p {
 			holders = append(holders, r.gpus[h].id)
+		}
+		if c {
+			r.misses.pending[i] = false
 		}
 	}
 	switch {
@@ -220,7 +237,8 @@ func (r *runner) missReason(i, g int, d *scheduler.Decision, gpus map[int][]int)
 	if best.Total <= chosen.Total {
 		return MissOther
 	}
-	reason := costReason(best, chosen)
+	reason, gap := costReason(best, chosen)
+	r.misses.gap[i] = gap
 	if reason == MissCostCurve && (termUnknown(best, "predicted_tpot") || termUnknown(chosen, "predicted_tpot")) {
 		return MissCostCurvePrior
 	}
@@ -228,8 +246,9 @@ func (r *runner) missReason(i, g int, d *scheduler.Decision, gpus map[int][]int)
 }
 
 // costReason names the part of the score where holder's exceeds chosen's
-// the most.
-func costReason(holder, chosen *scoring.Line) string {
+// the most, and gives how much higher holder's curve is and how much
+// lower its live terms.
+func costReason(holder, chosen *scoring.Line) (string, [2]float64) {
 	parts := func(l *scoring.Line) (curve, prefill, decode, stall float64) {
 		curve = l.Total
 		for _, t := range l.Terms {
@@ -250,6 +269,7 @@ func costReason(holder, chosen *scoring.Line) string {
 	}
 	hc, hp, hd, hs := parts(holder)
 	cc, cp, cd, cs := parts(chosen)
+	gap := [2]float64{hc - cc, (cp + cd + cs) - (hp + hd + hs)}
 	reason, most := MissCostCurve, hc-cc
 	for _, p := range []struct {
 		name string
@@ -259,7 +279,7 @@ func costReason(holder, chosen *scoring.Line) string {
 			reason, most = p.name, p.diff
 		}
 	}
-	return reason
+	return reason, gap
 }
 
 func hasTerm(l *scoring.Line, name string) bool {
@@ -307,6 +327,14 @@ func (m *missTracker) result(res []Result) *PrefixMisses {
 		out.Missed++
 		out.Windows[w].Missed++
 		out.ByReason[m.reason[i]]++
+		if m.pending[i] && strings.HasPrefix(m.reason[i], "holder_") {
+			out.Computing++
+		}
+		if strings.HasPrefix(m.reason[i], "holder_cost") {
+			out.CostMisses++
+			out.CurveGap += m.gap[i][0]
+			out.LiveGain += m.gap[i][1]
+		}
 	}
 	return out
 }
