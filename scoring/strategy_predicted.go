@@ -17,23 +17,11 @@ import (
 // o is the request's output tokens (Job.DecodeTokens), q the prefill ahead
 // (Live.Ahead), u its uncached prompt, d the decode tokens in flight, a
 // the in-flight requests and T the tokens in flight with the request's
-// own, less q (token counts in thousands in the model, per token here).
-//
-// The part of TTFT above a0 is the live form, read inside the claim, so
-// that the prefix match (through u) and the load are one number in
-// seconds; the rest is the curve, Base = a0 + o·(b0 + b1 + b2·T) with T
-// from the snapshot, Slope = o·b1 on the live count.
-//
-// The prefill ahead is left out of the decode projection: it is computed
-// before the request's first token (the TTFT counts it, a1·q), and every
-// request in flight counts its output in d whatever its phase. With q in
-// T, a worker computing a 7,200-token prompt would be predicted b2·7.2
-// slower per output token for the whole output, seconds over 1,000
-// tokens against a 6,000-token prefix hit's fraction of a second: the
-// worker just sent a group's first prompt would lose the group's next
-// ones, and the prefix would be recomputed across the fleet. The TPOT
-// predicted for the decision record and the objectives is the model's,
-// on the features it was fit on.
+// own (token counts in thousands in the model, per token here). The part
+// of TTFT above a0 is the live form, read inside the claim, so that the
+// prefix match (through u) and the load are one number in seconds; the
+// rest is the curve, Base = a0 + o·(b0 + b1 + b2·T) with T from the
+// snapshot, Slope = o·b1 on the live count.
 //
 // The stall. A prefill shares the engine's steps with the decodes running
 // there: each of them waits about as long as the prefill computes, a1·u,
@@ -123,13 +111,11 @@ func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
 		f := w.Features(j)
 		ttft, tpot := m.PredictTTFT(f), m.PredictTPOT(f)
 		a, b := m.TTFT.Coef, m.TPOT.Coef
-		// The TPOT with the request at the snapshot's tokens less the
-		// prefill ahead, less the part of the sequences in flight (b1 per
-		// request), which the curve's slope adds back on the live count:
-		// b1 stays for the request's own sequence.
-		decode := f
-		decode.PrefillTokens = 0
-		perToken := b[0] + b[1] + b[2]*kilo*float64(tokensWith(decode))
+		// The TPOT with the request at the snapshot's tokens, less the
+		// part of the sequences in flight (b1 per request), which the
+		// curve's slope adds back on the live count: b1 stays for the
+		// request's own sequence.
+		perToken := b[0] + b[1] + b[2]*kilo*float64(tokensWith(f))
 		terms := backing[2*i : 2*i+2 : 2*i+2]
 		terms[0] = Term{Name: "predicted_ttft", Value: ttft.Value.Seconds(), Unknown: ttft.Unknown}
 		terms[1] = Term{Name: "predicted_tpot", Value: tpot.Value.Seconds(), Unknown: tpot.Unknown}

@@ -52,12 +52,12 @@ func TestPredictedScoreIsCompletionTime(t *testing.T) {
 	}{
 		// W = 0.8 + 0.512, D = 1.5: TTFT = 0.05 + 0.2·1.312 + 0.01·1.5 +
 		// 0.004·1.312·1.5 = 0.335272. TPOT at 3 in flight (R = 4) and the
-		// snapshot's T less its 1000 tokens ahead = 2 + 0.512 + 0.1 =
-		// 2.612: 0.02 + 0.004 + 0.001306 = 0.025306, times 100 output
-		// tokens. The stall: the snapshot's 2 in flight wait a1·u each.
-		{"no match", 0, 0.335272 + 2.5306 + 2*0.2*0.512},
+		// snapshot's T = 1 + 2 + 0.512 + 0.1 = 3.612: 0.02 + 0.004 +
+		// 0.001806 = 0.025806, times 100 output tokens.
+		// The stall: the snapshot's 2 in flight wait a1·u each.
+		{"no match", 0, 0.335272 + 2.5806 + 2*0.2*0.512},
 		// 10 blocks cached: W = 0.8 + 0.352.
-		{"ten blocks cached", 10, 0.05 + 0.2*1.152 + 0.015 + 0.004*1.152*1.5 + 2.5306 + 2*0.2*0.352},
+		{"ten blocks cached", 10, 0.05 + 0.2*1.152 + 0.015 + 0.004*1.152*1.5 + 2.5806 + 2*0.2*0.352},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := live
