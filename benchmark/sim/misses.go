@@ -52,12 +52,16 @@ const (
 	// request's own uncached prompt), the decodes' slowdown of the
 	// prefill (ttft_decode, ttft_decode_prefill), the stall.
 	MissCostCurve = "holder_cost_curve"
-	// MissCostCurvePrior: as MissCostCurve, with the holder's or the
-	// chosen GPU's TPOT still the prior's (its model unknown).
+	// MissCostCurvePrior: as MissCostCurve, with the holder's and the
+	// chosen GPU's models both unknown (their figures mostly the prior's).
 	MissCostCurvePrior = "holder_cost_curve_prior"
-	MissCostPrefill    = "holder_cost_prefill"
-	MissCostDecode     = "holder_cost_decode"
-	MissCostStall      = "holder_cost_stall"
+	// MissCostExplore: as MissCostCurve, the chosen GPU's model unknown
+	// and the holder's known: the chosen GPU was explored (its base
+	// spread over its first requests in flight, strategy predicted).
+	MissCostExplore = "holder_cost_explore"
+	MissCostPrefill = "holder_cost_prefill"
+	MissCostDecode  = "holder_cost_decode"
+	MissCostStall   = "holder_cost_stall"
 	// MissOther: none of the above (the holder scored lower yet lost).
 	MissOther = "other"
 )
@@ -239,7 +243,13 @@ func (r *runner) missReason(i, g int, d *scheduler.Decision, gpus map[int][]int)
 	}
 	reason, gap := costReason(best, chosen)
 	r.misses.gap[i] = gap
-	if reason == MissCostCurve && (termUnknown(best, "predicted_tpot") || termUnknown(chosen, "predicted_tpot")) {
+	if reason != MissCostCurve {
+		return reason
+	}
+	switch bu, cu := lineUnknown(best), lineUnknown(chosen); {
+	case cu && !bu:
+		return MissCostExplore
+	case cu || bu:
 		return MissCostCurvePrior
 	}
 	return reason
@@ -286,8 +296,10 @@ func hasTerm(l *scoring.Line, name string) bool {
 	return slices.ContainsFunc(l.Terms, func(t scoring.Term) bool { return t.Name == name })
 }
 
-func termUnknown(l *scoring.Line, name string) bool {
-	return slices.ContainsFunc(l.Terms, func(t scoring.Term) bool { return t.Name == name && t.Unknown })
+// lineUnknown reports whether any of the line's terms was unknown (for
+// predicted: the worker's TTFT or TPOT model).
+func lineUnknown(l *scoring.Line) bool {
+	return slices.ContainsFunc(l.Terms, func(t scoring.Term) bool { return t.Unknown })
 }
 
 func termValue(l *scoring.Line, name string) float64 {
@@ -342,7 +354,7 @@ func (m *missTracker) result(res []Result) *PrefixMisses {
 // missReasons is the order of PrefixMisses' reasons in the report.
 var missReasons = []string{
 	MissQueued, MissComputing, MissEvicted, MissEvictedAll, MissHolderIneligible, MissHolderFull,
-	MissHolderOver, MissIndexLost, MissUnmatched, MissCostCurvePrior, MissCostCurve, MissCostPrefill, MissCostDecode, MissCostStall, MissOther,
+	MissHolderOver, MissIndexLost, MissUnmatched, MissCostExplore, MissCostCurvePrior, MissCostCurve, MissCostPrefill, MissCostDecode, MissCostStall, MissOther,
 }
 
 // writeMisses writes the prefix misses by reason and the spread of
