@@ -52,12 +52,14 @@ const (
 	// request's own uncached prompt), the decodes' slowdown of the
 	// prefill (ttft_decode, ttft_decode_prefill), the stall.
 	MissCostCurve = "holder_cost_curve"
-	// MissCostCurvePrior: as MissCostCurve, with the holder's and the
-	// chosen GPU's models both unknown (their figures mostly the prior's).
+	// MissCostCurvePrior: as MissCostCurve, with no candidate's model
+	// known: every figure mostly the prior's, no exploration.
 	MissCostCurvePrior = "holder_cost_curve_prior"
-	// MissCostExplore: as MissCostCurve, the chosen GPU's model unknown
-	// and the holder's known: the chosen GPU was explored (its base
-	// spread over its first requests in flight, strategy predicted).
+	// MissCostExplore: as MissCostCurve, in a decision where some
+	// candidate's model was known and the holder's or the chosen GPU's
+	// was not: predicted's exploration spreads an unknown model's base
+	// over its first requests in flight, an idle unknown GPU ranking
+	// first and a busy one far behind its prediction.
 	MissCostExplore = "holder_cost_explore"
 	MissCostPrefill = "holder_cost_prefill"
 	MissCostDecode  = "holder_cost_decode"
@@ -246,10 +248,11 @@ func (r *runner) missReason(i, g int, d *scheduler.Decision, gpus map[int][]int)
 	if reason != MissCostCurve {
 		return reason
 	}
-	switch bu, cu := lineUnknown(best), lineUnknown(chosen); {
-	case cu && !bu:
+	unknown := lineUnknown(best) || lineUnknown(chosen)
+	switch {
+	case unknown && slices.ContainsFunc(d.Candidates, func(l scoring.Line) bool { return !lineUnknown(&l) }):
 		return MissCostExplore
-	case cu || bu:
+	case unknown:
 		return MissCostCurvePrior
 	}
 	return reason
