@@ -19,7 +19,8 @@ var ErrNotFound = errors.New("no decision recorded for that request id")
 
 // Stream keeps decisions in a bounded Redis stream, so any replica can
 // explain a request another one decided. Records are buffered and written
-// in one pipelined round trip every FlushEvery, never on the request path.
+// in one pipelined round trip every interval given to Run, never on the
+// request path.
 type Stream struct {
 	client redis.UniversalClient
 	key    string
