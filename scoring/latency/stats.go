@@ -6,8 +6,9 @@ import (
 )
 
 // Version names the Stats layout and the features behind it. Stores drop
-// sums that are not Size long, so a new Version comes with a new Size:
-// sums of another version would be read as the wrong quantities.
+// contributions that are not Size long and replace stored sums of another
+// length with the next contribution, so a new Version comes with a new
+// Size: sums of another version would be read as the wrong quantities.
 // Version 2 splits the prefill the TTFT waits for into the prefill ahead
 // and the request's own, and counts the decode load in requests in flight
 // instead of decode tokens.
