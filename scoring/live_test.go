@@ -239,4 +239,9 @@ func TestPickCeiling(t *testing.T) {
 	if got := PickLive(cands, Prompt{}, active, []Live{{Ahead: 900}, {Ahead: 100}}, nil); got != 0 {
 		t.Errorf("PickLive = %d, want 0 (both under: the lower total)", got)
 	}
+	// The breakdown says which was skipped for its ceiling, and the ceiling.
+	lines := BreakdownLive(cands, Prompt{}, active, []Live{{Ahead: 1500}, {Ahead: 100}})
+	if !lines[0].Over || lines[1].Over || lines[0].Ceiling != 1 {
+		t.Errorf("breakdown over %v/%v ceiling %v, want true/false 1", lines[0].Over, lines[1].Over, lines[0].Ceiling)
+	}
 }

@@ -40,6 +40,11 @@ type Line struct {
 	// Adapter is where the request's adapter stood on the worker when
 	// the claim read it (active, idle, free_slot, evict; "": no adapter).
 	Adapter string `json:"adapter_state,omitempty"`
+	// Ceiling is the candidate's LiveWeights.Ceiling (0: none), and Over
+	// whether the live figures the claim read put it past it: the claim
+	// skipped it as if full.
+	Ceiling float64 `json:"ceiling,omitempty"`
+	Over    bool    `json:"over_ceiling,omitempty"`
 }
 
 // PickLive is Pick with each candidate's LiveWeights scored on the live
@@ -92,6 +97,9 @@ func BreakdownLive(cands []Candidate, p Prompt, active []int, live []Live) []Lin
 			for _, t := range l.Terms[len(c.Terms):] {
 				l.Total += t.Contribution()
 			}
+		}
+		if i < len(live) {
+			l.Ceiling, l.Over = c.LiveWeights.Ceiling, c.LiveWeights.Over(p, live[i])
 		}
 		if c.Curve.Mult != 0 {
 			l.LoadFactor = 1 + c.Curve.Mult*float64(a)

@@ -185,6 +185,7 @@ func (r *runner) admitted(i int, t *scheduler.Ticket, err error) error {
 	}
 	res.GPU = g
 	r.claimed[i] = r.now
+	r.placeForMisses(i, g, t.Decision)
 	if r.run.Disagg.On() {
 		paired, err := r.startPrefill(i, t, g)
 		if err != nil {

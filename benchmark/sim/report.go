@@ -62,6 +62,7 @@ func (r *Report) WriteMarkdown(w io.Writer) {
 	r.writeRatios(w)
 	r.writePredictionErrors(w)
 	r.writeLoRA(w)
+	r.writeMisses(w)
 	writeAims(w, r.Aims)
 }
 

@@ -115,6 +115,9 @@ type RunResult struct {
 	// MissingAdapter the requests whose adapter was served nowhere.
 	LoRALoads      uint64 `json:"lora_loads"`
 	MissingAdapter int    `json:"missing_adapter"`
+	// Misses explains the prefix cache's misses (misses.go); nil when no
+	// prompt shared blocks with another.
+	Misses *PrefixMisses `json:"prefix_misses,omitempty"`
 }
 
 // decisionTally is a scheduler.Recorder counting what RunResult reports

@@ -64,6 +64,8 @@ type runner struct {
 	loraFeed *loraFeed
 
 	pd pdState
+
+	misses *missTracker // misses.go
 }
 
 // fleetSpecs are the GPUs' engine configs and router specs, in fleet order.
@@ -140,6 +142,7 @@ func simulateWith(run Run, reqs []Request, pairedWith func(*scheduler.Ticket) st
 		claimed: make([]time.Duration, len(reqs)), admitting: make([]bool, len(reqs)),
 	}
 	r.pd.pairedWith = pairedWith
+	r.misses = newMissTracker(len(reqs))
 	for i, c := range cfgs {
 		st, err := gpusim.NewStepper(c)
 		if err != nil {
@@ -389,6 +392,7 @@ func (r *runner) result() *RunResult {
 		Run: r.run, Requests: r.res, Served: make([]int, len(r.gpus)), End: r.now, Events: r.events,
 		Decisions: r.tally.decisions, SnapshotAge: r.tally.age, Conflicts: r.tally.conflicts,
 		Queued: r.tally.queued, Waited: r.tally.waited, Predictions: r.tally.predictions,
+		Misses: r.misses.result(r.res),
 	}
 	for _, g := range r.gpus {
 		s := g.st.State()

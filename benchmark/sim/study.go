@@ -58,6 +58,9 @@ type Summary struct {
 	PredictionErrors *PredictionErrors `json:"prediction_errors,omitempty"`
 	// LoRA is the adapter figures of a LoRA workload's runs.
 	LoRA *LoRAFigures `json:"lora,omitempty"`
+	// Misses explain the prefix cache's misses, one per seed (misses.go);
+	// nil when no prompt shared blocks with another.
+	Misses []*PrefixMisses `json:"prefix_misses,omitempty"`
 	// Events and Wall are the simulation's own cost, summed over seeds:
 	// events processed and the wall time they took.
 	Events uint64        `json:"events"`
@@ -201,6 +204,9 @@ func summarize(runs []*RunResult, slo SLO) Summary {
 			h = float64(r.PrefixHits) / float64(r.PrefixQueries)
 		}
 		hits = append(hits, h)
+		if r.Misses != nil {
+			sum.Misses = append(sum.Misses, r.Misses)
+		}
 		for _, q := range r.Requests {
 			switch q.Outcome {
 			case OutcomeRefused:
