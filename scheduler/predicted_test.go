@@ -37,13 +37,13 @@ func (c *clock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// truth is a worker's true latency: TTFT = 0.05 + 0.5·W + 0.02·D +
-// 0.007·W·D, TPOT = 0.02 + 0.001·R + 0.0005·T (seconds, tokens in
-// thousands).
+// truth is a worker's true latency: TTFT = 0.05 + 0.3·Q + 0.5·U +
+// 0.02·R + 0.007·(Q + U)·R, TPOT = 0.02 + 0.001·R + 0.0005·T (seconds,
+// tokens in thousands).
 func truth() latency.Model {
 	var m latency.Model
-	m.TTFT.Coef = [4]float64{0.05, 0.5, 0.02, 0.007}
-	m.TPOT.Coef = [4]float64{0.02, 0.001, 0.0005, 0}
+	m.TTFT.Coef = [5]float64{0.05, 0.3, 0.5, 0.02, 0.007}
+	m.TPOT.Coef = [5]float64{0.02, 0.001, 0.0005}
 	return m
 }
 
@@ -301,22 +301,24 @@ func TestObjectiveUnattainableIdle(t *testing.T) {
 }
 
 // loads is what the trained worker a is predicted to give a request of
-// 1000 prompt tokens idle and beside the hold's 20,000 decode tokens.
+// 1000 prompt tokens idle and beside the hold's 1,000 prompt tokens ahead.
 func loads(t *testing.T, s *Scheduler) (m latency.Model, idle, loaded time.Duration) {
 	t.Helper()
 	m = s.LatencyModel("a", "m")
 	idle = m.PredictTTFT(latency.Features{Uncached: 1000, Output: scoring.DefaultOutputTokens}).Value
-	loaded = m.PredictTTFT(latency.Features{Running: 1, DecodeTokens: 20000, Uncached: 1000, Output: scoring.DefaultOutputTokens}).Value
+	loaded = m.PredictTTFT(latency.Features{Running: 1, PrefillTokens: 1000, DecodeTokens: 20000, Uncached: 1000, Output: scoring.DefaultOutputTokens}).Value
 	if loaded-idle < 200*time.Millisecond {
 		t.Fatalf("the hold adds only %v to the TTFT: too little to tell", loaded-idle)
 	}
 	return m, idle, loaded
 }
 
-// hold claims worker a with 20,000 decode tokens and no prompt.
+// hold claims worker a with a prompt of 1,000 tokens that never has its
+// first token (it stays ahead of every later request) and 20,000 decode
+// tokens.
 func hold(t *testing.T, s *Scheduler) *Ticket {
 	t.Helper()
-	tk, err := s.Admit(context.Background(), Request{ID: "hold", Model: "m", MaxTokens: 20000})
+	tk, err := s.Admit(context.Background(), Request{ID: "hold", Model: "m", PromptTokens: 1000, MaxTokens: 20000})
 	if err != nil {
 		t.Fatal(err)
 	}

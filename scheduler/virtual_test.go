@@ -208,18 +208,18 @@ func TestGrantRebinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	s, ts, parked, _ := virtualScheduler(t, scoring.Predicted, c, store)
-	on := func(id, worker string, decode int) *Ticket {
+	on := func(id, worker string, prompt int) *Ticket {
 		t.Helper()
-		tk, err := s.Admit(ctx, Request{ID: id, Model: "m", MaxTokens: decode, Subset: []string{worker + ":80"}})
+		tk, err := s.Admit(ctx, Request{ID: id, Model: "m", PromptTokens: prompt, MaxTokens: 1000, Subset: []string{worker + ":80"}})
 		if err != nil || tk.Worker() != worker {
 			t.Fatalf("hold %s on %s: %v", id, worker, err)
 		}
 		return tk
 	}
-	// a has two requests in flight, b one with more decode: both are over
-	// the waiter's objective, and the store's pump prefers b (fewer in
-	// flight).
-	a1, a2, b1 := on("a1", "a", 10000), on("a2", "a", 10000), on("b1", "b", 40000)
+	// a has two requests in flight, b one with a longer prompt, all
+	// before their first token: both are over the waiter's objective, and
+	// the store's pump prefers b (fewer in flight).
+	a1, a2, b1 := on("a1", "a", 1000), on("a2", "a", 1000), on("b1", "b", 2000)
 	_, idle, loaded := loads(t, s)
 	w := admitAsync(t, s, parked, Request{ID: "w", Model: "m", PromptTokens: 1000, SLO: slo((idle+loaded)/2, 0)})
 	if w.err != nil || w.t != nil {

@@ -114,9 +114,9 @@
 // predicted completion time there, TTFT + output·TPOT, in seconds, from
 // the worker's latency model (scoring/latency, fitted by the scheduler at
 // every snapshot from what the worker's requests measured): the TTFT's
-// load and prefix parts are live terms (ttft_prefill, ttft_decode,
-// ttft_decode_prefill: coefficients of Live.Ahead, the uncached prompt and
-// Live.Decode), the rest is the curve. Its ceiling enforces the request's
+// prefill and prefix parts are live terms (ttft_ahead, ttft_prefill,
+// ttft_running_prefill: coefficients of Live.Ahead and the uncached
+// prompt), the rest is the curve. Its ceiling enforces the request's
 // objectives (Job.Objectives) inside the claim. predicted_ttft and
 // predicted_tpot (weight 0) record the snapshot's predictions.
 //

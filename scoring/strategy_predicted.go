@@ -10,36 +10,37 @@ import (
 // there, from the worker's fitted latency model (scoring/latency), plus
 // the time its prefill holds up the requests already running there:
 //
-//	score = TTFT + o·TPOT + r·a1·u
-//	TTFT  = a0 + a1·(q + u) + a2·d + a3·(q + u)·d
+//	score = TTFT + o·TPOT + r·au·u
+//	TTFT  = a0 + aq·q + au·u + a2·a + a3·(q + u)·a
 //	TPOT  = b0 + b1·(a + 1) + b2·T
 //
 // o is the request's output tokens (Job.DecodeTokens), q the prefill ahead
-// (Live.Ahead), u its uncached prompt, d the decode tokens in flight, a
-// the in-flight requests and T the tokens in flight with the request's
-// own (token counts in thousands in the model, per token here). The part
-// of TTFT above a0 is the live form, read inside the claim, so that the
-// prefix match (through u) and the load are one number in seconds; the
-// rest is the curve, Base = a0 + o·(b0 + b1 + b2·T) with T from the
-// snapshot, Slope = o·b1 on the live count.
+// (Live.Ahead), u its uncached prompt, a the in-flight requests and T the
+// tokens in flight with the request's own (token counts in thousands in
+// the model, per token here). The prefill part of TTFT, aq·q + au·u +
+// a3·r·(q + u) with r the snapshot's in-flight count (the live form has
+// no product of the count and tokens), is the live form, read inside the
+// claim, so that the prefix match (through u) and the load are one number in
+// seconds; the rest is the curve, Base = a0 + o·(b0 + b1 + b2·T) with T
+// from the snapshot, Slope = a2 + o·b1 on the live count.
 //
 // The stall. A prefill shares the engine's steps with the decodes running
-// there: each of them waits about as long as the prefill computes, a1·u,
+// there: each of them waits about as long as the prefill computes, au·u,
 // so a request placed cold costs the r requests in flight there (the
-// snapshot's count) r·a1·u of their time, and a prefix hit saves it all.
-// Without this term a hit saves only the request's own a1·u, against
+// snapshot's count) r·au·u of their time, and a prefix hit saves it all.
+// Without this term a hit saves only the request's own au·u, against
 // o·TPOT that grows with every request in flight: at 1,000 output tokens
 // one more request in flight outweighs a 6,000-token hit, and the score
 // spreads a prefix's requests over the fleet, recomputing it everywhere.
 // The stall is a live term outside the ceiling (LiveWeights.Stall): it is
 // not the request's own latency.
 //
-// Objectives. The live form is the TTFT less a0, so a candidate's Ceiling
-// is the request's TTFT objective less a0: the claim skips, as if full, a
-// worker that would make the request miss it, on live figures. A worker
-// that cannot meet an objective whatever its load gets the Ceiling
-// Unattainable: one whose a0 alone passes the TTFT objective, or whose
-// TPOT predicted on the snapshot passes the TPOT objective (adding the
+// Objectives. The live form is the TTFT less a0 + a2·r, so a candidate's
+// Ceiling is the request's TTFT objective less that: the claim skips, as
+// if full, a worker that would make the request miss it, on live figures.
+// A worker that cannot meet an objective whatever its load gets the
+// Ceiling Unattainable: one whose a0 + a2·r alone passes the TTFT
+// objective, or whose TPOT predicted on the snapshot passes the TPOT objective (adding the
 // request there would break it). With every candidate skipped the request
 // waits in the queue, and the scheduler sheds it once its TTFT objective
 // can no longer be met (IdleTTFT). A model still Unknown for a target
@@ -119,16 +120,17 @@ func (s predicted) Plan(in Input, eligible []Worker) []Candidate {
 		terms := backing[2*i : 2*i+2 : 2*i+2]
 		terms[0] = Term{Name: "predicted_ttft", Value: ttft.Value.Seconds(), Unknown: ttft.Unknown}
 		terms[1] = Term{Name: "predicted_tpot", Value: tpot.Value.Seconds(), Unknown: tpot.Unknown}
-		c := candidate(*w, Curve{Base: a[0] + o*perToken, Slope: o * b[1]}, terms...)
+		r := float64(max(f.Running, 0))
+		c := candidate(*w, Curve{Base: a[0] + o*perToken, Slope: a[3] + o*b[1]}, terms...)
 		c.LiveTerms = liveBacking[4*i : 4*i : 4*i+4]
 		c.LiveWeights = LiveWeights{KVBlocks: w.KVBlocks, Trust: w.PrefixTrust}
-		c.AddLive(LiveTerm{Name: "ttft_prefill", Weight: a[1] * kilo, Ahead: 1, Uncached: 1})
-		c.AddLive(LiveTerm{Name: "ttft_decode", Weight: a[2] * kilo, Decode: 1})
-		c.AddLive(LiveTerm{Name: "ttft_decode_prefill", Weight: a[3] * kilo * kilo, AheadDecode: 1})
+		c.AddLive(LiveTerm{Name: "ttft_ahead", Weight: a[1] * kilo, Ahead: 1})
+		c.AddLive(LiveTerm{Name: "ttft_prefill", Weight: a[2] * kilo, Uncached: 1})
+		c.AddLive(LiveTerm{Name: "ttft_running_prefill", Weight: a[4] * kilo * r, Ahead: 1, Uncached: 1})
 		if f.Running > 0 {
-			c.AddLive(LiveTerm{Name: "prefill_stall", Weight: a[1] * kilo * float64(f.Running), Stall: 1})
+			c.AddLive(LiveTerm{Name: "prefill_stall", Weight: a[2] * kilo * float64(f.Running), Stall: 1})
 		}
-		c.LiveWeights.Ceiling = ceiling(j.Objectives, m, a[0], tpot)
+		c.LiveWeights.Ceiling = ceiling(j.Objectives, m, a[0]+a[3]*r, tpot)
 		if explore && m.Unknown() {
 			// The base is spread over the first exploreInFlight requests.
 			c.Curve.Slope += c.Curve.Base / exploreInFlight
@@ -145,15 +147,16 @@ func tokensWith(f latency.Features) int {
 }
 
 // ceiling is the most a candidate's live score may be for the request to
-// meet its objectives there (0: no bound).
-func ceiling(obj Objectives, m latency.Model, a0 float64, tpot latency.Prediction) float64 {
+// meet its objectives there (0: no bound); fixed is the TTFT outside the
+// live form.
+func ceiling(obj Objectives, m latency.Model, fixed float64, tpot latency.Prediction) float64 {
 	if obj.TPOT > 0 && !tpot.Unknown && tpot.Value > obj.TPOT {
 		return Unattainable
 	}
 	if obj.TTFT <= 0 || m.TTFT.Unknown {
 		return 0
 	}
-	if c := obj.TTFT.Seconds() - a0; c > 0 {
+	if c := obj.TTFT.Seconds() - fixed; c > 0 {
 		return c
 	}
 	return Unattainable

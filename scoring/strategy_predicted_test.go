@@ -9,11 +9,11 @@ import (
 )
 
 // handModel is a worker's latency model with hand-set coefficients:
-// TTFT = 0.05 + 0.2·W + 0.01·D + 0.004·W·D, TPOT = 0.02 + 0.001·R +
+// TTFT = 0.05 + 0.15·Q + 0.2·U + 0.01·R + 0.004·(Q + U)·R, TPOT = 0.02 + 0.001·R +
 // 0.0005·T (seconds, tokens in thousands).
 func handModel(scale float64) latency.Model {
 	var m latency.Model
-	for i, v := range []float64{0.05, 0.2, 0.01, 0.004} {
+	for i, v := range []float64{0.05, 0.15, 0.2, 0.01, 0.004} {
 		m.TTFT.Coef[i] = v * scale
 	}
 	for i, v := range []float64{0.02, 0.001, 0.0005} {
@@ -50,14 +50,15 @@ func TestPredictedScoreIsCompletionTime(t *testing.T) {
 		match int
 		want  float64
 	}{
-		// W = 0.8 + 0.512, D = 1.5: TTFT = 0.05 + 0.2·1.312 + 0.01·1.5 +
-		// 0.004·1.312·1.5 = 0.335272. TPOT at 3 in flight (R = 4) and the
-		// snapshot's T = 1 + 2 + 0.512 + 0.1 = 3.612: 0.02 + 0.004 +
+		// Q = 0.8, U = 0.512, 3 in flight live, 2 in the snapshot: TTFT =
+		// 0.05 + 0.15·0.8 + 0.2·0.512 + 0.01·3 + 0.004·1.312·2 (the
+		// product on the snapshot's count) = 0.312896. TPOT at 3 in flight (R = 4) and
+		// the snapshot's T = 1 + 2 + 0.512 + 0.1 = 3.612: 0.02 + 0.004 +
 		// 0.001806 = 0.025806, times 100 output tokens.
 		// The stall: the snapshot's 2 in flight wait a1·u each.
-		{"no match", 0, 0.335272 + 2.5806 + 2*0.2*0.512},
-		// 10 blocks cached: W = 0.8 + 0.352.
-		{"ten blocks cached", 10, 0.05 + 0.2*1.152 + 0.015 + 0.004*1.152*1.5 + 2.5806 + 2*0.2*0.352},
+		{"no match", 0, 0.312896 + 2.5806 + 2*0.2*0.512},
+		// 10 blocks cached: U = 0.352.
+		{"ten blocks cached", 10, 0.05 + 0.12 + 0.2*0.352 + 0.03 + 0.004*1.152*2 + 2.5806 + 2*0.2*0.352},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := live
@@ -71,7 +72,7 @@ func TestPredictedScoreIsCompletionTime(t *testing.T) {
 	}
 	// The snapshot's predictions, in the decision log: the whole prompt
 	// uncached, the snapshot's 1000 tokens ahead and 2 in flight.
-	ttft := 0.05 + 0.2*1.512 + 0.01*2 + 0.004*1.512*2
+	ttft := 0.05 + 0.15*1 + 0.2*0.512 + 0.01*2 + 0.004*1.512*2
 	tpot := 0.02 + 0.001*3 + 0.0005*3.612
 	if tr := c.Terms; tr[0].Name != "predicted_ttft" || math.Abs(tr[0].Value-ttft) > 1e-9 ||
 		tr[1].Name != "predicted_tpot" || math.Abs(tr[1].Value-tpot) > 1e-9 {
@@ -79,10 +80,11 @@ func TestPredictedScoreIsCompletionTime(t *testing.T) {
 	}
 }
 
-// A prefix hit lowers the score by exactly a1 per hit token for the
-// request and for each of the snapshot's requests in flight there (2):
-// cache affinity and load are one number, in seconds.
-func TestPredictedPrefixHitLowersScoreByA1PerToken(t *testing.T) {
+// A prefix hit lowers the score by exactly au per hit token for the
+// request and for each of the snapshot's requests in flight there (2),
+// plus a3 per token and request in flight (the decodes' share of its
+// prefill steps): cache affinity and load are one number, in seconds.
+func TestPredictedPrefixHitLowersScorePerToken(t *testing.T) {
 	j := Job{Model: "m", PromptTokens: 512, MaxTokens: 64, Blocks: make([]uint64, 32)}
 	c := planPredicted(t, j, predictedWorker("a", handModel(1))).Candidates[0]
 	p := j.Prompt()
@@ -90,8 +92,8 @@ func TestPredictedPrefixHitLowersScoreByA1PerToken(t *testing.T) {
 		cold := LiveScore(c.LiveWeights, p, Live{Ahead: 300, Match: 0})
 		warm := LiveScore(c.LiveWeights, p, Live{Ahead: 300, Match: match})
 		hit := float64(BlockTokens * match)
-		if !near(cold-warm, 3*0.2*1e-3*hit) {
-			t.Fatalf("match %d: lowered by %.9f, want 3·a1·%v tokens = %.9f", match, cold-warm, hit, 3*0.2e-3*hit)
+		if want := (3*0.2 + 2*0.004) * 1e-3 * hit; !near(cold-warm, want) {
+			t.Fatalf("match %d: lowered by %.9f, want (3·au + 2·a3)·%v tokens = %.9f", match, cold-warm, hit, want)
 		}
 	}
 }
@@ -100,7 +102,9 @@ func TestPredictedCeiling(t *testing.T) {
 	known := handModel(1)
 	unknownTTFT := handModel(1)
 	unknownTTFT.TTFT.Unknown = true
-	// The live form at Ahead 800, Decode 1500, no match: 0.285272 s above a0.
+	// The live form at Ahead 800, no match, 2 in flight in the snapshot:
+	// 0.15·0.8 + 0.2·0.512 + 0.004·2·1.312 = 0.232896 s above a0 + a2·2 =
+	// 0.07.
 	live := Live{Ahead: 800, Decode: 1500}
 	for _, tc := range []struct {
 		name    string
@@ -110,9 +114,9 @@ func TestPredictedCeiling(t *testing.T) {
 		over    bool
 	}{
 		{"no objective", known, Objectives{}, 0, false},
-		{"ttft met", known, Objectives{TTFT: 400 * time.Millisecond}, 0.35, false},
-		{"ttft missed at this load", known, Objectives{TTFT: 300 * time.Millisecond}, 0.25, true},
-		{"a0 alone misses it", known, Objectives{TTFT: 40 * time.Millisecond}, Unattainable, true},
+		{"ttft met", known, Objectives{TTFT: 400 * time.Millisecond}, 0.33, false},
+		{"ttft missed at this load", known, Objectives{TTFT: 280 * time.Millisecond}, 0.21, true},
+		{"a0 and the load's share alone miss it", known, Objectives{TTFT: 60 * time.Millisecond}, Unattainable, true},
 		// Snapshot TPOT 0.024806 s with the request.
 		{"tpot would be missed", known, Objectives{TTFT: time.Second, TPOT: 20 * time.Millisecond}, Unattainable, true},
 		{"tpot met", known, Objectives{TPOT: 30 * time.Millisecond}, 0, false},

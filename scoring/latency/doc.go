@@ -10,14 +10,13 @@
 // in thousands of tokens (Features; the load is the worker's in flight
 // across every router replica, before this request):
 //
-//	TTFT = a0 + a1·W + a2·D + a3·W·D
+//	TTFT = a0 + aq·Q + au·U + a2·R + a3·(Q + U)·R
 //	TPOT = b0 + b1·R + b2·T
 //
-// W is the prefill the request waits for: the uncached prompt tokens of
-// the requests in flight that have not had their first token, plus its
-// own. D is the decode tokens in flight. R is the
-// sequences on the worker with the request, T the tokens in flight with
-// its prompt and output.
+// Q is the prefill ahead of the request: the uncached prompt tokens of the
+// requests in flight that have not had their first token; U is its own
+// uncached prompt. R is the requests in flight on the worker (for TPOT,
+// with the request), T the tokens in flight with its prompt and output.
 //
 // Why these forms. An engine with continuous batching and chunked prefill
 // (vLLM V1, SGLang; the simulated GPUs of benchmark/gpusim) runs one
@@ -27,11 +26,17 @@
 // its sequences' KV cache from HBM (proportional to their context). A
 // prompt's prefill is spread over passes of the token budget (e.g. 512),
 // queued behind the prefill already waiting: the number of passes is
-// proportional to W, hence a1. Every running decode takes one token of
-// every pass's budget and adds its KV reads, so each of those passes is
-// longer with more decode load: per prefill token the time grows with D,
-// hence a3·W·D; and the pass under way when the request arrives and its
-// last one carry the decodes too, hence a2·D. a0 is the passes a short
+// proportional to Q + U, hence aq and au. They differ because the router
+// counts a prompt ahead in full until its first token, while the engine
+// has already computed part of it: a token counted ahead costs less than
+// one of the request's own. Every running sequence takes one token of
+// every pass's budget and adds its host work and KV reads, so each of
+// those passes is longer with more sequences: per prefill token the time
+// grows with R, hence a3·(Q + U)·R; and the pass under way when the request
+// arrives and its last one carry the decodes too, hence a2·R. The decode
+// load is counted in sequences, not in their output tokens (max_tokens):
+// a sequence costs a pass the same whatever its max_tokens, which clients
+// often send as a generous bound or not at all. a0 is the passes a short
 // prompt needs at an idle worker. A decoding request gets one token a
 // pass, so its TPOT is the pass time: b0 the host's and the weights' fixed
 // cost, b1 the per-sequence host work and batch growth, b2 the KV reads of

@@ -52,6 +52,13 @@ type simEngine struct {
 	// prefillUntilEnd: the router's view counts a request's prefill
 	// tokens until it ends, not until its first token.
 	prefillUntilEnd bool
+	// aheadInFull: the router's view counts a request's prefill in full
+	// until its first token, as the router does (it cannot see how much
+	// the engine has computed), instead of what is left of it.
+	aheadInFull bool
+	// boundMaxTokens: clients send max_tokens as a bound, not the output
+	// they get: half send none (the router's default, 256), half 4,096.
+	boundMaxTokens bool
 
 	now      float64 // seconds since start
 	t0       time.Time
@@ -103,14 +110,28 @@ func (e *simEngine) request() (prompt, uncached, output int) {
 func (e *simEngine) features(uncached, output int) Features {
 	f := Features{Running: len(e.inflight), Uncached: uncached, Output: output}
 	for _, r := range e.inflight {
-		if e.prefillUntilEnd {
+		switch {
+		case e.prefillUntilEnd:
 			f.PrefillTokens += r.uncached
-		} else {
+		case e.aheadInFull && r.prefilled < r.uncached:
+			f.PrefillTokens += r.uncached
+		default:
 			f.PrefillTokens += r.uncached - r.prefilled
 		}
-		f.DecodeTokens += r.output
+		f.DecodeTokens += e.maxTokens(r)
 	}
 	return f
+}
+
+// maxTokens is the max_tokens the router sees for r.
+func (e *simEngine) maxTokens(r *simReq) int {
+	if !e.boundMaxTokens {
+		return r.output
+	}
+	if r.prompt%2 == 0 {
+		return 256
+	}
+	return 4096
 }
 
 // run advances the engine to until (seconds), with Poisson arrivals at
@@ -122,7 +143,8 @@ func (e *simEngine) run(until, maxRate float64, rate func(t float64) float64, ob
 		for next <= limit {
 			if e.rng.Float64()*maxRate < rate(next) {
 				p, u, o := e.request()
-				r := &simReq{prompt: p, uncached: u, output: o, arrival: next, f: e.features(u, o)}
+				r := &simReq{prompt: p, uncached: u, output: o, arrival: next}
+				r.f = e.features(u, e.maxTokens(r))
 				e.waiting = append(e.waiting, r)
 				e.inflight = append(e.inflight, r)
 			}

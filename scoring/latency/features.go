@@ -26,9 +26,9 @@ type Features struct {
 
 // Dimensions of the two regressions.
 const (
-	ttftN = 4 // 1, prefill work, decode load, their product
+	ttftN = 5 // 1, prefill ahead, own prefill, sequences, prefill × sequences
 	tpotN = 3 // 1, sequences, tokens in flight
-	maxN  = 4
+	maxN  = 5
 )
 
 // kilo puts token counts in thousands, so coefficients read as seconds per
@@ -37,15 +37,26 @@ const kilo = 1e-3
 
 func nonneg(n int) float64 { return float64(max(n, 0)) }
 
-// ttftX is the TTFT regressor: [1, W, D, W·D], where W is the prefill the
-// request waits for (in flight plus its own uncached prompt) and D the
-// decode load sharing the steps, both in thousands of tokens. W·D is there
-// because decodes slow every prefill step, so the time per prefill token
-// grows with D.
+// ttftX is the TTFT regressor: [1, Q, U, R, (Q + U)·R], where Q is the
+// prefill ahead and U the request's own uncached prompt (thousands of
+// tokens), and R the requests in flight sharing the steps.
+//
+// Q and U have coefficients of their own: the router counts a request's
+// prompt as ahead in full until its first token, while the engine has
+// already computed part of it (the request at the head of the queue is
+// mid-prefill), so a token counted ahead costs less than one of the
+// request's own, by an amount the router cannot see.
+//
+// (Q + U)·R is there because every running sequence takes a token of each
+// step's budget and adds its host work and KV reads, so the time per
+// prefill token grows with R. The decode load is counted in sequences,
+// not in output tokens: a sequence costs a step the same whatever its
+// max_tokens, which clients often send as a bound far above what they
+// get, or not at all.
 func ttftX(f Features) [maxN]float64 {
-	w := (nonneg(f.PrefillTokens) + nonneg(f.Uncached)) * kilo
-	d := nonneg(f.DecodeTokens) * kilo
-	return [maxN]float64{1, w, d, w * d}
+	q, u := nonneg(f.PrefillTokens)*kilo, nonneg(f.Uncached)*kilo
+	r := nonneg(f.Running)
+	return [maxN]float64{1, q, u, r, (q + u) * r}
 }
 
 // tpotX is the TPOT regressor of a worker carrying the load f describes,
@@ -69,6 +80,6 @@ func tpotXWithout(f Features) [maxN]float64 {
 // prior's pseudo-observations weigh each coefficient as if its feature
 // took this value (see Prior).
 var (
-	ttftTypical = [maxN]float64{1, 4, 20, 80}
+	ttftTypical = [maxN]float64{1, 3, 1, 32, 128}
 	tpotTypical = [maxN]float64{1, 32, 40}
 )

@@ -12,9 +12,10 @@ import (
 // unseen quantity: with no observations it is the prior, and with all of
 // them at one load it learns the level there and keeps the prior's slopes.
 type Prior struct {
-	// TTFT are seconds for [1, W, D, W·D]: a fixed part, per thousand
-	// tokens of prefill to wait for (W), per thousand decode tokens in
-	// flight (D), and per thousand of each (the decodes' slowing of every
+	// TTFT are seconds for [1, Q, U, R, (Q + U)·R]: a fixed part, per
+	// thousand tokens of prefill ahead (Q) and of the request's own
+	// uncached prompt (U), per request in flight (R), and per thousand
+	// prefill tokens and request (the running sequences' slowing of every
 	// prefill step).
 	TTFT [ttftN]float64
 	// TPOT are seconds for [1, R, T]: a fixed part, per sequence, per
@@ -33,20 +34,20 @@ type Prior struct {
 //
 //   - TTFT: 50 ms fixed (the step in progress, then the request's own); 150
 //     ms per thousand prefill tokens (a full 512-token chunked-prefill step
-//     takes 71 ms of linear layers plus the host's 3 ms). A thousand decode
-//     tokens in flight are about four sequences of a thousand tokens of
-//     context: in every step they take four budget tokens and 3 ms of KV
-//     reads (0.75 µs a token), about 3.6 ms a step; so 5 ms per thousand
-//     decode tokens (half the step in progress and the request's last),
-//     and 7 ms per thousand decode and thousand prefill tokens (two
-//     prefill steps a thousand tokens).
+//     takes 71 ms of linear layers plus the host's 3 ms), ahead or its own
+//     (a bound: part of the prefill ahead is already done). A running
+//     sequence of a thousand tokens of context takes one budget token
+//     (0.14 ms), 0.75 ms of KV reads (0.75 µs a token) and 40 µs of host
+//     work in every step, about 0.9 ms; so 1.3 ms a request in flight (half
+//     the step in progress and the request's last), and 1.8 ms a request
+//     and thousand prefill tokens (two prefill steps a thousand tokens).
 //   - TPOT: 27 ms fixed (a one-token step, 24 ms, plus the host); 0.1 ms a
 //     sequence (40 µs of host work, the rest linear-layer growth with the
 //     batch); 0.75 ms per thousand tokens in flight (512 KiB of KV per
 //     token read at 0.7 TB/s every step).
 func DefaultPrior() Prior {
 	return Prior{
-		TTFT:     [ttftN]float64{0.050, 0.150, 0.005, 0.007},
+		TTFT:     [ttftN]float64{0.050, 0.150, 0.150, 0.0013, 0.0018},
 		TPOT:     [tpotN]float64{0.027, 0.0001, 0.00075},
 		Strength: 4,
 	}

@@ -330,3 +330,49 @@ func TestPrefillAheadEndsAtFirstToken(t *testing.T) {
 		t.Fatalf("median TTFT error %.3f with the prefill ahead, %.3f counted until the end: want the first under 0.15 and the second at least twice it", ahead, untilEnd)
 	}
 }
+
+// The decode load sharing the steps is counted in requests, not in their
+// max_tokens: a sequence costs a step the same whatever its length. Whether
+// clients send max_tokens as the output they get or as a bound (none, read
+// as 256, or 4,096), the TTFT is predicted within 15 % (median), alike.
+// Counted in decode tokens, the output's spread (20-400 tokens) weighs
+// requests unequally, and the median error was 16 %.
+func TestDecodeLoadIgnoresMaxTokens(t *testing.T) {
+	t.Parallel()
+	run := func(bound bool) float64 {
+		eng := newSimEngine(a100, 7, t0)
+		eng.aheadInFull, eng.boundMaxTokens = true, bound
+		l := newLearner(DefaultConfig(), DefaultPrior(), t0)
+		var e errs
+		warm(eng, l, 240, 120, &e)
+		return median(e.ttft)
+	}
+	output, bound := run(false), run(true)
+	t.Logf("median TTFT error %.3f with max_tokens the output, %.3f with max_tokens a bound", output, bound)
+	if output > 0.15 || bound > 0.15 || math.Abs(bound-output) > 0.1*output {
+		t.Fatalf("median TTFT error %.3f with max_tokens a bound, %.3f with the output: want both under 0.15, within 10 %% of each other", bound, output)
+	}
+}
+
+// The router counts a prompt ahead in full until its first token, while
+// the engine has already computed part of it. The model learns a token
+// counted ahead as cheaper than one of the request's own, and predicts
+// nearly as well as from the prefill actually left.
+func TestAheadCountedInFull(t *testing.T) {
+	t.Parallel()
+	run := func(full bool) (float64, Model) {
+		eng := newSimEngine(a100, 8, t0)
+		eng.aheadInFull = full
+		l := newLearner(DefaultConfig(), DefaultPrior(), t0)
+		var e errs
+		warm(eng, l, 240, 120, &e)
+		return median(e.ttft), l.model
+	}
+	left, _ := run(false)
+	full, m := run(true)
+	aq, au := m.TTFT.Slow[1], m.TTFT.Slow[2]
+	t.Logf("median TTFT error %.3f from the prefill left, %.3f from prompts counted in full; %.1f ms per thousand tokens ahead, %.1f of its own", left, full, 1e3*aq, 1e3*au)
+	if !(aq < au) || full > 0.15 || full > 1.25*left {
+		t.Fatalf("counted in full: error %.3f (%.3f from the prefill left), %.4f s per thousand ahead, %.4f own: want under 0.15, within 25 %%, and ahead cheaper", full, left, aq, au)
+	}
+}

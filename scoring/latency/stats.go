@@ -5,16 +5,20 @@ import (
 	"time"
 )
 
-// Version names the Stats layout and the features behind it. A store keeps
-// it beside the sums and discards sums of another version: they would be
-// read as the wrong quantities.
-const Version = 1
+// Version names the Stats layout and the features behind it. Stores drop
+// contributions that are not Size long and replace stored sums of another
+// length with the next contribution, so a new Version comes with a new
+// Size: sums of another version would be read as the wrong quantities.
+// Version 2 splits the prefill the TTFT waits for into the prefill ahead
+// and the request's own, and counts the decode load in requests in flight
+// instead of decode tokens.
+const Version = 2
 
 // Layout of Stats.Sums, in order:
 //
-//	TTFT slow regression   (ttftN = 4 features: 16 values)
+//	TTFT slow regression   (ttftN = 5 features: 22 values)
 //	TPOT slow regression   (tpotN = 3 features: 11 values)
-//	TTFT fast regression   (16 values)
+//	TTFT fast regression   (22 values)
 //	TPOT fast regression   (11 values)
 //	TTFT fast correction   (3 values)
 //	TPOT fast correction   (3 values)

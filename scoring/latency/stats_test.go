@@ -193,7 +193,7 @@ func TestContribution(t *testing.T) {
 // sums must come with a new Version, so stores drop sums they would
 // misread.
 func TestLayoutVersion(t *testing.T) {
-	layouts := map[int]int{1: 60} // Version: Size
+	layouts := map[int]int{1: 60, 2: 72} // Version: Size
 	if got, ok := layouts[Version]; !ok || got != Size {
 		t.Fatalf("Version %d has Size %d: a changed layout needs a new Version (and an entry here)", Version, Size)
 	}

@@ -8,8 +8,10 @@
 --        epoch, which the caller rebases the contribution to and retries;
 --   set: replace the stored stats with packed if their epoch is still
 --        epoch (a compare-and-set, for a rebase).
--- An unknown worker's operation is dropped. Returns one reply per
--- operation: '' done (or dropped), else the stored epoch.
+-- Stored stats of another length are of another layout (latency.Version)
+-- and are replaced by packed, whatever their epoch. An unknown worker's
+-- operation is dropped. Returns one reply per operation: '' done (or
+-- dropped), else the stored epoch.
 local out = {}
 for i = 1, #ARG, 5 do
   local op, w, model, epoch, packed = ARG[i], ARG[i + 1], ARG[i + 2], ARG[i + 3], ARG[i + 4]
@@ -21,13 +23,15 @@ for i = 1, #ARG, 5 do
       if op == 'add' then redis.call('HSET', key, model, packed) end
     else
       local t = cmsgpack.unpack(cur)
-      if t[1] ~= epoch then
+      local a = cmsgpack.unpack(packed)
+      if #t ~= #a then
+        redis.call('HSET', key, model, packed)
+      elseif t[1] ~= epoch then
         reply = t[1]
       elseif op == 'set' then
         redis.call('HSET', key, model, packed)
       else
-        local a = cmsgpack.unpack(packed)
-        for j = 2, #t do t[j] = t[j] + (a[j] or 0) end
+        for j = 2, #t do t[j] = t[j] + a[j] end
         redis.call('HSET', key, model, cmsgpack.pack(t))
       end
     end
