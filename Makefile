@@ -190,15 +190,14 @@ bench-sim: ## the fleet simulator's standard study (150x5 ladder, 16 GPUs; 1 vs 
 # workload (its 150 system prompts; questions past the first 750 are new),
 # ten seeds, 64 GPUs of two classes (48 A100s, 16 H100s) behind 4 router
 # replicas, the default strategy against Envoy's LEAST_REQUEST, at 80
-# req/s, below the fleet's capacity so that no run piles up a backlog
-# whose virtual hours would dominate its cost. 20 runs, two at a time;
+# req/s, the edge of the fleet's capacity for predicted (19 % refused
+# past their TTFT objective over a 100,000-request run) without the
+# backlog whose virtual hours would dominate a run's cost. 20 runs, two at a time;
 # the report gives the wall time and events/s. Not minutes: a run took
 # 7.3 CPU-minutes (predicted, seed 1), so about 2.5 CPU-hours, over an hour
 # on two idle cores; 256 GPUs behind 8 replicas cost 2.4 times as much a
 # request (each replica refits 256 latency models 10 times a virtual
-# second). Smaller fleets do not shorten it much: the virtual time, and
-# so the refreshes, grow as the rate falls
-# (benchmark/results/2026-12-03-sim-scale.md).
+# second; benchmark/results/2026-12-03-sim-scale.md).
 SIM_SCALE_FLAGS := --gpus a100-llama3-8b:48,h100-llama2-7b:16 --replicas 4 \
 	--strategies predicted,least_request_p2c --qps 80 --requests 100000 \
 	--seeds 1,2,3,4,5,6,7,8,9,10
